@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * llm-sandbox/sbx.h: the core API used by the CLI, the MCP layer and the
+ * tests. Not installed in v1, so it may change. Front ends include only this
+ * header (never plugin.h): they build a request, call sbx_run(), and format
+ * the execution. Everything returned is (transfer full) unless noted.
+ */
+#ifndef LLM_SANDBOX_SBX_H
+#define LLM_SANDBOX_SBX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct json_object;
+struct sbx_runtime;
+
+/* Errors of the tool itself (STYLE E1). rc is a negative enum sbx_rc. */
+struct sbx_error {
+    int rc;
+    int sys_errno;
+    char *field; /* control or argument concerned, or NULL */
+    char *msg;
+};
+const char *sbx_rc_str(int rc);
+struct sbx_error *sbx_error_free(struct sbx_error *e); /* returns NULL */
+
+enum sbx_status {
+    SBX_STATUS_OK = 0,
+    SBX_STATUS_ERROR = 1,
+    SBX_STATUS_TIMEOUT = 2,
+    SBX_STATUS_OOM = 3,
+    SBX_STATUS_KILLED = 4,
+    SBX_STATUS_CANCELLED = 5,
+    SBX_STATUS_REFUSED = 6,
+};
+
+enum sbx_limit {
+    SBX_LIMIT_NONE = 0,
+    SBX_LIMIT_WALL_TIME = 1,
+    SBX_LIMIT_MEMORY = 2,
+    SBX_LIMIT_PIDS = 3,
+    SBX_LIMIT_FILE_SIZE = 4,
+    SBX_LIMIT_WORKSPACE = 5,
+};
+const char *sbx_status_str(enum sbx_status s);
+const char *sbx_limit_str(enum sbx_limit l); /* NULL for SBX_LIMIT_NONE */
+
+/* Limits a request asks for; a field counts only when its bit is in set. */
+enum sbx_req_field {
+    SBX_REQ_WALL_TIME = 1u << 0,
+    SBX_REQ_MEMORY = 1u << 1,
+    SBX_REQ_CPU = 1u << 2,
+    SBX_REQ_PIDS = 1u << 3,
+    SBX_REQ_OUTPUT = 1u << 4,
+    SBX_REQ_FILE_SIZE = 1u << 5,
+    SBX_REQ_WORKSPACE = 1u << 6,
+    SBX_REQ_NETWORK = 1u << 7,
+};
+
+struct sbx_req_limits {
+    uint32_t set; /* enum sbx_req_field */
+    uint64_t wall_time_ms;
+    uint64_t memory_bytes;
+    uint64_t cpu_millicores;
+    uint64_t pids_max;
+    uint64_t output_bytes;
+    uint64_t file_size_bytes;
+    uint64_t workspace_bytes;
+    const char *network; /* "off", "on", ... */
+};
+
+enum sbx_stream { SBX_STREAM_STDOUT = 1, SBX_STREAM_STDERR = 2 };
+
+struct sbx_cancel;
+/* An eventfd-backed cancellation flag; sbx_cancel_fire is async-signal-safe. */
+int sbx_cancel_new(struct sbx_cancel **ret, struct sbx_error **err);
+void sbx_cancel_fire(struct sbx_cancel *c);
+struct sbx_cancel *sbx_cancel_free(struct sbx_cancel *c);
+
+struct sbx_request {
+    const char *language; /* NULL: the configured default */
+    const char *backend;  /* NULL: the configured backend */
+    const char *code;
+    size_t code_len;
+    const char *stdin_data; /* NULL: empty standard input */
+    size_t stdin_len;
+    struct sbx_req_limits limits;
+    /* Live output, capped like the result (called from the running thread). */
+    void (*on_output)(void *userdata, enum sbx_stream stream, const char *buf, size_t len);
+    void *userdata;
+    struct sbx_cancel *cancel; /* borrowed, or NULL */
+};
+
+struct sbx_execution {
+    enum sbx_status status;
+    bool has_exit_code;
+    int exit_code;
+    enum sbx_limit limit;
+    char *stdout_buf; /* NUL-terminated; stdout_len bytes kept */
+    size_t stdout_len;
+    uint64_t stdout_bytes; /* everything the program wrote */
+    bool stdout_truncated;
+    char *stderr_buf;
+    size_t stderr_len;
+    uint64_t stderr_bytes;
+    bool stderr_truncated;
+    uint64_t duration_ms;
+    char *backend;  /* canonical name, or NULL */
+    char *language; /* canonical name, or NULL */
+    char *message;  /* why, for refused and for errors of the tool, or NULL */
+    char **warnings; /* NULL-terminated, e.g. default limits not enforced here */
+};
+struct sbx_execution *sbx_execution_free(struct sbx_execution *ex);
+/* The result object of `run --json` and of MCP execute_code. */
+struct json_object *sbx_execution_to_json(const struct sbx_execution *ex);
+/* An execution for an error of the tool (status error, no exit code). */
+struct sbx_execution *sbx_execution_from_error(const struct sbx_error *e);
+
+/*
+ * Load settings (environment) and plugins. Plugin problems do not fail this;
+ * they are reported by sbx_runtime_plugins_json(). Fails on bad settings.
+ */
+int sbx_runtime_new(struct sbx_runtime **ret_rt, struct sbx_error **err);
+struct sbx_runtime *sbx_runtime_free(struct sbx_runtime *rt);
+
+/*
+ * Run one request. A refused request, a failed compile, a timeout or any
+ * other outcome of the user's code is an execution (return 0); an error is
+ * returned only for failures of the tool itself (SBX_E_BACKEND, _NOMEM, ...).
+ * Thread-safe: several runs may share one runtime.
+ */
+int sbx_run(struct sbx_runtime *rt, const struct sbx_request *req, struct sbx_execution **ret,
+        struct sbx_error **err);
+
+/* Every plugin found, with status, errors and backend capabilities. */
+struct json_object *sbx_runtime_plugins_json(struct sbx_runtime *rt);
+/* Host checks with fixes, plus every plugin problem. */
+struct json_object *sbx_runtime_doctor_json(struct sbx_runtime *rt);
+const char *sbx_runtime_default_backend(const struct sbx_runtime *rt);
+const char *sbx_version(void);
+
+#endif /* LLM_SANDBOX_SBX_H */
