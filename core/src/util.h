@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * util.h: checked parsing of numbers and sizes (STYLE I2), name grammars
+ * (I4), UTF-8 repair and NULL-terminated string vectors. Pure functions;
+ * no I/O, no allocation except where a function returns (transfer full).
+ */
+#ifndef SBX_UTIL_H
+#define SBX_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Decimal unsigned integer, whole string, no sign, no overflow. */
+int parse_u64(const char *s, uint64_t *ret);
+/* "512", "512k", "256M", "1G", "1GiB", "1gb" (binary multiples). */
+int parse_size(const char *s, uint64_t *ret_bytes);
+/* "30", "1.5", "0.25" seconds -> milliseconds (max 3 decimals). */
+int parse_seconds_ms(const char *s, uint64_t *ret_ms);
+/* "1", "0.5", "1.25" cores -> millicores (max 3 decimals). */
+int parse_millicores(const char *s, uint64_t *ret_mc);
+/* "1", "true", "yes", "on" / "0", "false", "no", "off". */
+int parse_bool(const char *s, bool *ret);
+
+/* Plugin names: [a-z][a-z0-9_]{0,31} */
+bool name_is_valid(const char *s);
+/* Environment keys: [A-Za-z_][A-Za-z0-9_]* */
+bool env_key_is_valid(const char *s);
+
+/* Copy of buf with invalid UTF-8 replaced by U+FFFD. (transfer full) */
+char *utf8_sanitize(const char *buf, size_t len, size_t *ret_len);
+bool utf8_is_valid(const char *buf, size_t len);
+
+size_t strv_len(char *const *v);
+char **strv_free(char **v); /* returns NULL */
+/* Append a copy of s; *v may be NULL. 0 or SBX_E_NOMEM. */
+int strv_push(char ***v, const char *s);
+int strv_pushf(char ***v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+bool strv_contains(char *const *v, const char *s);
+
+#endif
