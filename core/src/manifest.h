@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * manifest.h: plugin manifests (NAME.yaml beside NAME.so). Parsed with
+ * libyaml into a small tree, then checked against a schema table: unknown
+ * keys, wrong types, duplicate keys, aliases, bad values, oversize files
+ * (64 KiB) and nesting deeper than 8 are errors reported as
+ * "FILE:LINE:COLUMN: message". A manifest is read before its library is
+ * opened. The format is documented in docs/plugins.md.
+ */
+#ifndef SBX_MANIFEST_H
+#define SBX_MANIFEST_H
+
+#include <stddef.h>
+
+#include <llm-sandbox/plugin.h>
+#include <llm-sandbox/sbx.h>
+
+#define MANIFEST_MAX_BYTES (64u * 1024u)
+#define MANIFEST_MAX_DEPTH 8
+
+struct manifest_binary {
+    char *name;        /* absolute path or bare command name */
+    char *min_version; /* dotted numbers, or NULL */
+};
+
+struct manifest_lang {
+    char *source_file;      /* file name, no '/' */
+    char **extensions;      /* ".py", ...; NULL-terminated, may be empty */
+    char **build;           /* argv template, or NULL when nothing is built */
+    char **run;             /* argv template, at least one element */
+    char **env;             /* "KEY=VALUE", NULL-terminated, may be empty */
+    char *image;            /* default container image, or NULL */
+    char *package_manager;  /* "pip", ..., or NULL */
+    char **version_command; /* argv, or NULL */
+    char *version_pattern;  /* POSIX ERE with one group, or NULL */
+    char **host_paths;      /* absolute paths bound read-only by local backends */
+};
+
+struct manifest {
+    char *path; /* the file it was read from */
+    char *name;
+    enum sbx_plugin_kind kind;
+    char *version;
+    unsigned abi_major;
+    unsigned abi_minor;
+    char *library; /* file name beside the manifest; NULL only for languages */
+    char *description;
+    char **aliases;                   /* NULL-terminated, may be empty */
+    struct manifest_binary *binaries; /* requires.binaries */
+    size_t n_binaries;
+    char **kernel_features; /* requires.kernel: user_namespaces, seccomp, cgroups */
+    struct manifest_lang *lang; /* kind == SBX_KIND_LANGUAGE, else NULL */
+};
+
+/* Parse len bytes of YAML; path is used in messages. (transfer full) */
+int manifest_parse(const char *path, const char *data, size_t len, struct manifest **ret,
+        struct sbx_error **err);
+/* Read dir/filename (at most MANIFEST_MAX_BYTES, no symlinks) and parse it. */
+int manifest_load(const char *dir, const char *filename, struct manifest **ret,
+        struct sbx_error **err);
+struct manifest *manifest_free(struct manifest *m); /* returns NULL */
+
+#endif
