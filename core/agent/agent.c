@@ -1,0 +1,843 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * agent.c: sbx-agent, the small static program that runs as pid 1 inside
+ * every sandbox. It stages files beneath the workspace, runs one program at
+ * a time, streams its output and reports how it ended, speaking proto.h
+ * frames on fd 0 (in) and fd 1 (out); fd 2 carries only its own diagnostics.
+ * It must never: kill(-1) unless it is pid 1 (as root on a host that would
+ * kill the machine); follow a symlink or leave the workspace for a PUT;
+ * allocate or index by a size from the wire beyond AGENT_MAX_PAYLOAD; write
+ * anything but frames to fd 1. libc only, linked -static. Protocol: proto.h.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "proto.h"
+
+#define STDIN_BUF_SIZE AGENT_MAX_PAYLOAD /* pending program stdin before back-pressure */
+#define PUT_PATH_MAX   4096u
+#define VEC_MAX        (AGENT_MAX_PAYLOAD / sizeof(char *))
+#define WALK_ENTRIES   10000u
+#define WALK_DEPTH     32
+#define DEFAULT_PATH   "/bin:/usr/bin" /* glibc's execvp default when PATH is unset */
+#define NORETURN       __attribute__((noreturn))
+
+enum put_state { PUT_IDLE, PUT_OPEN, PUT_DISCARD };
+enum exec_stage { STAGE_EXEC, STAGE_CHDIR, STAGE_STDIO };
+
+struct exec_report { /* child -> agent over a CLOEXEC pipe when it cannot exec */
+    int32_t stage;
+    int32_t err;
+};
+
+struct spawn {
+    char **argv, **envp;
+    const char *cwd;
+    int in_r, out_w, err_w, rep_w;
+};
+
+struct exec_state {
+    pid_t pid;             /* main child (also its pgid and sid); 0: no exec runs */
+    int out_fd[2];         /* read ends of its stdout and stderr pipes */
+    int in_fd;             /* write end of its stdin pipe; -1: none or closed */
+    bool in_eof;           /* STDIN_EOF received: close once the buffer drained */
+    bool failed;           /* it never reached execve: AGENT_EXIT_EXEC_FAILED */
+    size_t in_off, in_len; /* pending stdin bytes in g_stdin */
+};
+
+static struct {
+    bool pid1;
+    int ws_fd, sig_fd;
+    unsigned char hdr[AGENT_HDR_SIZE];
+    size_t hdr_got, pay_got;
+    struct agent_hdr h;
+    bool frame_ready;
+    enum put_state put;
+    int put_fd;
+    char put_path[PUT_PATH_MAX + 1];
+    struct exec_state ex;
+} g;
+
+static unsigned char g_pay[AGENT_MAX_PAYLOAD];
+static unsigned char g_out[AGENT_HDR_SIZE + AGENT_CHUNK];
+static unsigned char g_stdin[STDIN_BUF_SIZE];
+static char *g_vec[VEC_MAX];
+
+static void close_fd(int *fd)
+{
+    if (*fd >= 0)
+        close(*fd);
+    *fd = -1;
+}
+
+static void exec_reset(void)
+{
+    memset(&g.ex, 0, sizeof g.ex);
+    g.ex.out_fd[0] = g.ex.out_fd[1] = g.ex.in_fd = -1;
+}
+
+/* Signals every process of the current exec. kill(-1) appears only here and in reap_all(). */
+static void kill_exec(int sig)
+{
+    if (g.pid1)
+        kill(-1, sig);
+    else if (g.ex.pid > 0)
+        kill(-g.ex.pid, sig);
+}
+
+/* As pid 1: kill and reap every other process in the namespace until none is left. */
+static void reap_all(void)
+{
+    if (!g.pid1)
+        return;
+    for (;;) {
+        kill(-1, SIGKILL);
+        if (waitpid(-1, NULL, __WALL) < 0 && errno != EINTR)
+            return;
+    }
+}
+
+static NORETURN void terminate(int status)
+{
+    if (g.pid1) {
+        reap_all();
+    } else if (g.ex.pid > 0) {
+        kill(-g.ex.pid, SIGKILL);
+        waitpid(g.ex.pid, NULL, __WALL);
+    }
+    close_fd(&g.ex.out_fd[0]); /* so valgrind --track-fds sees no leak on any exit path */
+    close_fd(&g.ex.out_fd[1]);
+    close_fd(&g.ex.in_fd);
+    close_fd(&g.put_fd);
+    close_fd(&g.ws_fd);
+    close_fd(&g.sig_fd);
+    exit(status);
+}
+
+static int write_all(int fd, const unsigned char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+
+        if (w < 0 && errno == EAGAIN) {
+            struct pollfd pf = {.fd = fd, .events = POLLOUT};
+
+            poll(&pf, 1, -1);
+            continue;
+        }
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* n <= AGENT_CHUNK. A payload already in place at g_out + AGENT_HDR_SIZE is not copied. */
+static void send_frame(uint8_t type, const void *p, size_t n)
+{
+    if (n > 0 && p != g_out + AGENT_HDR_SIZE)
+        memcpy(g_out + AGENT_HDR_SIZE, p, n);
+    agent_hdr_encode(g_out, (uint32_t)n, type, 0);
+    if (write_all(STDOUT_FILENO, g_out, AGENT_HDR_SIZE + n) < 0)
+        terminate(1); /* the host is gone */
+}
+
+static void send_u32(uint8_t type, uint32_t a, uint32_t b, uint32_t c, size_t count)
+{
+    unsigned char p[12];
+
+    agent_put_u32(p, a);
+    agent_put_u32(p + 4, b);
+    agent_put_u32(p + 8, c);
+    send_frame(type, p, 4 * count);
+}
+
+__attribute__((format(printf, 3, 4))) static void send_text(uint8_t type, int err, const char *fmt,
+                                                            ...)
+{
+    unsigned char p[4 + 512];
+    size_t off = type == AGENT_ERROR ? 4 : 0;
+    va_list ap;
+    int n;
+
+    agent_put_u32(p, (uint32_t)err);
+    va_start(ap, fmt);
+    n = vsnprintf((char *)p + off, sizeof p - off, fmt, ap);
+    va_end(ap);
+    n = n < 0 ? 0 : n >= (int)(sizeof p - off) ? (int)(sizeof p - off - 1) : n;
+    /* ERROR carries the NUL terminator; a STDERR diagnostic is plain bytes. */
+    send_frame(type, p, off + (size_t)n + (off ? 1 : 0));
+}
+
+static NORETURN void fatal(const char *msg)
+{
+    dprintf(STDERR_FILENO, "sbx-agent: fatal: %s\n", msg);
+    send_text(AGENT_ERROR, EPROTO, "%s", msg);
+    terminate(2);
+}
+
+/* ---- PUT ---------------------------------------------------------------- */
+
+/* Relative, no empty, "." or ".." component, no NUL (checked by the caller). */
+static bool path_ok(const char *p)
+{
+    if (*p == '\0' || *p == '/')
+        return false;
+    for (;;) {
+        const char *e = strchrnul(p, '/');
+        size_t n = (size_t)(e - p);
+
+        if (n == 0 || n > NAME_MAX || (n == 1 && p[0] == '.') ||
+            (n == 2 && p[0] == '.' && p[1] == '.'))
+            return false;
+        if (*e == '\0')
+            return true;
+        p = e + 1;
+    }
+}
+
+/* Opens one component beneath dirfd, never through a symlink. */
+static int open_beneath(int dirfd, const char *name, int flags, mode_t mode)
+{
+    struct open_how how = {
+            .flags = (__u64)(unsigned)flags, /* O_NOFOLLOW would turn ELOOP into ENOTDIR */
+            .mode = (flags & O_CREAT) ? mode : 0,
+            .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+    };
+    long r;
+
+    do {
+        r = syscall(SYS_openat2, dirfd, name, &how, sizeof how);
+    } while (r < 0 && errno == EINTR);
+    if (r >= 0 || errno != ENOSYS)
+        return (int)r;
+    /* Pre-5.6 kernel: a single component with O_NOFOLLOW cannot leave dirfd either. */
+    return openat(dirfd, name, flags | O_NOFOLLOW, mode);
+}
+
+/*
+ * Creates `path` (validated) beneath the workspace, making missing parent
+ * directories. The walk goes one component at a time from a directory fd,
+ * which mkdirat needs anyway and which keeps every step beneath the workspace.
+ */
+static int put_create(char *path, mode_t mode)
+{
+    int dir = g.ws_fd, fd, saved;
+    char *c = path;
+
+    for (char *slash = strchr(c, '/'); slash; slash = strchr(c, '/')) {
+        int next;
+
+        *slash = '\0';
+        next = open_beneath(dir, c, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+        if (next < 0 && errno == ENOENT && (mkdirat(dir, c, 0755) == 0 || errno == EEXIST))
+            next = open_beneath(dir, c, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+        saved = errno;
+        *slash = '/';
+        if (dir != g.ws_fd)
+            close(dir);
+        errno = saved;
+        if (next < 0)
+            return -1;
+        dir = next;
+        c = slash + 1;
+    }
+    fd = open_beneath(dir, c, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, mode);
+    saved = errno;
+    if (dir != g.ws_fd)
+        close(dir);
+    if (fd >= 0 && fchmod(fd, mode) < 0) { /* exact mode, whatever the umask */
+        saved = errno;
+        close(fd);
+        fd = -1;
+    }
+    errno = saved;
+    return fd;
+}
+
+static void put_fail(int err, const char *what)
+{
+    send_text(AGENT_ERROR, err, "cannot %s '%.256s': %s", what, g.put_path, strerror(err));
+    close_fd(&g.put_fd);
+    g.put = PUT_DISCARD;
+}
+
+static void on_put(uint32_t len)
+{
+    uint32_t mode = agent_get_u32(g_pay), plen = agent_get_u32(g_pay + 4);
+    const unsigned char *path = g_pay + 8, *data;
+    size_t dlen;
+
+    if (plen > len - 8u)
+        fatal("PUT path runs past the end of the frame");
+    data = path + plen;
+    dlen = len - 8u - plen;
+    if (g.h.flags & AGENT_PUT_FIRST) {
+        close_fd(&g.put_fd); /* an unfinished previous file is abandoned */
+        g.put = PUT_OPEN;
+        g.put_path[0] = '\0';
+        if (plen == 0 || plen > PUT_PATH_MAX || memchr(path, 0, plen)) {
+            put_fail(EINVAL, "accept path");
+        } else {
+            memcpy(g.put_path, path, plen);
+            g.put_path[plen] = '\0';
+            if (path_ok(g.put_path))
+                g.put_fd = put_create(g.put_path, (mode_t)(mode & 0777u));
+            if (g.put_fd < 0)
+                put_fail(path_ok(g.put_path) ? errno : EINVAL, "create");
+        }
+    } else if (g.put == PUT_IDLE) {
+        send_text(AGENT_ERROR, EBADF, "PUT chunk without AGENT_PUT_FIRST");
+        g.put = PUT_DISCARD;
+    } else if (g.put == PUT_OPEN &&
+               (plen != strlen(g.put_path) || memcmp(path, g.put_path, plen) != 0)) {
+        put_fail(EINVAL, "interleave another file with");
+    }
+    if (g.put == PUT_OPEN && dlen > 0 && write_all(g.put_fd, data, dlen) < 0)
+        put_fail(errno, "write");
+    if (g.h.flags & AGENT_PUT_LAST) {
+        if (g.put == PUT_OPEN) {
+            int r = close(g.put_fd);
+
+            g.put_fd = -1;
+            if (r < 0)
+                put_fail(errno, "close");
+            else
+                send_frame(AGENT_OK, NULL, 0);
+        }
+        g.put = PUT_IDLE;
+    }
+}
+
+/* ---- EXEC --------------------------------------------------------------- */
+
+/* execvpe-like, but the search path comes from envp, never from our environment. */
+static void exec_search(char **argv, char **envp)
+{
+    const char *file = argv[0], *path = DEFAULT_PATH;
+    char buf[PATH_MAX];
+    size_t flen = strlen(file);
+    bool eacces = false;
+
+    if (strchr(file, '/')) {
+        execve(file, argv, envp);
+        return;
+    }
+    for (char **e = envp; *e; e++) {
+        if (strncmp(*e, "PATH=", 5) == 0) {
+            path = *e + 5;
+            break;
+        }
+    }
+    for (const char *p = path; flen > 0; p++) {
+        const char *end = strchrnul(p, ':');
+        size_t dlen = (size_t)(end - p), o = dlen;
+
+        if (dlen + 1 + flen < sizeof buf) { /* an empty element is the current directory */
+            memcpy(buf, p, dlen);
+            if (dlen > 0)
+                buf[o++] = '/';
+            memcpy(buf + o, file, flen + 1);
+            execve(buf, argv, envp);
+            if (errno == EACCES)
+                eacces = true;
+            else if (errno != ENOENT && errno != ENOTDIR && errno != ESTALE && errno != ENODEV)
+                return;
+        }
+        if (*end == '\0')
+            break;
+        p = end;
+    }
+    errno = eacces ? EACCES : ENOENT;
+}
+
+/* Between fork and execve: async-signal-safe calls only. */
+static NORETURN void child_run(const struct spawn *sp)
+{
+    struct exec_report rep = {STAGE_CHDIR, 0};
+    struct sigaction sa;
+    sigset_t none;
+    int rfd = sp->rep_w, in = sp->in_r;
+    ssize_t w;
+
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = SIG_DFL;
+    for (int s = 1; s < NSIG; s++)
+        sigaction(s, &sa, NULL);
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    setsid();
+    if (fchdir(g.ws_fd) < 0 || (sp->cwd[0] != '\0' && chdir(sp->cwd) < 0))
+        goto fail;
+    rep.stage = STAGE_STDIO;
+    if (in < 0)
+        in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (in < 0 || dup2(in, 0) < 0 || dup2(sp->out_w, 1) < 0 || dup2(sp->err_w, 2) < 0)
+        goto fail;
+    if (rfd != 3 && dup3(rfd, 3, O_CLOEXEC) < 0)
+        goto fail;
+    rfd = 3;
+    close_range(4, ~0u, 0); /* belt and braces: every agent fd is O_CLOEXEC already */
+    rep.stage = STAGE_EXEC;
+    exec_search(sp->argv, sp->envp);
+fail:
+    rep.err = errno;
+    w = write(rfd, &rep, sizeof rep);
+    (void)w;
+    _exit(rep.stage == STAGE_EXEC && rep.err == ENOENT ? 127 : 126);
+}
+
+static void exec_start(struct spawn *sp, bool stdin_pipe)
+{
+    int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1}, rp[2] = {-1, -1};
+    struct exec_report rep;
+    ssize_t n;
+    pid_t pid = -1;
+    int e;
+
+    if ((!stdin_pipe || pipe2(in, O_CLOEXEC) == 0) && pipe2(out, O_CLOEXEC) == 0 &&
+        pipe2(err, O_CLOEXEC) == 0 && pipe2(rp, O_CLOEXEC) == 0) {
+        sp->in_r = in[0];
+        sp->out_w = out[1];
+        sp->err_w = err[1];
+        sp->rep_w = rp[1];
+        pid = fork();
+        if (pid == 0)
+            child_run(sp);
+    }
+    e = errno;
+    close_fd(&in[0]);
+    close_fd(&out[1]);
+    close_fd(&err[1]);
+    close_fd(&rp[1]);
+    if (pid < 0) {
+        send_text(AGENT_ERROR, e, "cannot start '%.256s': %s", sp->argv[0], strerror(e));
+        close_fd(&in[1]);
+        close_fd(&out[0]);
+        close_fd(&err[0]);
+        close_fd(&rp[0]);
+        return;
+    }
+    /* EOF: execve succeeded and closed the CLOEXEC end; a report: it failed. */
+    do {
+        n = read(rp[0], &rep, sizeof rep);
+    } while (n < 0 && errno == EINTR);
+    close_fd(&rp[0]);
+    fcntl(out[0], F_SETFL, O_NONBLOCK);
+    fcntl(err[0], F_SETFL, O_NONBLOCK);
+    if (in[1] >= 0)
+        fcntl(in[1], F_SETFL, O_NONBLOCK);
+    g.ex.pid = pid;
+    g.ex.out_fd[0] = out[0];
+    g.ex.out_fd[1] = err[0];
+    g.ex.in_fd = in[1];
+    if (n != (ssize_t)sizeof rep) {
+        send_u32(AGENT_STARTED, (uint32_t)pid, 0, 0, 1);
+        return;
+    }
+    g.ex.failed = true;
+    send_text(AGENT_STDERR, 0, "sbx-agent: cannot %s '%.256s': %s\n",
+              rep.stage == STAGE_EXEC    ? "execute"
+              : rep.stage == STAGE_CHDIR ? "change directory to"
+                                         : "set up standard streams for",
+              rep.stage == STAGE_CHDIR ? sp->cwd : sp->argv[0], strerror(rep.err));
+}
+
+/* EXEC: u32 flags, u32 argc, u32 envc, argc + envc + 1 NUL-terminated strings. */
+static void on_exec(uint32_t len)
+{
+    uint32_t flags = agent_get_u32(g_pay), argc = agent_get_u32(g_pay + 4);
+    uint32_t envc = agent_get_u32(g_pay + 8);
+    struct spawn sp = {0};
+    size_t off = 12, nstr;
+
+    if ((uint64_t)argc + envc + 1 > len - 12u)
+        fatal("EXEC counts exceed the frame");
+    nstr = (size_t)argc + envc + 1;
+    if (nstr + 1 > VEC_MAX) {
+        send_text(AGENT_ERROR, E2BIG, "EXEC has too many strings");
+        return;
+    }
+    for (size_t i = 0; i < nstr; i++) {
+        unsigned char *end = memchr(g_pay + off, 0, len - off);
+
+        if (!end)
+            fatal("EXEC string is not NUL-terminated");
+        /* argv[0..argc) NULL envp[0..envc) NULL; cwd last */
+        if (i + 1 < nstr)
+            g_vec[i < argc ? i : i + 1] = (char *)g_pay + off;
+        else
+            sp.cwd = (char *)g_pay + off;
+        off = (size_t)(end - g_pay) + 1;
+    }
+    if (off != len)
+        fatal("EXEC has trailing bytes");
+    g_vec[argc] = NULL;
+    g_vec[nstr] = NULL;
+    sp.argv = g_vec;
+    sp.envp = g_vec + argc + 1;
+    for (char **e = sp.envp; *e; e++) {
+        if ((*e)[0] == '=' || !strchr(*e, '=')) {
+            send_text(AGENT_ERROR, EINVAL, "EXEC environment entry '%.64s' is not K=V", *e);
+            return;
+        }
+    }
+    if (g.ex.pid > 0)
+        send_text(AGENT_ERROR, EBUSY, "an exec is already running");
+    else if (argc == 0 || (flags & ~(uint32_t)AGENT_EXEC_STDIN_PIPE) != 0)
+        send_text(AGENT_ERROR, EINVAL, "EXEC needs argv[0] and known flags only");
+    else
+        exec_start(&sp, (flags & AGENT_EXEC_STDIN_PIPE) != 0);
+}
+
+/* ---- running program: output, stdin, exit -------------------------------- */
+
+static void read_output(int i)
+{
+    ssize_t n = read(g.ex.out_fd[i], g_out + AGENT_HDR_SIZE, AGENT_CHUNK);
+
+    if (n > 0)
+        send_frame((uint8_t)(i ? AGENT_STDERR : AGENT_STDOUT), g_out + AGENT_HDR_SIZE, (size_t)n);
+    else if (n == 0 || (errno != EAGAIN && errno != EINTR))
+        close_fd(&g.ex.out_fd[i]);
+}
+
+static void stdin_close(void)
+{
+    close_fd(&g.ex.in_fd);
+    g.ex.in_off = g.ex.in_len = 0;
+}
+
+static void stdin_pump(void)
+{
+    while (g.ex.in_fd >= 0 && g.ex.in_len > 0) {
+        ssize_t n = write(g.ex.in_fd, g_stdin + g.ex.in_off, g.ex.in_len);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN)
+            return;
+        if (n <= 0) { /* EPIPE: the program closed its stdin; discard the rest */
+            stdin_close();
+            return;
+        }
+        g.ex.in_off += (size_t)n;
+        g.ex.in_len -= (size_t)n;
+    }
+    g.ex.in_off = 0;
+    if (g.ex.in_eof)
+        stdin_close();
+}
+
+/* false: the buffer is full, keep the frame and stop reading fd 0 (back-pressure) */
+static bool on_stdin(uint32_t len)
+{
+    if (g.ex.in_fd < 0 || g.ex.in_eof || len == 0)
+        return true; /* no stdin pipe, closed by the program, or after STDIN_EOF */
+    if (g.ex.in_len + len > STDIN_BUF_SIZE)
+        return false;
+    if (g.ex.in_off + g.ex.in_len + len > STDIN_BUF_SIZE) {
+        memmove(g_stdin, g_stdin + g.ex.in_off, g.ex.in_len);
+        g.ex.in_off = 0;
+    }
+    memcpy(g_stdin + g.ex.in_off + g.ex.in_len, g_pay, len);
+    g.ex.in_len += len;
+    stdin_pump();
+    return true;
+}
+
+static bool fs_full(const struct statvfs *v)
+{
+    return (v->f_blocks > 0 && v->f_bavail == 0) || (v->f_files > 0 && v->f_favail == 0);
+}
+
+/* true when a regular file of at least `limit` bytes is under fd (taken); no symlinks. */
+static bool walk_big(int fd, int depth, unsigned *budget, uint64_t limit)
+{
+    DIR *d = fdopendir(fd);
+    bool found = false;
+
+    if (!d) {
+        close(fd);
+        return false;
+    }
+    while (!found && *budget > 0) {
+        struct dirent *e = readdir(d);
+        struct stat st;
+        int sub;
+
+        if (!e)
+            break;
+        (*budget)--;
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
+            fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            continue;
+        if (S_ISREG(st.st_mode) && st.st_size >= 0 && (uint64_t)st.st_size >= limit) {
+            found = true;
+        } else if (S_ISDIR(st.st_mode) && depth < WALK_DEPTH) {
+            sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (sub >= 0)
+                found = walk_big(sub, depth + 1, budget, limit);
+        }
+    }
+    closedir(d);
+    return found;
+}
+
+static uint32_t exit_flags(int st)
+{
+    bool sig = WIFSIGNALED(st);
+    unsigned budget = WALK_ENTRIES;
+    uint32_t f = 0;
+    struct statvfs v;
+    struct rlimit rl;
+    int fd;
+
+    if (g.ex.failed)
+        return AGENT_EXIT_EXEC_FAILED;
+    if (!sig && WEXITSTATUS(st) == 0)
+        return 0;
+    if ((fstatvfs(g.ws_fd, &v) == 0 && fs_full(&v)) || (statvfs("/tmp", &v) == 0 && fs_full(&v)))
+        f |= AGENT_EXIT_WORKSPACE_FULL;
+    if (sig && WTERMSIG(st) == SIGXFSZ)
+        return f | AGENT_EXIT_FILE_SIZE;
+    if (sig || getrlimit(RLIMIT_FSIZE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+        return f;
+    fd = openat(g.ws_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0 && walk_big(fd, 0, &budget, rl.rlim_cur))
+        return f | AGENT_EXIT_FILE_SIZE;
+    fd = open("/tmp", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0 && walk_big(fd, 0, &budget, rl.rlim_cur))
+        f |= AGENT_EXIT_FILE_SIZE;
+    return f;
+}
+
+static uint64_t tv_us(struct timeval tv)
+{
+    return (uint64_t)tv.tv_sec * 1000000u + (uint64_t)tv.tv_usec;
+}
+
+/*
+ * The main child has exited (still a zombie, so its pgid cannot be reused):
+ * kill the rest of the exec, reap, drain the pipes to EOF, then report.
+ */
+static void exec_finish(void)
+{
+    unsigned char p[AGENT_EXITED_SIZE] = {0};
+    struct rusage ru;
+    int st = 0;
+
+    memset(&ru, 0, sizeof ru);
+    kill_exec(SIGKILL);
+    while (wait4(g.ex.pid, &st, __WALL, &ru) < 0 && errno == EINTR) {
+    }
+    reap_all();
+    while (g.ex.out_fd[0] >= 0 || g.ex.out_fd[1] >= 0) {
+        struct pollfd pf[2] = {{.fd = g.ex.out_fd[0], .events = POLLIN},
+                               {.fd = g.ex.out_fd[1], .events = POLLIN}};
+        /* Not pid 1: a process that left the group may hold a pipe; do not hang on it. */
+        int r = poll(pf, 2, g.pid1 ? -1 : 2000);
+
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        for (int i = 0; i < 2; i++) {
+            if (pf[i].revents)
+                read_output(i);
+        }
+    }
+    agent_put_u32(p, WIFSIGNALED(st) ? AGENT_EXIT_SIGNAL : AGENT_EXIT_CODE);
+    agent_put_u32(p + 4, (uint32_t)(WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st)));
+    agent_put_u32(p + 8, exit_flags(st));
+    agent_put_u64(p + 16, tv_us(ru.ru_utime));
+    agent_put_u64(p + 24, tv_us(ru.ru_stime));
+    agent_put_u64(p + 32, (uint64_t)ru.ru_maxrss);
+    close_fd(&g.ex.out_fd[0]);
+    close_fd(&g.ex.out_fd[1]);
+    stdin_close();
+    exec_reset();
+    send_frame(AGENT_EXITED, p, sizeof p);
+}
+
+/* SIGCHLD: reap orphans at all times; the main child's exit ends the exec. */
+static void on_sigchld(void)
+{
+    struct signalfd_siginfo fi;
+
+    while (read(g.sig_fd, &fi, sizeof fi) > 0) {
+    }
+    for (;;) {
+        siginfo_t si;
+
+        memset(&si, 0, sizeof si);
+        if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT | __WALL) < 0 || si.si_pid == 0)
+            return;
+        if (g.ex.pid > 0 && si.si_pid == g.ex.pid)
+            exec_finish();
+        else
+            waitpid(si.si_pid, NULL, __WALL);
+    }
+}
+
+/* ---- control channel ---------------------------------------------------- */
+
+static bool frame_ok(const struct agent_hdr *h)
+{
+    switch (h->type) {
+    case AGENT_PUT:
+        return h->len >= 8 && (h->flags & ~(AGENT_PUT_FIRST | AGENT_PUT_LAST)) == 0;
+    case AGENT_EXEC:
+        return h->len >= 12 && h->flags == 0;
+    case AGENT_STDIN:
+        return h->flags == 0;
+    case AGENT_SIGNAL:
+        return h->len == 4 && h->flags == 0;
+    case AGENT_STDIN_EOF:
+    case AGENT_QUIT:
+        return h->len == 0 && h->flags == 0;
+    default:
+        return false;
+    }
+}
+
+/* false: the frame must wait (STDIN while the buffer is full). */
+static bool dispatch(void)
+{
+    uint32_t sig;
+
+    switch (g.h.type) {
+    case AGENT_PUT:
+        on_put(g.h.len);
+        break;
+    case AGENT_EXEC:
+        on_exec(g.h.len);
+        break;
+    case AGENT_STDIN:
+        return on_stdin(g.h.len);
+    case AGENT_STDIN_EOF:
+        g.ex.in_eof = g.ex.pid > 0;
+        stdin_pump();
+        break;
+    case AGENT_SIGNAL:
+        sig = agent_get_u32(g_pay);
+        if (sig == 0 || sig >= NSIG)
+            send_text(AGENT_ERROR, EINVAL, "SIGNAL %u is not a signal", sig);
+        else if (g.ex.pid > 0)
+            kill_exec((int)sig);
+        break;
+    default: /* AGENT_QUIT; frame_ok() let nothing else through */
+        terminate(0);
+    }
+    return true;
+}
+
+/* One read per wakeup, so fd 0 never blocks us; assembles the next frame. */
+static void read_input(void)
+{
+    bool in_hdr = g.hdr_got < AGENT_HDR_SIZE;
+    ssize_t n = in_hdr ? read(STDIN_FILENO, g.hdr + g.hdr_got, AGENT_HDR_SIZE - g.hdr_got)
+                       : read(STDIN_FILENO, g_pay + g.pay_got, g.h.len - g.pay_got);
+
+    if (n == 0 && in_hdr && g.hdr_got == 0)
+        terminate(0); /* EOF between frames: the host is done, same as QUIT */
+    if (n < 0 && (errno == EINTR || errno == EAGAIN))
+        return;
+    if (n < 0)
+        terminate(1);
+    if (n == 0)
+        fatal("truncated frame");
+    if (in_hdr)
+        g.hdr_got += (size_t)n;
+    else
+        g.pay_got += (size_t)n;
+    if (in_hdr && g.hdr_got == AGENT_HDR_SIZE &&
+        (agent_hdr_decode(g.hdr, &g.h) < 0 || !frame_ok(&g.h)))
+        fatal("malformed frame header (length, type or flags)");
+    g.frame_ready = g.hdr_got == AGENT_HDR_SIZE && g.pay_got == g.h.len;
+}
+
+static int setup(void)
+{
+    sigset_t mask;
+    struct sigaction sa;
+
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0); /* same-uid code must not open /proc/1/fd or ptrace us */
+    if (fcntl(STDIN_FILENO, F_GETFD) < 0 || fcntl(STDOUT_FILENO, F_GETFD) < 0)
+        return -1;
+    if (fcntl(STDERR_FILENO, F_GETFD) < 0 && open("/dev/null", O_WRONLY | O_CLOEXEC) < 0)
+        return -1; /* keeps a fresh pipe off fd 2, where dup2 would not clear CLOEXEC */
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = SIG_IGN;
+    sigaction(SIGPIPE, &sa, NULL);
+    sigaction(SIGXFSZ, &sa, NULL); /* a PUT over RLIMIT_FSIZE gets EFBIG, not death */
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &mask, NULL);
+    g.sig_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+    g.ws_fd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    return g.sig_fd < 0 || g.ws_fd < 0 ? -1 : 0;
+}
+
+int main(void)
+{
+    g.put_fd = g.ws_fd = g.sig_fd = -1;
+    exec_reset();
+    g.pid1 = getpid() == 1;
+    if (setup() < 0) {
+        dprintf(STDERR_FILENO, "sbx-agent: cannot start: %s\n", strerror(errno));
+        return 2;
+    }
+    send_u32(AGENT_READY, AGENT_PROTO_VERSION, (uint32_t)getpid(), g.pid1 ? AGENT_READY_PID1 : 0,
+             3);
+    for (;;) {
+        struct pollfd pf[5];
+
+        if (g.frame_ready && dispatch()) {
+            g.frame_ready = false;
+            g.hdr_got = g.pay_got = 0;
+        }
+        pf[0] = (struct pollfd){.fd = g.frame_ready ? -1 : STDIN_FILENO, .events = POLLIN};
+        pf[1] = (struct pollfd){.fd = g.sig_fd, .events = POLLIN};
+        pf[2] = (struct pollfd){.fd = g.ex.out_fd[0], .events = POLLIN};
+        pf[3] = (struct pollfd){.fd = g.ex.out_fd[1], .events = POLLIN};
+        pf[4] = (struct pollfd){.fd = g.ex.in_len > 0 ? g.ex.in_fd : -1, .events = POLLOUT};
+        if (poll(pf, 5, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            fatal("poll failed");
+        }
+        /* Output and stdin first: on_sigchld() may close and reuse these fds. */
+        for (int i = 0; i < 2; i++) {
+            if (pf[2 + i].revents)
+                read_output(i);
+        }
+        if (pf[4].revents)
+            stdin_pump();
+        if (pf[0].revents)
+            read_input();
+        if (pf[1].revents)
+            on_sigchld();
+    }
+}

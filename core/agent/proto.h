@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * proto.h: the agent protocol between the core (host side) and sbx-agent,
+ * the small static program that runs as pid 1 inside every sandbox, on
+ * every backend. Header-only and dependency-free: the agent links nothing
+ * but libc statically.
+ *
+ * Transport: one byte stream each way (bwrap/nsjail: the agent's stdin and
+ * stdout pipes; Docker: the attach stream). The agent's stderr carries only
+ * its own diagnostics, never protocol.
+ *
+ * Frame: an 8-byte header, then `len` payload bytes.
+ *   u32 len (little endian, <= AGENT_MAX_PAYLOAD), u8 type, u8 flags, u16 0
+ * Integers in payloads are little endian. Strings are NUL-terminated.
+ *
+ * Session of frames (host H, agent A):
+ *   A: READY        u32 proto_version, u32 agent_pid, u32 flags (AGENT_READY_PID1)
+ *   H: PUT          u32 mode, u32 path_len, path bytes (no NUL), then data.
+ *                   flags: AGENT_PUT_FIRST creates the file (O_EXCL, no
+ *                   symlinks, parents created 0755 beneath the workspace,
+ *                   file mode exactly mode & 0777), AGENT_PUT_LAST ends it;
+ *                   chunks in between append. Every chunk repeats the path.
+ *                   Path: relative, <= 4096 bytes, no empty, "." or ".."
+ *                   component.
+ *   A: OK | ERROR   after each PUT with AGENT_PUT_LAST (or the first error;
+ *                   the file's later chunks up to LAST are then dropped
+ *                   without another reply)
+ *   H: EXEC         u32 exec_flags, u32 argc, u32 envc, then argc argv
+ *                   strings, envc "K=V" strings, one cwd string ("" = the
+ *                   workspace). argv[0] without '/' is searched in the
+ *                   exec env's PATH.
+ *   A: STARTED      u32 pid (as seen in the sandbox)  | ERROR
+ *                   If the program cannot be started (execve or cwd fails)
+ *                   there is no STARTED: a one-line "sbx-agent: cannot ..."
+ *                   on STDERR, then EXITED code 127 (ENOENT) or 126 with
+ *                   AGENT_EXIT_EXEC_FAILED. One exec at a time (else ERROR).
+ *   H: STDIN        data for the program (only with AGENT_EXEC_STDIN_PIPE;
+ *                   otherwise, or once the program closed its stdin, it is
+ *                   dropped). The agent buffers up to 1 MiB, then stops
+ *                   reading its input until the program drains it: the host
+ *                   must keep reading, and a SIGNAL or QUIT queued behind
+ *                   such STDIN waits too (kill the sandbox from outside).
+ *   H: STDIN_EOF
+ *   A: STDOUT/STDERR data as the program writes it
+ *   H: SIGNAL       u32 signo: to every process of the current exec
+ *                   (ignored when none runs; a bad signo is an ERROR)
+ *   A: EXITED       u32 kind (0 exit, 1 signal), i32 code, u32 exit_flags,
+ *                   u32 0, u64 utime_us, u64 stime_us, u64 maxrss_kb
+ *                   Sent after the program exited, every other process the
+ *                   exec started was killed, and all its output was sent.
+ *   H: QUIT         the agent kills everything and exits 0 (so does EOF
+ *                   on its input between frames).
+ * ERROR payload: i32 errno, then a message string.
+ * Fatal, ERROR with EPROTO then exit status 2: a bad header (length,
+ * reserved bytes, flags other than PUT's), an unknown or agent->host type,
+ * a wrong size for the type, a truncated frame, a PUT path_len past the
+ * frame, EXEC strings that do not match argc/envc exactly. Anything else
+ * (a PUT outside the workspace, EXEC while busy, ...) is a plain ERROR.
+ * Exit status 1: the control channel failed (the host went away).
+ */
+#ifndef SBX_AGENT_PROTO_H
+#define SBX_AGENT_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define AGENT_PROTO_VERSION 1u
+#define AGENT_HDR_SIZE      8u
+#define AGENT_MAX_PAYLOAD   (1u << 20)
+#define AGENT_CHUNK         (64u * 1024u) /* data frames carry at most this */
+
+enum agent_type {
+    /* host -> agent */
+    AGENT_PUT = 1,
+    AGENT_EXEC = 2,
+    AGENT_STDIN = 3,
+    AGENT_STDIN_EOF = 4,
+    AGENT_SIGNAL = 5,
+    AGENT_QUIT = 6,
+    /* agent -> host */
+    AGENT_READY = 64,
+    AGENT_STDOUT = 65,
+    AGENT_STDERR = 66,
+    AGENT_STARTED = 67,
+    AGENT_EXITED = 68,
+    AGENT_OK = 69,
+    AGENT_ERROR = 70,
+};
+
+enum agent_ready_flags { AGENT_READY_PID1 = 1u << 0 };
+enum agent_put_flags { AGENT_PUT_FIRST = 1u << 0, AGENT_PUT_LAST = 1u << 1 };
+enum agent_exec_flags { AGENT_EXEC_STDIN_PIPE = 1u << 0 };
+enum agent_exit_kind { AGENT_EXIT_CODE = 0, AGENT_EXIT_SIGNAL = 1 };
+enum agent_exit_flags {
+    AGENT_EXIT_WORKSPACE_FULL = 1u << 0, /* /workspace or /tmp had no space or inodes left */
+    AGENT_EXIT_FILE_SIZE = 1u << 1,      /* a file reached RLIMIT_FSIZE, or SIGXFSZ */
+    AGENT_EXIT_EXEC_FAILED = 1u << 2,    /* execve failed; code is 126 or 127 */
+};
+
+#define AGENT_EXITED_SIZE 40u
+
+struct agent_hdr {
+    uint32_t len;
+    uint8_t type;
+    uint8_t flags;
+};
+
+static inline void agent_put_u32(unsigned char *p, uint32_t v)
+{
+    p[0] = (unsigned char)(v & 0xFFu);
+    p[1] = (unsigned char)((v >> 8) & 0xFFu);
+    p[2] = (unsigned char)((v >> 16) & 0xFFu);
+    p[3] = (unsigned char)((v >> 24) & 0xFFu);
+}
+
+static inline uint32_t agent_get_u32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
+           ((uint32_t)p[3] << 24);
+}
+
+static inline void agent_put_u64(unsigned char *p, uint64_t v)
+{
+    agent_put_u32(p, (uint32_t)(v & 0xFFFFFFFFu));
+    agent_put_u32(p + 4, (uint32_t)(v >> 32));
+}
+
+static inline uint64_t agent_get_u64(const unsigned char *p)
+{
+    return (uint64_t)agent_get_u32(p) | ((uint64_t)agent_get_u32(p + 4) << 32);
+}
+
+static inline void agent_hdr_encode(unsigned char out[AGENT_HDR_SIZE], uint32_t len, uint8_t type,
+        uint8_t flags)
+{
+    agent_put_u32(out, len);
+    out[4] = type;
+    out[5] = flags;
+    out[6] = 0;
+    out[7] = 0;
+}
+
+/* 0 when the header is well-formed, -1 otherwise. */
+static inline int agent_hdr_decode(const unsigned char in[AGENT_HDR_SIZE], struct agent_hdr *h)
+{
+    h->len = agent_get_u32(in);
+    h->type = in[4];
+    h->flags = in[5];
+    if (h->len > AGENT_MAX_PAYLOAD || in[6] != 0 || in[7] != 0)
+        return -1;
+    return 0;
+}
+
+#endif
