@@ -1,0 +1,353 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * run_cmd.c: `llm-sandbox run`. Builds one request from the options,
+ * streams the program's output live (or prints one JSON object with
+ * --json, for every outcome, bad arguments included) and exits with the
+ * program's exit code (124 timeout, 125 refused or tool error, 130
+ * cancelled). Ctrl-C cancels the run, which kills it in the sandbox.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+#include <llm-sandbox/sbx.h>
+
+#include "cli.h"
+
+#define READ_CAP (256u * 1024u * 1024u)
+
+struct opts {
+    struct sbx_request req;
+    bool json;
+    char *code_buf, *stdin_buf;
+};
+
+static struct sbx_cancel *g_cancel;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    sbx_cancel_fire(g_cancel);
+}
+
+static void run_help(void)
+{
+    printf("usage: llm-sandbox run [options] (--code CODE | --code - | --file FILE)\n"
+           "  -l, --language NAME     language (default: python, or LLM_SANDBOX_DEFAULT_LANGUAGE)\n"
+           "  -b, --backend NAME      backend (default: bwrap, or BACKEND)\n"
+           "  -c, --code CODE         the program; '-' reads it from standard input\n"
+           "  -f, --file FILE         read the program from FILE\n"
+           "      --stdin FILE        feed FILE to the program's standard input\n"
+           "  -t, --timeout SECONDS   wall-clock limit (default 30)\n"
+           "      --memory SIZE       memory limit, e.g. 256M\n"
+           "      --cpus N            CPU quota in cores, e.g. 0.5\n"
+           "      --pids N            process limit\n"
+           "      --output-bytes SIZE cap per output stream\n"
+           "      --file-size SIZE    largest file the program may write\n"
+           "      --workspace SIZE    size of /workspace and /tmp\n"
+           "      --network MODE      off (default) or on\n"
+           "      --json              print one JSON object with the result\n");
+}
+
+static int fail(const struct opts *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Print the outcome of a failure before anything ran. */
+static int fail(const struct opts *o, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    if (o->json) {
+        struct json_object *j = json_object_new_object();
+
+        json_object_object_add(j, "status", json_object_new_string("refused"));
+        json_object_object_add(j, "exit_code", NULL);
+        json_object_object_add(j, "message", json_object_new_string(msg));
+        puts(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN));
+        json_object_put(j);
+    } else {
+        fprintf(stderr, "llm-sandbox: %s\n", msg);
+    }
+    return EXIT_TOOL;
+}
+
+static char *read_all(int fd, size_t *ret_len)
+{
+    size_t len = 0, alloc = 0;
+    char *buf = NULL;
+
+    for (;;) {
+        ssize_t n;
+
+        if (len + 65536 + 1 > alloc) {
+            char *nb;
+
+            if (alloc >= READ_CAP) {
+                free(buf);
+                errno = EFBIG;
+                return NULL;
+            }
+            alloc = alloc ? alloc * 2 : 65536 * 2;
+            nb = realloc(buf, alloc);
+            if (!nb) {
+                free(buf);
+                return NULL;
+            }
+            buf = nb;
+        }
+        n = read(fd, buf + len, alloc - len - 1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            free(buf);
+            return NULL;
+        }
+        if (n == 0)
+            break;
+        len += (size_t)n;
+    }
+    buf[len] = '\0';
+    *ret_len = len;
+    return buf;
+}
+
+static char *read_path(const char *path, size_t *ret_len)
+{
+    int fd = strcmp(path, "-") == 0 ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
+    char *buf;
+
+    if (fd < 0)
+        return NULL;
+    buf = read_all(fd, ret_len);
+    if (fd != STDIN_FILENO)
+        close(fd);
+    return buf;
+}
+
+/* A limit option: the text goes to the core's parsers via the request. */
+static int set_limit(struct opts *o, int opt, const char *v)
+{
+    struct sbx_req_limits *l = &o->req.limits;
+    char *end = NULL;
+    double d;
+    unsigned long long u;
+
+    errno = 0;
+    switch (opt) {
+    case 't':
+    case 1003:
+        d = strtod(v, &end);
+        if (errno || !end || *end || !(d > 0) || d > 1e9)
+            return -1;
+        if (opt == 't')
+            l->wall_time_ms = (uint64_t)(d * 1000.0 + 0.5), l->set |= SBX_REQ_WALL_TIME;
+        else
+            l->cpu_millicores = (uint64_t)(d * 1000.0 + 0.5), l->set |= SBX_REQ_CPU;
+        return l->wall_time_ms || l->cpu_millicores ? 0 : -1;
+    case 1004:
+        if (v[0] == '-')
+            return -1;
+        u = strtoull(v, &end, 10);
+        if (errno || !end || *end || u == 0)
+            return -1;
+        l->pids_max = u, l->set |= SBX_REQ_PIDS;
+        return 0;
+    case 1005:
+        l->network = v, l->set |= SBX_REQ_NETWORK;
+        return 0;
+    default:
+        break;
+    }
+    /* sizes: digits with an optional k/m/g suffix */
+    if (v[0] < '0' || v[0] > '9')
+        return -1;
+    u = strtoull(v, &end, 10);
+    if (errno)
+        return -1;
+    if (*end == 'k' || *end == 'K')
+        u <<= 10, end++;
+    else if (*end == 'm' || *end == 'M')
+        u <<= 20, end++;
+    else if (*end == 'g' || *end == 'G')
+        u <<= 30, end++;
+    if (*end == 'i')
+        end++;
+    if (*end == 'b' || *end == 'B')
+        end++;
+    if (*end || u == 0)
+        return -1;
+    if (opt == 1002)
+        l->memory_bytes = u, l->set |= SBX_REQ_MEMORY;
+    else if (opt == 1006)
+        l->output_bytes = u, l->set |= SBX_REQ_OUTPUT;
+    else if (opt == 1007)
+        l->file_size_bytes = u, l->set |= SBX_REQ_FILE_SIZE;
+    else
+        l->workspace_bytes = u, l->set |= SBX_REQ_WORKSPACE;
+    return 0;
+}
+
+static const struct option long_opts[] = {
+    {"language", required_argument, NULL, 'l'}, {"backend", required_argument, NULL, 'b'},
+    {"code", required_argument, NULL, 'c'}, {"file", required_argument, NULL, 'f'},
+    {"timeout", required_argument, NULL, 't'}, {"stdin", required_argument, NULL, 1001},
+    {"memory", required_argument, NULL, 1002}, {"cpus", required_argument, NULL, 1003},
+    {"pids", required_argument, NULL, 1004}, {"network", required_argument, NULL, 1005},
+    {"output-bytes", required_argument, NULL, 1006}, {"file-size", required_argument, NULL, 1007},
+    {"workspace", required_argument, NULL, 1008}, {"json", no_argument, NULL, 'j'},
+    {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+};
+
+static int parse(struct opts *o, int argc, char **argv)
+{
+    const char *code = NULL, *file = NULL, *in = NULL;
+    int c;
+
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--json") == 0)
+            o->json = true;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":l:b:c:f:t:h", long_opts, NULL)) != -1) {
+        switch (c) {
+        case 'l': o->req.language = optarg; break;
+        case 'b': o->req.backend = optarg; break;
+        case 'c': code = optarg; break;
+        case 'f': file = optarg; break;
+        case 1001: in = optarg; break;
+        case 'j': break;
+        case 'h': run_help(); return 1;
+        case ':': return fail(o, "option '%s' needs a value", argv[optind - 1]);
+        case '?': return fail(o, "unknown option '%s'", argv[optind - 1]);
+        default:
+            if (set_limit(o, c, optarg) < 0)
+                return fail(o, "bad value '%s' (see llm-sandbox run --help)", optarg);
+        }
+    }
+    if (optind < argc)
+        return fail(o, "unexpected argument '%s'", argv[optind]);
+    if (!!code + !!file != 1)
+        return fail(o, "%s", "give exactly one of --code and --file");
+    if (code && strcmp(code, "-") != 0) {
+        o->req.code = code;
+        o->req.code_len = strlen(code);
+    } else {
+        o->code_buf = read_path(file ? file : "-", &o->req.code_len);
+        if (!o->code_buf)
+            return fail(o, "cannot read the program: %s", strerror(errno));
+        o->req.code = o->code_buf;
+    }
+    if (in) {
+        o->stdin_buf = read_path(in, &o->req.stdin_len);
+        if (!o->stdin_buf)
+            return fail(o, "cannot read --stdin: %s", strerror(errno));
+        o->req.stdin_data = o->stdin_buf;
+    }
+    return 0;
+}
+
+static void write_all(int fd, const char *buf, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = write(fd, buf, len);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return;
+        buf += n;
+        len -= (size_t)n;
+    }
+}
+
+static void on_output(void *ud, enum sbx_stream stream, const char *buf, size_t len)
+{
+    (void)ud;
+    write_all(stream == SBX_STREAM_STDOUT ? STDOUT_FILENO : STDERR_FILENO, buf, len);
+}
+
+static int exit_code_of(const struct sbx_execution *ex)
+{
+    switch (ex->status) {
+    case SBX_STATUS_TIMEOUT: return EXIT_TIMEOUT;
+    case SBX_STATUS_CANCELLED: return EXIT_CANCEL;
+    case SBX_STATUS_REFUSED: return EXIT_TOOL;
+    case SBX_STATUS_OK:
+    case SBX_STATUS_ERROR:
+    case SBX_STATUS_OOM:
+    case SBX_STATUS_KILLED: break;
+    }
+    return ex->has_exit_code ? ex->exit_code : EXIT_TOOL;
+}
+
+static void report_text(const struct sbx_execution *ex)
+{
+    const char *limit = sbx_limit_str(ex->limit);
+
+    if (ex->stdout_truncated)
+        fprintf(stderr, "llm-sandbox: stdout truncated (%llu bytes produced)\n",
+                (unsigned long long)ex->stdout_bytes);
+    if (ex->stderr_truncated)
+        fprintf(stderr, "llm-sandbox: stderr truncated (%llu bytes produced)\n",
+                (unsigned long long)ex->stderr_bytes);
+    for (char **w = ex->warnings; w && *w; w++)
+        fprintf(stderr, "llm-sandbox: warning: %s\n", *w);
+    if (ex->status != SBX_STATUS_OK && ex->status != SBX_STATUS_ERROR)
+        fprintf(stderr, "llm-sandbox: %s%s%s%s\n", sbx_status_str(ex->status),
+                limit ? " (limit: " : "", limit ? limit : "", limit ? ")" : "");
+    else if (limit)
+        fprintf(stderr, "llm-sandbox: limit reached: %s\n", limit);
+    if (ex->message)
+        fprintf(stderr, "llm-sandbox: %s\n", ex->message);
+}
+
+int cmd_run(int argc, char **argv)
+{
+    struct opts o = {0};
+    struct sbx_runtime *rt = NULL;
+    struct sbx_execution *ex = NULL;
+    struct sbx_error *err = NULL;
+    struct sigaction sa = {.sa_handler = on_signal};
+    int rc = parse(&o, argc, argv);
+
+    if (rc != 0)
+        goto out;
+    if (!o.json)
+        o.req.on_output = on_output;
+    if (sbx_runtime_new(&rt, &err) < 0 || sbx_cancel_new(&g_cancel, &err) < 0) {
+        ex = sbx_execution_from_error(err);
+    } else {
+        o.req.cancel = g_cancel;
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+        if (sbx_run(rt, &o.req, &ex, &err) < 0)
+            ex = sbx_execution_from_error(err);
+    }
+    rc = ex ? exit_code_of(ex) : EXIT_TOOL;
+    if (o.json && ex) {
+        struct json_object *j = sbx_execution_to_json(ex);
+
+        puts(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN |
+                                                       JSON_C_TO_STRING_NOSLASHESCAPE));
+        json_object_put(j);
+    } else if (ex) {
+        report_text(ex);
+    }
+out:
+    sbx_execution_free(ex);
+    sbx_error_free(err);
+    g_cancel = sbx_cancel_free(g_cancel);
+    sbx_runtime_free(rt);
+    free(o.code_buf);
+    free(o.stdin_buf);
+    return rc == 1 ? 0 : rc; /* 1: --help was printed */
+}

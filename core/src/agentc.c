@@ -1,0 +1,365 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * agentc.c: the host side of the agent protocol. One poll loop watches the
+ * box's channel (read, and write while frames are queued), the cancel fd
+ * and the deadline. Writes never block: frames wait in a queue while the
+ * channel is full, so a program that floods stdout while we are still
+ * sending its stdin cannot deadlock us (the agent applies back-pressure on
+ * its side). Output beyond a stream's cap is counted and dropped while the
+ * program keeps running. Frames are validated before use; anything
+ * unexpected ends the exchange as AGENTC_LOST with a message. No policy
+ * decisions here.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agentc.h"
+#include "exec.h"
+#include "proto.h"
+
+#define QUEUE_CAP (4u * 1024u * 1024u)
+#define GOT_FRAME 100 /* distinct from every enum agentc_end */
+
+struct agentc {
+    const struct sbx_backend_ops *ops;
+    void *box;
+    int cancel_fd;
+    unsigned char *rbuf; /* header + payload of the frame being read */
+    size_t rlen;
+    struct dynbuf wq; /* encoded frames not yet written */
+    size_t wq_off;
+    char error[256];
+    /* the frame just completed */
+    struct agent_hdr hdr;
+    const unsigned char *payload;
+};
+
+void capture_init(struct capture *c, size_t cap)
+{
+    dynbuf_init(&c->buf, cap);
+    c->total = 0;
+    c->truncated = false;
+}
+
+void capture_done(struct capture *c)
+{
+    dynbuf_done(&c->buf);
+}
+
+static void capture_add(struct agentc_sink *s, enum sbx_stream stream, const unsigned char *data,
+        size_t len)
+{
+    struct capture *c = stream == SBX_STREAM_STDOUT ? &s->out : &s->err;
+    size_t room = c->buf.cap - c->buf.len, keep = len < room ? len : room;
+
+    c->total += len;
+    if (keep < len)
+        c->truncated = true;
+    if (keep == 0 || dynbuf_append(&c->buf, data, keep) < 0)
+        return;
+    if (s->on_output)
+        s->on_output(s->userdata, stream, (const char *)data, keep);
+}
+
+struct agentc *agentc_new(const struct sbx_backend_ops *ops, void *box, int cancel_fd)
+{
+    struct agentc *ac = calloc(1, sizeof(*ac));
+
+    if (!ac)
+        return NULL;
+    ac->rbuf = malloc(AGENT_HDR_SIZE + AGENT_MAX_PAYLOAD);
+    if (!ac->rbuf) {
+        free(ac);
+        return NULL;
+    }
+    ac->ops = ops;
+    ac->box = box;
+    ac->cancel_fd = cancel_fd;
+    dynbuf_init(&ac->wq, QUEUE_CAP);
+    return ac;
+}
+
+struct agentc *agentc_free(struct agentc *ac)
+{
+    if (ac) {
+        free(ac->rbuf);
+        dynbuf_done(&ac->wq);
+        free(ac);
+    }
+    return NULL;
+}
+
+const char *agentc_last_error(const struct agentc *ac)
+{
+    return ac->error;
+}
+
+static int lost(struct agentc *ac, const char *fmt, ...) SBX_PRINTF(2, 3);
+
+static int lost(struct agentc *ac, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(ac->error, sizeof(ac->error), fmt, ap);
+    va_end(ap);
+    return AGENTC_LOST;
+}
+
+static int queue_frame(struct agentc *ac, uint8_t type, uint8_t flags, const void *a, size_t alen,
+        const void *b, size_t blen)
+{
+    unsigned char hdr[AGENT_HDR_SIZE];
+
+    agent_hdr_encode(hdr, (uint32_t)(alen + blen), type, flags);
+    if (dynbuf_append(&ac->wq, hdr, sizeof(hdr)) < 0 || (alen && dynbuf_append(&ac->wq, a, alen) < 0) ||
+            (blen && dynbuf_append(&ac->wq, b, blen) < 0))
+        return SBX_E_LIMIT;
+    return 0;
+}
+
+static int flush_some(struct agentc *ac)
+{
+    while (ac->wq_off < ac->wq.len) {
+        int64_t n = ac->ops->box_write(ac->box, ac->wq.buf + ac->wq_off, ac->wq.len - ac->wq_off);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return 0;
+        if (n <= 0)
+            return lost(ac, "cannot write to the sandbox agent: %s", strerror(errno));
+        ac->wq_off += (size_t)n;
+    }
+    ac->wq.len = 0;
+    ac->wq_off = 0;
+    return 0;
+}
+
+/*
+ * Read what is available; GOT_FRAME when a whole frame is in ac->hdr/payload, 0
+ * when more is needed, AGENTC_LOST on end of channel or a bad header.
+ */
+static int read_frame(struct agentc *ac)
+{
+    for (;;) {
+        size_t need = AGENT_HDR_SIZE;
+        int64_t n;
+
+        if (ac->rlen >= AGENT_HDR_SIZE) {
+            if (agent_hdr_decode(ac->rbuf, &ac->hdr) < 0)
+                return lost(ac, "%s", "the sandbox agent sent a malformed frame");
+            need += ac->hdr.len;
+            if (ac->rlen == need) {
+                ac->payload = ac->rbuf + AGENT_HDR_SIZE;
+                ac->rlen = 0;
+                return GOT_FRAME;
+            }
+        }
+        n = ac->ops->box_read(ac->box, ac->rbuf + ac->rlen, need - ac->rlen);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return 0;
+        if (n <= 0)
+            return lost(ac, "%s", n == 0 ? "the sandbox ended unexpectedly"
+                                         : "cannot read from the sandbox agent");
+        ac->rlen += (size_t)n;
+    }
+}
+
+/*
+ * Wait for the next frame. Returns GOT_FRAME with a frame, or AGENTC_TIMEOUT,
+ * AGENTC_CANCELLED, AGENTC_LOST.
+ */
+static int next_frame(struct agentc *ac, int64_t deadline_ms)
+{
+    for (;;) {
+        struct pollfd pfd[3] = {
+            {.fd = ac->ops->box_poll_fd(ac->box), .events = POLLIN},
+            {.fd = ac->wq.len ? ac->ops->box_write_fd(ac->box) : -1, .events = POLLOUT},
+            {.fd = ac->cancel_fd, .events = POLLIN},
+        };
+        int64_t left = deadline_ms - now_ms();
+        int r;
+
+        /* Checked before reading, so a program flooding output cannot
+         * outrun its deadline or a cancellation. */
+        if (left <= 0)
+            return AGENTC_TIMEOUT;
+        if (ac->cancel_fd >= 0 && poll(&pfd[2], 1, 0) > 0)
+            return AGENTC_CANCELLED;
+        if ((r = flush_some(ac)) != 0)
+            return r;
+        if ((r = read_frame(ac)) != 0)
+            return r;
+        pfd[1].fd = ac->wq.len ? pfd[1].fd : -1;
+        r = poll(pfd, 3, (int)(left > 60000 ? 60000 : left));
+        if (r < 0 && errno != EINTR)
+            return lost(ac, "poll: %s", strerror(errno));
+        if (r > 0 && pfd[2].revents)
+            return AGENTC_CANCELLED;
+    }
+}
+
+/* Copy an ERROR frame's message into ac->error. */
+static void take_error(struct agentc *ac, const char *what)
+{
+    size_t n = ac->hdr.len > 4 ? ac->hdr.len - 4 : 0;
+    const char *msg = (const char *)ac->payload + 4;
+
+    if (n > 200)
+        n = 200;
+    snprintf(ac->error, sizeof(ac->error), "%s: %.*s", what, (int)strnlen(msg, n), msg);
+}
+
+int agentc_hello(struct agentc *ac, int64_t deadline_ms)
+{
+    int r = next_frame(ac, deadline_ms);
+
+    if (r != GOT_FRAME)
+        return r;
+    if (ac->hdr.type != AGENT_READY || ac->hdr.len < 12)
+        return lost(ac, "%s", "the sandbox agent did not start properly");
+    if (agent_get_u32(ac->payload) != AGENT_PROTO_VERSION)
+        return lost(ac, "%s", "the sandbox agent speaks another protocol version");
+    return 0;
+}
+
+int agentc_put(struct agentc *ac, const char *path, uint32_t mode, const void *data, size_t len,
+        int64_t deadline_ms)
+{
+    size_t plen = strlen(path), off = 0;
+    unsigned char head[8];
+    int r;
+
+    agent_put_u32(head, mode);
+    agent_put_u32(head + 4, (uint32_t)plen);
+    do {
+        size_t n = len - off < AGENT_CHUNK ? len - off : AGENT_CHUNK;
+        uint8_t flags = (uint8_t)((off == 0 ? AGENT_PUT_FIRST : 0) |
+                                  (off + n == len ? AGENT_PUT_LAST : 0));
+        struct dynbuf b;
+
+        dynbuf_init(&b, AGENT_MAX_PAYLOAD);
+        if (dynbuf_append(&b, head, 8) < 0 || dynbuf_append(&b, path, plen) < 0 ||
+                queue_frame(ac, AGENT_PUT, flags, b.buf, b.len, (const char *)data + off, n) < 0) {
+            dynbuf_done(&b);
+            return lost(ac, "%s", "cannot queue a file for the sandbox");
+        }
+        dynbuf_done(&b);
+        off += n;
+        /* Keep the queue short for big files: wait until it drained. */
+        while (ac->wq.len > AGENT_CHUNK * 4) {
+            if ((r = flush_some(ac)) != 0)
+                return r;
+            if (ac->wq.len > AGENT_CHUNK * 4) {
+                struct pollfd pfd = {.fd = ac->ops->box_write_fd(ac->box), .events = POLLOUT};
+
+                if (now_ms() >= deadline_ms)
+                    return AGENTC_TIMEOUT;
+                poll(&pfd, 1, 100);
+            }
+        }
+    } while (off < len);
+    r = next_frame(ac, deadline_ms);
+    if (r != GOT_FRAME)
+        return r;
+    if (ac->hdr.type == AGENT_ERROR) {
+        take_error(ac, path);
+        return SBX_E_IO;
+    }
+    return ac->hdr.type == AGENT_OK ? 0 : lost(ac, "%s", "unexpected reply to a file upload");
+}
+
+static int queue_exec(struct agentc *ac, char *const *argv, char *const *envp, bool with_stdin)
+{
+    struct dynbuf b;
+    unsigned char head[12];
+    uint32_t argc = 0, envc = 0;
+    int r = 0;
+
+    while (argv[argc])
+        argc++;
+    while (envp[envc])
+        envc++;
+    agent_put_u32(head, with_stdin ? AGENT_EXEC_STDIN_PIPE : 0);
+    agent_put_u32(head + 4, argc);
+    agent_put_u32(head + 8, envc);
+    dynbuf_init(&b, AGENT_MAX_PAYLOAD);
+    r = dynbuf_append(&b, head, sizeof(head));
+    for (uint32_t i = 0; r == 0 && i < argc; i++)
+        r = dynbuf_append(&b, argv[i], strlen(argv[i]) + 1);
+    for (uint32_t i = 0; r == 0 && i < envc; i++)
+        r = dynbuf_append(&b, envp[i], strlen(envp[i]) + 1);
+    if (r == 0)
+        r = dynbuf_append(&b, "", 1);
+    if (r == 0)
+        r = queue_frame(ac, AGENT_EXEC, 0, b.buf, b.len, NULL, 0);
+    dynbuf_done(&b);
+    return r;
+}
+
+static void parse_exited(const struct agentc *ac, struct agentc_exit *ex)
+{
+    ex->signaled = agent_get_u32(ac->payload) == AGENT_EXIT_SIGNAL;
+    ex->code = (int)agent_get_u32(ac->payload + 4);
+    ex->flags = agent_get_u32(ac->payload + 8);
+}
+
+int agentc_exec(struct agentc *ac, char *const *argv, char *const *envp, const char *stdin_data,
+        size_t stdin_len, int64_t deadline_ms, struct agentc_sink *sink,
+        struct agentc_exit *ret_exit)
+{
+    size_t sent = 0;
+    bool eof_sent = false;
+    int r;
+
+    if (queue_exec(ac, argv, envp, stdin_data != NULL) < 0)
+        return lost(ac, "%s", "the command is too large for the sandbox agent");
+    for (;;) {
+        /* Feed stdin a little at a time so output keeps flowing. */
+        while (stdin_data && sent < stdin_len && ac->wq.len < AGENT_CHUNK * 4) {
+            size_t n = stdin_len - sent < AGENT_CHUNK ? stdin_len - sent : AGENT_CHUNK;
+
+            if (queue_frame(ac, AGENT_STDIN, 0, stdin_data + sent, n, NULL, 0) < 0)
+                break;
+            sent += n;
+        }
+        if (stdin_data && sent == stdin_len && !eof_sent &&
+                queue_frame(ac, AGENT_STDIN_EOF, 0, NULL, 0, NULL, 0) == 0)
+            eof_sent = true;
+        r = next_frame(ac, deadline_ms);
+        if (r != GOT_FRAME)
+            return r;
+        switch (ac->hdr.type) {
+        case AGENT_STDOUT:
+        case AGENT_STDERR:
+            capture_add(sink, ac->hdr.type == AGENT_STDOUT ? SBX_STREAM_STDOUT : SBX_STREAM_STDERR,
+                    ac->payload, ac->hdr.len);
+            break;
+        case AGENT_STARTED:
+            break;
+        case AGENT_EXITED:
+            if (ac->hdr.len < AGENT_EXITED_SIZE)
+                return lost(ac, "%s", "the sandbox agent sent a short exit report");
+            parse_exited(ac, ret_exit);
+            return AGENTC_EXITED;
+        case AGENT_ERROR:
+            take_error(ac, "the sandbox agent refused to run the program");
+            return SBX_E_BACKEND;
+        default:
+            return lost(ac, "%s", "the sandbox agent sent an unexpected frame");
+        }
+    }
+}
+
+void agentc_quit(struct agentc *ac)
+{
+    if (queue_frame(ac, AGENT_QUIT, 0, NULL, 0, NULL, 0) == 0)
+        flush_some(ac);
+}

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * agentc.h: the host side of the agent protocol (core/agent/proto.h),
+ * spoken over any backend's box channel. It stages files, runs one exec at
+ * a time, feeds stdin, captures output with per-stream caps while the
+ * program keeps running, and watches a deadline and a cancellation fd.
+ * Backend-neutral: it knows the channel only through sbx_backend_ops.
+ */
+#ifndef SBX_AGENTC_H
+#define SBX_AGENTC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <llm-sandbox/plugin.h>
+#include <llm-sandbox/sbx.h>
+
+#include "dynbuf.h"
+
+/* Output of one stream: the first `cap` bytes kept, everything counted. */
+struct capture {
+    struct dynbuf buf;
+    uint64_t total;
+    bool truncated;
+};
+
+struct agentc_sink {
+    struct capture out, err;
+    void (*on_output)(void *userdata, enum sbx_stream stream, const char *buf, size_t len);
+    void *userdata;
+};
+
+enum agentc_end {
+    AGENTC_EXITED = 0,    /* the exec ended; see struct agentc_exit */
+    AGENTC_TIMEOUT = 1,   /* the deadline passed first */
+    AGENTC_CANCELLED = 2, /* the cancel fd fired first */
+    AGENTC_LOST = 3,      /* the channel ended or broke (box died, OOM of pid 1, ...) */
+};
+
+struct agentc_exit {
+    bool signaled;
+    int code; /* exit code, or signal number */
+    uint32_t flags; /* enum agent_exit_flags */
+};
+
+struct agentc;
+
+/* Wrap a box's channel; no I/O yet. cancel_fd may be -1. (transfer full) */
+struct agentc *agentc_new(const struct sbx_backend_ops *ops, void *box, int cancel_fd);
+struct agentc *agentc_free(struct agentc *ac);
+/* A one-line description of what went wrong last (protocol errors, agent
+ * ERROR frames). (transfer none) */
+const char *agentc_last_error(const struct agentc *ac);
+
+/* Wait for READY. 0, or an enum agentc_end > 0 when it did not come. */
+int agentc_hello(struct agentc *ac, int64_t deadline_ms);
+/* Stage one file beneath the workspace. 0, > 0 (enum agentc_end), or
+ * SBX_E_IO when the agent refused it (agentc_last_error says why). */
+int agentc_put(struct agentc *ac, const char *path, uint32_t mode, const void *data, size_t len,
+        int64_t deadline_ms);
+/* Run argv with env in the workspace, feed stdin (NULL: empty), collect
+ * output into sink until it exits or the deadline/cancel. Returns an enum
+ * agentc_end, or a negative enum sbx_rc on a refused EXEC. */
+int agentc_exec(struct agentc *ac, char *const *argv, char *const *envp, const char *stdin_data,
+        size_t stdin_len, int64_t deadline_ms, struct agentc_sink *sink,
+        struct agentc_exit *ret_exit);
+/* Ask the agent to end everything and exit (best effort, no wait). */
+void agentc_quit(struct agentc *ac);
+
+void capture_init(struct capture *c, size_t cap);
+void capture_done(struct capture *c);
+
+#endif

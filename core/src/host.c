@@ -1,0 +1,298 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * host.c: the host table (struct sbx_host) the core lends each plugin, and
+ * the lazy, once-per-process backend probe. Every service here delegates to
+ * the module that owns the mechanism (exec.c, cgroup.c, seccomp.c); this
+ * file only adapts types and converts errors to the ABI's struct sbx_err.
+ * Nothing allocated here is freed by a plugin, or the reverse (STYLE E2).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "cleanup.h"
+#include "error.h"
+#include "exec.h"
+#include "log.h"
+#include "manifest.h"
+#include "runtime.h"
+#include "seccomp_policy.h"
+#include "settings.h"
+
+struct sbx_proc {
+    struct exec_proc *ep;
+};
+
+struct sbx_cgroup {
+    struct cg_group *g;
+};
+
+static const struct host_ctx *ctx_of(const struct sbx_host *h)
+{
+    return (const struct host_ctx *)(const void *)h;
+}
+
+/* Copy a core error into the plugin's report. */
+static int to_perr(struct sbx_err *perr, struct sbx_error *e)
+{
+    int rc = e ? e->rc : SBX_E_INTERNAL;
+
+    if (perr) {
+        perr->rc = rc;
+        perr->sys_errno = e ? e->sys_errno : 0;
+        snprintf(perr->msg, sizeof(perr->msg), "%s", e && e->msg ? e->msg : "failed");
+        snprintf(perr->field, sizeof(perr->field), "%s", e && e->field ? e->field : "");
+    }
+    sbx_error_free(e);
+    return rc;
+}
+
+static void host_log(const struct sbx_host *h, int level, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    log_vmsg(level, ctx_of(h)->plugin->name, fmt, ap);
+    va_end(ap);
+}
+
+static const char *host_setting(const struct sbx_host *h, const char *key)
+{
+    return settings_plugin_value(ctx_of(h)->plugin->name, key);
+}
+
+static int host_proc_spawn(const struct sbx_host *h, const struct sbx_spawn *spec,
+        struct sbx_proc **ret, struct sbx_err *perr)
+{
+    const struct settings *s = ctx_of(h)->rt->settings;
+    struct sbx_error *e = NULL;
+    struct exec_ctx ctx = {.uid = s->sandbox_uid, .gid = s->sandbox_gid};
+    struct sbx_proc *p;
+
+    if (spec->cgroup) {
+        ctx.cgroup = spec->cgroup->g;
+        ctx.cg_memory = ctx.cg_pids = true;
+    }
+    p = calloc(1, sizeof(*p));
+    if (!p)
+        return sbx_err_fill(perr, SBX_E_NOMEM, ENOMEM, "out of memory");
+    if (exec_spawn(spec, &ctx, &p->ep, &e) < 0) {
+        free(p);
+        return to_perr(perr, e);
+    }
+    *ret = p;
+    return 0;
+}
+
+static int host_proc_pid(const struct sbx_proc *p)
+{
+    return (int)exec_proc_pid(p->ep);
+}
+
+static int host_proc_fd(struct sbx_proc *p, int child_fd)
+{
+    return exec_proc_take_fd(p->ep, child_fd);
+}
+
+static int host_proc_signal(struct sbx_proc *p, int sig)
+{
+    return exec_proc_signal(p->ep, sig);
+}
+
+static int host_proc_wait(struct sbx_proc *p, int64_t timeout_ms, int *ret_status)
+{
+    return exec_proc_wait(p->ep, timeout_ms, ret_status);
+}
+
+static void host_proc_free(struct sbx_proc *p)
+{
+    if (p) {
+        exec_proc_free(p->ep);
+        free(p);
+    }
+}
+
+static int host_run_capture(const struct sbx_host *h, const char *const *argv,
+        int64_t timeout_ms, char *out, size_t out_len, int *ret_status, struct sbx_err *perr)
+{
+    struct sbx_error *e = NULL;
+
+    (void)h;
+    if (exec_capture(argv, timeout_ms, out, out_len, ret_status, &e) < 0)
+        return to_perr(perr, e);
+    return 0;
+}
+
+static int host_cgroup_new(const struct sbx_host *h, const char *id, const struct sbx_policy *pol,
+        struct sbx_cgroup **ret, struct sbx_err *perr)
+{
+    struct cg_service *svc = ctx_of(h)->rt->cg;
+    struct sbx_error *e = NULL;
+    struct sbx_cgroup *cg;
+
+    if (!svc || cg_service_mode(svc) == CG_NONE)
+        return sbx_err_fill(perr, SBX_E_UNAVAILABLE, 0, "%s",
+                svc ? cg_service_describe(svc) : "cgroups are disabled");
+    cg = calloc(1, sizeof(*cg));
+    if (!cg)
+        return sbx_err_fill(perr, SBX_E_NOMEM, ENOMEM, "out of memory");
+    if (cg_group_new(svc, id, pol, &cg->g, &e) < 0) {
+        free(cg);
+        return to_perr(perr, e);
+    }
+    *ret = cg;
+    return 0;
+}
+
+static int host_cgroup_kill(struct sbx_cgroup *cg)
+{
+    return cg_group_kill(cg->g);
+}
+
+static int host_cgroup_oom_killed(struct sbx_cgroup *cg)
+{
+    return cg_group_oom_killed(cg->g);
+}
+
+static int host_cgroup_pids_limited(struct sbx_cgroup *cg)
+{
+    return cg_group_pids_limited(cg->g);
+}
+
+static void host_cgroup_free(struct sbx_cgroup *cg)
+{
+    if (cg) {
+        cg_group_free(cg->g);
+        free(cg);
+    }
+}
+
+static void host_cgroup_caps(const struct sbx_host *h, struct sbx_caps *caps)
+{
+    cg_service_caps(ctx_of(h)->rt->cg, caps);
+}
+
+static int memfd_with(const char *name, const void *data, size_t len, int *ret_fd,
+        struct sbx_err *perr)
+{
+    cleanup_close int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    const char *p = data;
+    size_t left = len;
+
+    if (fd < 0)
+        return sbx_err_fill(perr, SBX_E_IO, errno, "memfd_create: %s", strerror(errno));
+    while (left > 0) {
+        ssize_t n = write(fd, p, left);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return sbx_err_fill(perr, SBX_E_IO, errno, "memfd write: %s", strerror(errno));
+        p += n;
+        left -= (size_t)n;
+    }
+    if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0 ||
+            lseek(fd, 0, SEEK_SET) < 0)
+        return sbx_err_fill(perr, SBX_E_IO, errno, "memfd seal: %s", strerror(errno));
+    *ret_fd = steal_fd(&fd);
+    return 0;
+}
+
+static int host_memfd_new(const struct sbx_host *h, const char *name, const void *data, size_t len,
+        int *ret_fd, struct sbx_err *perr)
+{
+    (void)h;
+    return memfd_with(name, data, len, ret_fd, perr);
+}
+
+static int host_seccomp_bpf_fd(const struct sbx_host *h, int *ret_fd, struct sbx_err *perr)
+{
+    struct sbx_error *e = NULL;
+    const void *bpf;
+    size_t len;
+
+    (void)h;
+    if (seccomp_bpf_get(&bpf, &len, &e) < 0)
+        return to_perr(perr, e);
+    return memfd_with("sbx-seccomp", bpf, len, ret_fd, perr);
+}
+
+static int host_agent_fd(const struct sbx_host *h, int *ret_fd, struct sbx_err *perr)
+{
+    const char *path = ctx_of(h)->rt->agent_path;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+    if (fd < 0)
+        return sbx_err_fill(perr, SBX_E_UNAVAILABLE, errno,
+                "the sandbox agent %s cannot be opened: %s (is llm-sandbox installed whole?)",
+                path, strerror(errno));
+    *ret_fd = fd;
+    return 0;
+}
+
+static void host_sandbox_ids(const struct sbx_host *h, uint32_t *ret_uid, uint32_t *ret_gid)
+{
+    const struct settings *s = ctx_of(h)->rt->settings;
+
+    *ret_uid = s->sandbox_uid;
+    *ret_gid = s->sandbox_gid;
+}
+
+void host_init(struct host_ctx *hc, struct sbx_runtime *rt, struct plugin *pl)
+{
+    hc->rt = rt;
+    hc->plugin = pl;
+    hc->host = (struct sbx_host){
+        .size = sizeof(struct sbx_host),
+        .abi_minor = SBX_ABI_MINOR,
+        .log = host_log,
+        .setting = host_setting,
+        .proc_spawn = host_proc_spawn,
+        .proc_pid = host_proc_pid,
+        .proc_fd = host_proc_fd,
+        .proc_signal = host_proc_signal,
+        .proc_wait = host_proc_wait,
+        .proc_free = host_proc_free,
+        .run_capture = host_run_capture,
+        .cgroup_new = host_cgroup_new,
+        .cgroup_kill = host_cgroup_kill,
+        .cgroup_oom_killed = host_cgroup_oom_killed,
+        .cgroup_pids_limited = host_cgroup_pids_limited,
+        .cgroup_free = host_cgroup_free,
+        .cgroup_caps = host_cgroup_caps,
+        .seccomp_bpf_fd = host_seccomp_bpf_fd,
+        .memfd_new = host_memfd_new,
+        .agent_fd = host_agent_fd,
+        .sandbox_ids = host_sandbox_ids,
+    };
+}
+
+int backend_probe(struct sbx_runtime *rt, struct plugin *pl, struct sbx_error **err)
+{
+    struct sbx_err perr;
+    int rc;
+
+    (void)rt;
+    pthread_mutex_lock(&pl->probe_lock);
+    if (!pl->probed) {
+        sbx_err_init(&perr);
+        memset(&pl->caps, 0, sizeof(pl->caps));
+        pl->caps.size = sizeof(pl->caps);
+        pl->probe_rc = pl->desc->backend->probe(pl->pstate, &pl->caps, &perr);
+        if (pl->probe_rc < 0)
+            pl->probe_error = strdup(perr.msg[0] ? perr.msg : "probe failed");
+        pl->probed = true;
+    }
+    rc = pl->probe_rc;
+    pthread_mutex_unlock(&pl->probe_lock);
+    if (rc < 0)
+        return sbx_error_set(err, rc, 0, "backend '%s' cannot run here: %s", pl->name,
+                pl->probe_error ? pl->probe_error : "probe failed");
+    return 0;
+}

@@ -1,0 +1,537 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * run.c: the runtime (settings, cgroup service, plugins) and the engine,
+ * sbx_run(): the one path every front end, session and pool uses.
+ *
+ *   resolve backend and language -> validate the request -> resolve the
+ *   policy -> probe the backend and check the policy against it -> plan
+ *   (language templates) -> open a box -> agent: stage the source, build,
+ *   run with the deadline -> close the box (kill, clean up, read stats) ->
+ *   classify the outcome.
+ *
+ * Invalid requests and policies that cannot be enforced end as status
+ * "refused" before anything runs; outcomes of the user's code are results,
+ * never errors (STYLE E5). Thread-safe: the registry is read-only here.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "agentc.h"
+#include "cgroup.h"
+#include "cleanup.h"
+#include "error.h"
+#include "exec.h"
+#include "log.h"
+#include "manifest.h"
+#include "plan.h"
+#include "policy.h"
+#include "proto.h"
+#include "runtime.h"
+#include "settings.h"
+#include "util.h"
+
+#define SETUP_TIMEOUT_MS 15000
+
+/* Canonical backend names and their aliases, installed or not. */
+static const char *const known_backends[][2] = {
+    {"bwrap", "bubblewrap"}, {"nsjail", NULL}, {"docker", NULL}, {"podman", NULL},
+    {"kubernetes", "k8s"}, {"mxc", NULL}, {"wsl2", NULL},
+};
+
+struct sbx_cancel {
+    int fd;
+};
+
+int sbx_cancel_new(struct sbx_cancel **ret, struct sbx_error **err)
+{
+    struct sbx_cancel *c = calloc(1, sizeof(*c));
+
+    if (!c)
+        return sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
+    c->fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (c->fd < 0) {
+        free(c);
+        return sbx_error_set(err, SBX_E_IO, errno, "eventfd: %s", strerror(errno));
+    }
+    *ret = c;
+    return 0;
+}
+
+void sbx_cancel_fire(struct sbx_cancel *c)
+{
+    uint64_t one = 1;
+
+    if (c)
+        (void)!write(c->fd, &one, sizeof(one));
+}
+
+struct sbx_cancel *sbx_cancel_free(struct sbx_cancel *c)
+{
+    if (c) {
+        close(c->fd);
+        free(c);
+    }
+    return NULL;
+}
+
+const char *sbx_version(void)
+{
+    return SBX_VERSION;
+}
+
+const char *sbx_runtime_default_backend(const struct sbx_runtime *rt)
+{
+    return rt->settings->backend;
+}
+
+/* Directory of the running executable, for the relocatable layout. */
+static char *exe_dir(void)
+{
+    char buf[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+    char *slash;
+
+    if (n <= 0)
+        return NULL;
+    buf[n] = '\0';
+    slash = strrchr(buf, '/');
+    if (!slash)
+        return NULL;
+    *slash = '\0';
+    return strdup(buf);
+}
+
+/* "p<pid>t<starttime>", unique for this process across pid reuse. */
+static void make_owner(char *out, size_t len)
+{
+    char buf[1024];
+    unsigned long long start = 0;
+    ssize_t n;
+    int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+
+    if (fd >= 0) {
+        n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (n > 0) {
+            char *p = strrchr((buf[n] = '\0', buf), ')');
+
+            /* field 22 (starttime) is the 20th after the ") " */
+            for (int field = 2; p && *p && field < 22; p++)
+                if (*p == ' ')
+                    field++;
+            if (p)
+                start = strtoull(p, NULL, 10);
+        }
+    }
+    snprintf(out, len, "p%dt%llu", (int)getpid(), start);
+}
+
+int sbx_runtime_new(struct sbx_runtime **ret_rt, struct sbx_error **err)
+{
+    struct sbx_runtime *rt = calloc(1, sizeof(*rt));
+    cleanup_free char *dir = NULL;
+    struct cg_options cgo = {.mount_root = "/sys/fs/cgroup", .self_cgroup = "/proc/self/cgroup"};
+
+    if (!rt)
+        return sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
+    if (settings_load(&rt->settings, err) < 0) {
+        sbx_runtime_free(rt);
+        return sbx_error_wrap(err, "configuration");
+    }
+    log_set_level(rt->settings->log_level);
+    dir = exe_dir();
+    if (!dir || asprintf(&rt->plugin_dir, "%s/%s", dir, SBX_BIN_TO_PLUGINDIR) < 0 ||
+            asprintf(&rt->agent_path, "%s/%s", dir, SBX_BIN_TO_AGENT) < 0) {
+        sbx_runtime_free(rt);
+        return sbx_error_set(err, SBX_E_IO, errno, "cannot locate the llm-sandbox executable");
+    }
+    make_owner(rt->owner, sizeof(rt->owner));
+    cgo.allow_v1 = rt->settings->cgroup_v1;
+    cgo.allow_v2 = rt->settings->cgroup_v2;
+    if (cg_service_new(&cgo, &rt->cg, err) < 0 || loader_load_all(rt, err) < 0) {
+        sbx_runtime_free(rt);
+        return err && *err ? (*err)->rc : SBX_E_INTERNAL;
+    }
+    if (cg_service_mode(rt->cg) != CG_NONE && cg_service_sweep(rt->cg) > 0)
+        log_msg(SBX_LOG_INFO, NULL, "removed cgroups left by a dead llm-sandbox instance");
+    *ret_rt = rt;
+    return 0;
+}
+
+struct sbx_runtime *sbx_runtime_free(struct sbx_runtime *rt)
+{
+    if (!rt)
+        return NULL;
+    loader_unload_all(rt);
+    cg_service_free(rt->cg);
+    settings_free(rt->settings);
+    free(rt->plugin_dir);
+    free(rt->agent_path);
+    free(rt);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+
+/* Everything one run holds; released by run_done. */
+struct run {
+    struct sbx_runtime *rt;
+    const struct sbx_request *req;
+    struct sbx_execution *ex;
+    struct plugin *backend, *lang;
+    struct sbx_policy policy;
+    uint32_t explicit_mask;
+    struct sbx_plan *plan;
+    char **env;
+    void *box;
+    struct agentc *ac;
+    struct agentc_sink sink;
+    int64_t t0;
+    bool ran; /* an exec was sent: an exit code exists */
+};
+
+static int refuse(struct run *r, const char *fmt, ...) SBX_PRINTF(2, 3);
+
+static int refuse(struct run *r, const char *fmt, ...)
+{
+    va_list ap;
+
+    r->ex->status = SBX_STATUS_REFUSED;
+    va_start(ap, fmt);
+    if (vasprintf(&r->ex->message, fmt, ap) < 0)
+        r->ex->message = NULL;
+    va_end(ap);
+    return 1;
+}
+
+static int refuse_error(struct run *r, struct sbx_error *e)
+{
+    refuse(r, "%s", e && e->msg ? e->msg : "refused");
+    sbx_error_free(e);
+    return 1;
+}
+
+/* Name the backends we know of but that are not installed or usable. */
+static int pick_backend(struct run *r)
+{
+    const char *name = r->req->backend ? r->req->backend : r->rt->settings->backend;
+    cleanup_free char *avail = registry_names(r->rt, SBX_KIND_BACKEND);
+    struct plugin *pl = registry_find_any(r->rt, SBX_KIND_BACKEND, name);
+
+    if (pl && pl->state == PLUGIN_OK) {
+        r->backend = pl;
+        return 0;
+    }
+    if (pl)
+        return refuse(r, "backend '%s' is installed but broken: %s; available: %s", name,
+                pl->error ? pl->error : "unknown error", avail && *avail ? avail : "none");
+    for (size_t i = 0; i < sizeof(known_backends) / sizeof(known_backends[0]); i++) {
+        if (strcmp(name, known_backends[i][0]) == 0 ||
+                (known_backends[i][1] && strcmp(name, known_backends[i][1]) == 0))
+            return refuse(r, "backend '%s' is not installed here (no plugin found); "
+                    "available: %s", known_backends[i][0], avail && *avail ? avail : "none");
+    }
+    return refuse(r, "unknown backend '%s'; available: %s", name,
+            avail && *avail ? avail : "none");
+}
+
+static int pick_language(struct run *r)
+{
+    const char *name = r->req->language ? r->req->language : r->rt->settings->language;
+    cleanup_free char *avail = registry_names(r->rt, SBX_KIND_LANGUAGE);
+    struct plugin *pl = registry_find_any(r->rt, SBX_KIND_LANGUAGE, name);
+
+    if (pl && pl->state == PLUGIN_OK) {
+        r->lang = pl;
+        return 0;
+    }
+    if (pl)
+        return refuse(r, "language '%s' is installed but broken: %s", name,
+                pl->error ? pl->error : "unknown error");
+    return refuse(r, "unknown language '%s'; available: %s", name,
+            avail && *avail ? avail : "none");
+}
+
+static int check_request(struct run *r)
+{
+    const struct settings *s = r->rt->settings;
+
+    if (!r->req->code)
+        return refuse(r, "no code given");
+    if (r->req->code_len > s->max_code_bytes)
+        return refuse(r, "code is %zu bytes; the limit is %" PRIu64 " bytes", r->req->code_len,
+                s->max_code_bytes);
+    if (r->req->stdin_data && r->req->stdin_len > s->max_stdin_bytes)
+        return refuse(r, "stdin is %zu bytes; the limit is %" PRIu64 " bytes", r->req->stdin_len,
+                s->max_stdin_bytes);
+    return 0;
+}
+
+/* The sandbox's whole environment: a fixed base, the language's, and the
+ * operator's pass-through list. Nothing else of ours leaks in. */
+static int build_env(struct run *r, struct sbx_error **err)
+{
+    static const char *const base[] = {"PATH=/usr/bin:/bin", "HOME=/tmp", "TMPDIR=/tmp",
+            "LANG=C.UTF-8", "USER=sandbox", "LOGNAME=sandbox"};
+    char **env = NULL;
+
+    for (size_t i = 0; i < sizeof(base) / sizeof(base[0]); i++)
+        if (strv_push(&env, base[i]) < 0)
+            goto oom;
+    for (char **e = r->lang->m->lang->env; e && *e; e++)
+        if (strv_push(&env, *e) < 0)
+            goto oom;
+    for (char **e = r->rt->settings->env_pass; e && *e; e++)
+        if (strv_push(&env, *e) < 0)
+            goto oom;
+    r->env = env;
+    return 0;
+oom:
+    strv_free(env);
+    return sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
+}
+
+static int open_box(struct run *r, struct sbx_error **err)
+{
+    char id[96];
+    struct sbx_box_spec spec;
+    struct sbx_err perr;
+
+    snprintf(id, sizeof(id), "%s-%" PRIuFAST64, r->rt->owner, atomic_fetch_add(&r->rt->seq, 1));
+    memset(&spec, 0, sizeof(spec));
+    spec.size = sizeof(spec);
+    spec.policy = &r->policy;
+    spec.id = id;
+    spec.language = r->lang->name;
+    spec.image = r->lang->m->lang->image;
+    spec.envp = (const char *const *)r->env;
+    spec.ro_paths = (const char *const *)r->lang->m->lang->host_paths;
+    spec.cancel_fd = r->req->cancel ? r->req->cancel->fd : -1;
+    sbx_err_init(&perr);
+    if (r->backend->desc->backend->box_open(r->backend->pstate, &spec, &r->box, &perr) < 0)
+        return sbx_error_from_plugin(err, &perr, r->backend->name);
+    r->ac = agentc_new(r->backend->desc->backend, r->box, spec.cancel_fd);
+    if (!r->ac)
+        return sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
+    return 0;
+}
+
+/* Map how the last exec ended onto status, exit code and limit. */
+static void classify(struct run *r, int end, const struct agentc_exit *ex,
+        const struct sbx_box_stats *st)
+{
+    struct sbx_execution *e = r->ex;
+
+    if (end == AGENTC_EXITED) {
+        e->has_exit_code = true;
+        e->exit_code = ex->signaled ? 128 + ex->code : ex->code;
+    } else if (r->ran && (end == AGENTC_TIMEOUT || end == AGENTC_CANCELLED)) {
+        e->has_exit_code = true;
+        e->exit_code = 128 + SIGKILL;
+    }
+    if (end == AGENTC_CANCELLED) {
+        e->status = SBX_STATUS_CANCELLED;
+    } else if (end == AGENTC_TIMEOUT) {
+        e->status = SBX_STATUS_TIMEOUT;
+        e->limit = SBX_LIMIT_WALL_TIME;
+    } else if (st->oom_killed == 1) {
+        e->status = SBX_STATUS_OOM;
+        e->limit = SBX_LIMIT_MEMORY;
+    } else if (end != AGENTC_EXITED) {
+        e->status = SBX_STATUS_ERROR;
+    } else if (ex->signaled) {
+        e->status = SBX_STATUS_KILLED;
+    } else {
+        e->status = ex->code == 0 ? SBX_STATUS_OK : SBX_STATUS_ERROR;
+    }
+    if (e->limit != SBX_LIMIT_NONE || e->status == SBX_STATUS_OK || end != AGENTC_EXITED)
+        return;
+    if (ex->flags & AGENT_EXIT_FILE_SIZE)
+        e->limit = SBX_LIMIT_FILE_SIZE;
+    else if (ex->flags & AGENT_EXIT_WORKSPACE_FULL)
+        e->limit = SBX_LIMIT_WORKSPACE;
+    else if (st->pids_limited == 1)
+        e->limit = SBX_LIMIT_PIDS;
+}
+
+static int exec_phases(struct run *r, int *ret_end, struct agentc_exit *ex, struct sbx_error **err)
+{
+    int64_t deadline = now_ms() + SETUP_TIMEOUT_MS;
+    int end;
+
+    end = agentc_hello(r->ac, deadline);
+    if (end == 0)
+        end = agentc_put(r->ac, r->plan->source_name, 0644, r->req->code, r->req->code_len,
+                deadline);
+    if (end == AGENTC_TIMEOUT || end == AGENTC_LOST || end == SBX_E_IO)
+        return sbx_error_set(err, SBX_E_BACKEND, 0, "setting up the sandbox failed: %s",
+                end == AGENTC_TIMEOUT ? "timed out" : agentc_last_error(r->ac));
+    if (end == AGENTC_CANCELLED) {
+        *ret_end = end;
+        return 0;
+    }
+    deadline = now_ms() + (int64_t)r->policy.wall_time_ms;
+    r->ran = true;
+    if (r->plan->build) {
+        end = agentc_exec(r->ac, r->plan->build, r->env, NULL, 0, deadline, &r->sink, ex);
+        if (end < 0)
+            return sbx_error_set(err, SBX_E_BACKEND, 0, "%s", agentc_last_error(r->ac));
+        if (end != AGENTC_EXITED || ex->signaled || ex->code != 0) {
+            *ret_end = end;
+            return 0;
+        }
+    }
+    end = agentc_exec(r->ac, r->plan->run, r->env,
+            r->req->stdin_data ? r->req->stdin_data : "", r->req->stdin_data ? r->req->stdin_len : 0,
+            deadline, &r->sink, ex);
+    if (end < 0)
+        return sbx_error_set(err, SBX_E_BACKEND, 0, "%s", agentc_last_error(r->ac));
+    *ret_end = end;
+    return 0;
+}
+
+static int close_box(struct run *r, struct sbx_box_stats *st, struct sbx_error **err)
+{
+    struct sbx_err perr;
+    int rc;
+
+    memset(st, 0, sizeof(*st));
+    st->size = sizeof(*st);
+    st->oom_killed = st->pids_limited = -1;
+    if (!r->box)
+        return 0;
+    sbx_err_init(&perr);
+    rc = r->backend->desc->backend->box_close(r->box, st, &perr);
+    r->box = NULL;
+    if (rc < 0)
+        return sbx_error_from_plugin(err, &perr, r->backend->name);
+    return 0;
+}
+
+static int take_capture(struct capture *c, char **ret_buf, size_t *ret_len, uint64_t *ret_total,
+        bool *ret_trunc)
+{
+    *ret_buf = dynbuf_take(&c->buf, ret_len);
+    *ret_total = c->total;
+    *ret_trunc = c->truncated;
+    return *ret_buf ? 0 : SBX_E_NOMEM;
+}
+
+/* Everything after the request and policy were accepted. */
+static int run_box(struct run *r, struct sbx_error **err)
+{
+    struct agentc_exit ex = {0};
+    struct sbx_box_stats st;
+    int end = AGENTC_LOST, rc;
+
+    rc = open_box(r, err);
+    if (rc == 0)
+        rc = exec_phases(r, &end, &ex, err);
+    if (r->box && end != AGENTC_EXITED)
+        r->backend->desc->backend->box_kill(r->box);
+    if (r->ac && end == AGENTC_EXITED)
+        agentc_quit(r->ac);
+    if (rc < 0) {
+        struct sbx_error *close_err = NULL;
+
+        /* The backend's own account (e.g. bwrap's stderr) says more. */
+        if (close_box(r, &st, &close_err) < 0 && close_err) {
+            sbx_error_free(*err);
+            *err = close_err;
+        }
+        return (*err)->rc;
+    }
+    rc = close_box(r, &st, err);
+    if (rc < 0 && end == AGENTC_EXITED)
+        log_msg(SBX_LOG_WARN, r->backend->name, "cleanup failed: %s", (*err)->msg);
+    if (rc < 0 && end == AGENTC_EXITED)
+        *err = sbx_error_free(*err);
+    else if (rc < 0)
+        return rc;
+    classify(r, end, &ex, &st);
+    if (r->ex->status == SBX_STATUS_ERROR && end == AGENTC_LOST)
+        r->ex->message = strdup(agentc_last_error(r->ac));
+    return 0;
+}
+
+static void run_done(struct run *r)
+{
+    if (r->box) {
+        struct sbx_box_stats st;
+        struct sbx_error *e = NULL;
+
+        close_box(r, &st, &e);
+        sbx_error_free(e);
+    }
+    agentc_free(r->ac);
+    plan_free(r->plan);
+    strv_free(r->env);
+    capture_done(&r->sink.out);
+    capture_done(&r->sink.err);
+}
+
+static int run_checked(struct run *r, struct sbx_error **err)
+{
+    struct sbx_error *e = NULL;
+
+    if (pick_backend(r) || pick_language(r) || check_request(r))
+        return 0;
+    if (policy_resolve(r->rt->settings, &r->req->limits, &r->policy, &r->explicit_mask, &e) < 0 ||
+            backend_probe(r->rt, r->backend, &e) < 0 ||
+            policy_check(&r->policy, r->explicit_mask, &r->backend->caps, r->backend->name,
+                    &r->ex->warnings, &e) < 0) {
+        refuse_error(r, e);
+        return 0;
+    }
+    if (plan_make(r->lang, r->req->code, r->req->code_len, &r->plan, err) < 0 ||
+            build_env(r, err) < 0)
+        return (*err)->rc;
+    capture_init(&r->sink.out, (size_t)r->policy.output_bytes);
+    capture_init(&r->sink.err, (size_t)r->policy.output_bytes);
+    r->sink.on_output = r->req->on_output;
+    r->sink.userdata = r->req->userdata;
+    return run_box(r, err);
+}
+
+int sbx_run(struct sbx_runtime *rt, const struct sbx_request *req, struct sbx_execution **ret,
+        struct sbx_error **err)
+{
+    struct run r = {.rt = rt, .req = req, .t0 = now_ms()};
+    struct sbx_execution *ex;
+    int rc;
+
+    if (!rt || !req || !ret)
+        return sbx_error_set(err, SBX_E_INVALID, EINVAL, "sbx_run: missing argument");
+    ex = r.ex = calloc(1, sizeof(*ex));
+    if (!ex)
+        return sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
+    capture_init(&r.sink.out, 0);
+    capture_init(&r.sink.err, 0);
+    rc = run_checked(&r, err);
+    if (rc == 0) {
+        ex->backend = r.backend ? strdup(r.backend->name) : NULL;
+        ex->language = r.lang ? strdup(r.lang->name) : NULL;
+        if (take_capture(&r.sink.out, &ex->stdout_buf, &ex->stdout_len, &ex->stdout_bytes,
+                    &ex->stdout_truncated) < 0 ||
+                take_capture(&r.sink.err, &ex->stderr_buf, &ex->stderr_len, &ex->stderr_bytes,
+                        &ex->stderr_truncated) < 0)
+            rc = sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
+    }
+    run_done(&r);
+    ex->duration_ms = (uint64_t)(now_ms() - r.t0);
+    if (rc < 0) {
+        sbx_execution_free(ex);
+        return rc;
+    }
+    *ret = ex;
+    return 0;
+}
