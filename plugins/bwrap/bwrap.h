@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bwrap.h: shared between the bubblewrap plugin's files (plugin.c, run.c,
+ * probe.c). Plugin-private; only llm-sandbox/plugin.h crosses to the core.
+ */
+#ifndef BWRAP_BWRAP_H
+#define BWRAP_BWRAP_H
+
+#include <stdbool.h>
+
+#include <llm-sandbox/plugin.h>
+
+#include "translate.h"
+
+struct bwrap_state {
+    const struct sbx_host *h;
+    char bwrap[256]; /* absolute path */
+    char pasta[256]; /* absolute path, or "" */
+    struct bwrap_top tops[8];
+    char top_store[8][2][32];
+    size_t n_tops;
+    char version[32];
+    bool tun_ok; /* /dev/net/tun usable by the sandbox uid */
+};
+
+int bwrap_probe(void *state, struct sbx_caps *caps, struct sbx_err *err);
+int bwrap_box_open(void *state, const struct sbx_box_spec *spec, void **ret_box,
+        struct sbx_err *err);
+int bwrap_box_poll_fd(void *box);
+int bwrap_box_write_fd(void *box);
+int64_t bwrap_box_read(void *box, void *buf, size_t len);
+int64_t bwrap_box_write(void *box, const void *buf, size_t len);
+int bwrap_box_kill(void *box);
+int bwrap_box_close(void *box, struct sbx_box_stats *stats, struct sbx_err *err);
+
+/* Fill err and return rc (plugins cannot use the core's helpers). */
+int bwrap_fail(struct sbx_err *err, int rc, int sys_errno, const char *fmt, ...)
+        SBX_PRINTF(4, 5);
+
+#endif

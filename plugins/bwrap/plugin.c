@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * plugin.c: the bubblewrap backend's descriptor and entry point.
+ */
+#include <stdlib.h>
+
+#include "bwrap.h"
+
+static int bwrap_init(const struct sbx_host *h, const char *name, void **ret_state,
+        struct sbx_err *err)
+{
+    struct bwrap_state *st = calloc(1, sizeof(*st));
+
+    (void)name;
+    if (!st)
+        return bwrap_fail(err, SBX_E_NOMEM, 12, "out of memory");
+    st->h = h;
+    *ret_state = st;
+    return 0;
+}
+
+static void bwrap_fini(void *state)
+{
+    free(state);
+}
+
+static const struct sbx_backend_ops ops = {
+    .size = sizeof(struct sbx_backend_ops),
+    .probe = bwrap_probe,
+    .box_open = bwrap_box_open,
+    .box_poll_fd = bwrap_box_poll_fd,
+    .box_read = bwrap_box_read,
+    .box_write = bwrap_box_write,
+    .box_write_fd = bwrap_box_write_fd,
+    .box_kill = bwrap_box_kill,
+    .box_close = bwrap_box_close,
+};
+
+static const char *const names[] = {"bwrap", NULL};
+
+static const struct sbx_plugin descriptor = {
+    .abi_major = SBX_ABI_MAJOR,
+    .abi_minor = SBX_ABI_MINOR,
+    .size = sizeof(struct sbx_plugin),
+    .kind = SBX_KIND_BACKEND,
+    .name = "bwrap",
+    .version = "0.1.0",
+    .backend_names = names,
+    .init = bwrap_init,
+    .fini = bwrap_fini,
+    .backend = &ops,
+};
+
+SBX_PLUGIN_ENTRY
+{
+    return &descriptor;
+}

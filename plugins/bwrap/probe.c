@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * probe.c: find bwrap and pasta, check versions, inspect the host's
+ * merged-/usr layout, and prove the backend works by opening and closing a
+ * real box (a cgroup made and removed, the agent started under seccomp).
+ * Fills the capability report from what actually worked.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bwrap.h"
+
+static const char *const bwrap_dirs[] = {"/usr/bin", "/usr/local/bin", "/bin"};
+
+static bool find_tool(const struct sbx_host *h, const char *setting, const char *name, char *out,
+        size_t len)
+{
+    const char *v = h->setting(h, setting);
+
+    if (v) {
+        snprintf(out, len, "%s", v);
+        return v[0] == '/' && access(v, X_OK) == 0;
+    }
+    for (size_t i = 0; i < sizeof(bwrap_dirs) / sizeof(bwrap_dirs[0]); i++) {
+        snprintf(out, len, "%s/%s", bwrap_dirs[i], name);
+        if (access(out, X_OK) == 0)
+            return true;
+    }
+    out[0] = '\0';
+    return false;
+}
+
+/* "bubblewrap 0.8.0" -> 0.8.0 >= min? */
+static bool version_at_least(const char *text, int maj, int min, int pat, char *ver, size_t len)
+{
+    const char *p = strstr(text, "bubblewrap ");
+    int a = 0, b = 0, c = 0;
+
+    if (!p || sscanf(p + 11, "%d.%d.%d", &a, &b, &c) < 2)
+        return false;
+    snprintf(ver, len, "%d.%d.%d", a, b, c);
+    return a > maj || (a == maj && (b > min || (b == min && c >= pat)));
+}
+
+/* Top-level entries of a merged-/usr host: symlinks to recreate, or
+ * directories to bind when /usr is not merged. */
+static void inspect_tops(struct bwrap_state *st)
+{
+    static const char *const names[] = {"/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32"};
+    struct stat s;
+
+    st->n_tops = 0;
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        char (*slot)[32] = st->top_store[st->n_tops];
+        ssize_t n;
+
+        if (lstat(names[i], &s) < 0)
+            continue;
+        snprintf(slot[0], sizeof(slot[0]), "%s", names[i]);
+        st->tops[st->n_tops].name = slot[0];
+        st->tops[st->n_tops].target = NULL;
+        if (S_ISLNK(s.st_mode)) {
+            n = readlink(names[i], slot[1], sizeof(slot[1]) - 1);
+            if (n <= 0)
+                continue;
+            slot[1][n] = '\0';
+            st->tops[st->n_tops].target = slot[1];
+        } else if (!S_ISDIR(s.st_mode)) {
+            continue;
+        }
+        st->n_tops++;
+    }
+}
+
+/* Can the sandbox uid open /dev/net/tun (pasta needs it)? */
+static bool tun_usable(const struct sbx_host *h)
+{
+    uint32_t uid, gid;
+    struct stat s;
+
+    if (stat("/dev/net/tun", &s) < 0 || !S_ISCHR(s.st_mode))
+        return false;
+    h->sandbox_ids(h, &uid, &gid);
+    if (geteuid() != 0)
+        return access("/dev/net/tun", R_OK | W_OK) == 0;
+    return (s.st_mode & 0006) == 0006 || (s.st_uid == uid && (s.st_mode & 0600) == 0600) ||
+           (s.st_gid == gid && (s.st_mode & 0060) == 0060);
+}
+
+/* Open a real box with a small policy; the agent's first bytes prove it. */
+static int trial_box(struct bwrap_state *st, struct sbx_err *err)
+{
+    static const char *const env[] = {"PATH=/usr/bin:/bin", NULL};
+    struct sbx_policy pol = {.size = sizeof(pol), .network = SBX_NET_OFF, .wall_time_ms = 5000,
+            .memory_bytes = 64u << 20, .cpu_millicores = 1000, .pids_max = 16,
+            .output_bytes = 4096, .file_size_bytes = 1u << 20, .workspace_bytes = 1u << 20,
+            .open_files_max = 64, .read_only_system = 1};
+    struct sbx_box_spec spec = {.size = sizeof(spec), .policy = &pol, .id = "probe",
+            .language = "probe", .envp = env, .cancel_fd = -1};
+    struct sbx_box_stats stats = {.size = sizeof(stats)};
+    char byte;
+    void *box = NULL;
+    int r;
+
+    r = bwrap_box_open(st, &spec, &box, err);
+    if (r < 0)
+        return r;
+    struct pollfd pfd = {.fd = bwrap_box_poll_fd(box), .events = POLLIN};
+    r = poll(&pfd, 1, 10000) == 1 && bwrap_box_read(box, &byte, 1) == 1;
+    bwrap_box_kill(box);
+    if (bwrap_box_close(box, &stats, err) < 0)
+        return err->rc;
+    return r ? 0 : bwrap_fail(err, SBX_E_UNAVAILABLE, 0, "the sandbox agent did not start");
+}
+
+static void cap(struct sbx_caps *c, enum sbx_control ctl, enum sbx_enforce lvl, const char *note)
+{
+    c->level[ctl] = (uint8_t)lvl;
+    snprintf(c->note[ctl], sizeof(c->note[ctl]), "%s", note);
+}
+
+int bwrap_probe(void *state, struct sbx_caps *caps, struct sbx_err *err)
+{
+    struct bwrap_state *st = state;
+    const struct sbx_host *h = st->h;
+    char out[256], note[120];
+    int status = 0;
+
+    if (!find_tool(h, "path", "bwrap", st->bwrap, sizeof(st->bwrap)))
+        return bwrap_fail(err, SBX_E_UNAVAILABLE, ENOENT,
+                "bwrap not found%s%s (install Debian's bubblewrap package)",
+                st->bwrap[0] ? " at " : "", st->bwrap);
+    const char *argv[] = {st->bwrap, "--version", NULL};
+    if (h->run_capture(h, argv, 5000, out, sizeof(out), &status, err) < 0)
+        return err->rc;
+    if (!version_at_least(out, 0, 8, 0, st->version, sizeof(st->version)))
+        return bwrap_fail(err, SBX_E_UNAVAILABLE, 0,
+                "%s is '%.40s'; llm-sandbox needs bubblewrap 0.8.0 or newer", st->bwrap, out);
+    inspect_tops(st);
+    find_tool(h, "pasta", "pasta", st->pasta, sizeof(st->pasta));
+    st->tun_ok = tun_usable(h);
+    if (trial_box(st, err) < 0)
+        return err->rc;
+
+    snprintf(note, sizeof(note), "bubblewrap %s: new user, pid, ipc, uts, mount, cgroup, net ns",
+            st->version);
+    cap(caps, SBX_CTL_WALL_TIME, SBX_ENF_FULL, "core deadline, then SIGKILL of the cgroup and pid 1");
+    cap(caps, SBX_CTL_OUTPUT, SBX_ENF_FULL, "capped by the core while streaming");
+    cap(caps, SBX_CTL_FILE_SIZE, SBX_ENF_FULL, "RLIMIT_FSIZE");
+    cap(caps, SBX_CTL_WORKSPACE, SBX_ENF_FULL, "size-limited tmpfs for /workspace, /tmp, /dev/shm");
+    cap(caps, SBX_CTL_NET_OFF, SBX_ENF_FULL, "empty network namespace (loopback only)");
+    if (st->pasta[0] && st->tun_ok)
+        cap(caps, SBX_CTL_NET_ON, SBX_ENF_FULL, "own namespace, pasta user-mode NAT, no host loopback");
+    else
+        cap(caps, SBX_CTL_NET_ON, SBX_ENF_NONE, !st->pasta[0]
+                ? "pasta not found (install Debian's passt package)"
+                : "/dev/net/tun is not usable by the sandbox uid (Debian's default mode is 0666)");
+    cap(caps, SBX_CTL_NET_HOST, SBX_ENF_FULL, "host network namespace (operator override only)");
+    cap(caps, SBX_CTL_NET_REGISTRIES, SBX_ENF_NONE, "needs the filtering proxy (not built yet)");
+    cap(caps, SBX_CTL_NET_ALLOWLIST, SBX_ENF_NONE, "needs the filtering proxy (not built yet)");
+    cap(caps, SBX_CTL_READ_ONLY_SYSTEM, SBX_ENF_FULL, "read-only /usr binds, root tmpfs remounted read-only");
+    cap(caps, SBX_CTL_ENV, SBX_ENF_FULL, "bwrap is executed with only the sandbox environment");
+    cap(caps, SBX_CTL_SECCOMP, SBX_ENF_FULL, "bwrap --seccomp with the core's policy");
+    cap(caps, SBX_CTL_NO_NEW_PRIVS, SBX_ENF_FULL, note);
+    if (geteuid() == 0) {
+        uint32_t uid, gid;
+
+        h->sandbox_ids(h, &uid, &gid);
+        snprintf(note, sizeof(note), "root drops to host uid %u before bwrap", uid);
+        cap(caps, SBX_CTL_UNPRIVILEGED, SBX_ENF_FULL, note);
+    } else {
+        snprintf(note, sizeof(note), "runs as host uid %u", (unsigned)geteuid());
+        cap(caps, SBX_CTL_UNPRIVILEGED, SBX_ENF_FULL, note);
+    }
+    h->cgroup_caps(h, caps);
+    return 0;
+}

@@ -1,0 +1,376 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * run.c: open, watch and destroy one bubblewrap box. Thin: the argv comes
+ * from translate.c, supervision from the core's host table (spawn, cgroup,
+ * seccomp, memfds). The box's channel is the agent's stdin/stdout pipes;
+ * bwrap's stderr holds bwrap's and the agent's own diagnostics.
+ *
+ * With network "on", bwrap reports the sandbox pid on --info-fd and waits
+ * on --block-fd while pasta (user-mode networking, run as the sandbox uid
+ * in the sandbox's cgroup) attaches to the new network namespace.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/nsfs.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bwrap.h"
+
+#define CHILD_FD_BASE 3
+
+struct bwrap_box {
+    struct bwrap_state *st;
+    struct sbx_proc *proc;
+    struct sbx_cgroup *cg;
+    struct sbx_proc *pasta;
+    int rfd, wfd, efd; /* borrowed from proc */
+};
+
+int bwrap_fail(struct sbx_err *err, int rc, int sys_errno, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (err) {
+        err->rc = rc;
+        err->sys_errno = sys_errno;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+        va_end(ap);
+    }
+    return rc;
+}
+
+static const char passwd_data[] = "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+                                  "sandbox:x:1000:1000:sandbox:/tmp:/bin/sh\n"
+                                  "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
+static const char group_data[] = "root:x:0:\nsandbox:x:1000:\nnogroup:x:65534:\n";
+static const char hosts_data[] = "127.0.0.1 localhost sandbox\n::1 localhost ip6-localhost\n";
+
+/* Fds given to bwrap, in child fd order from CHILD_FD_BASE. */
+enum { FD_SECCOMP, FD_AGENT, FD_PASSWD, FD_GROUP, FD_HOSTS, FD_INFO, FD_BLOCK, FD_COUNT };
+
+struct box_fds {
+    int fd[FD_COUNT];
+    int info_r, block_w; /* our ends for network on */
+};
+
+static void fds_close(struct box_fds *f)
+{
+    for (int i = 0; i < FD_COUNT; i++)
+        if (f->fd[i] >= 0)
+            close(f->fd[i]);
+    if (f->info_r >= 0)
+        close(f->info_r);
+    if (f->block_w >= 0)
+        close(f->block_w);
+}
+
+static void fds_init(struct box_fds *f)
+{
+    for (int i = 0; i < FD_COUNT; i++)
+        f->fd[i] = -1;
+    f->info_r = f->block_w = -1;
+}
+
+static int fds_open(const struct sbx_host *h, bool net_on, struct box_fds *f, struct sbx_err *err)
+{
+    int p[2];
+
+    if (h->seccomp_bpf_fd(h, &f->fd[FD_SECCOMP], err) < 0 || h->agent_fd(h, &f->fd[FD_AGENT], err) < 0 ||
+            h->memfd_new(h, "passwd", passwd_data, sizeof(passwd_data) - 1, &f->fd[FD_PASSWD], err) < 0 ||
+            h->memfd_new(h, "group", group_data, sizeof(group_data) - 1, &f->fd[FD_GROUP], err) < 0 ||
+            h->memfd_new(h, "hosts", hosts_data, sizeof(hosts_data) - 1, &f->fd[FD_HOSTS], err) < 0)
+        return err->rc;
+    if (!net_on)
+        return 0;
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return bwrap_fail(err, SBX_E_IO, errno, "pipe: %s", strerror(errno));
+    f->info_r = p[0], f->fd[FD_INFO] = p[1];
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return bwrap_fail(err, SBX_E_IO, errno, "pipe: %s", strerror(errno));
+    f->fd[FD_BLOCK] = p[0], f->block_w = p[1];
+    return 0;
+}
+
+/* Read bwrap's info JSON up to "child-pid": N. */
+static int read_child_pid(int fd, int *ret_pid, struct sbx_err *err)
+{
+    char buf[1024];
+    size_t o = 0;
+
+    for (;;) {
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        const char *k;
+        ssize_t n;
+
+        if (poll(&pfd, 1, 10000) <= 0)
+            return bwrap_fail(err, SBX_E_BACKEND, ETIMEDOUT, "bwrap did not report its pid");
+        n = read(fd, buf + o, sizeof(buf) - 1 - o);
+        if (n <= 0)
+            return bwrap_fail(err, SBX_E_BACKEND, errno, "bwrap ended before reporting its pid");
+        o += (size_t)n;
+        buf[o] = '\0';
+        k = strstr(buf, "\"child-pid\":");
+        if (k && strpbrk(k + 12, ",}\n")) {
+            *ret_pid = (int)strtol(k + 12, NULL, 10);
+            return *ret_pid > 0 ? 0 : bwrap_fail(err, SBX_E_BACKEND, 0, "bad pid from bwrap");
+        }
+        if (o + 1 >= sizeof(buf))
+            return bwrap_fail(err, SBX_E_BACKEND, 0, "bad info from bwrap");
+    }
+}
+
+/* True once the namespace has a default route (pasta configured it). */
+static bool ns_has_route(int pid)
+{
+    char path[64], buf[512];
+    ssize_t n;
+    int fd;
+
+    snprintf(path, sizeof(path), "/proc/%d/net/route", pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    return n > 0 && memchr(buf, '\n', (size_t)n) != NULL &&
+           strchr(buf, '\n') + 1 < buf + n; /* a line after the header */
+}
+
+/*
+ * Attach pasta to the sandbox's network namespace. bwrap puts the sandbox
+ * in a user namespace nested inside the one that owns the network
+ * namespace, so pasta is given the owner (NS_GET_USERNS) explicitly.
+ * This pasta has no readiness notification in the foreground, so we watch
+ * for the route it installs: a bounded poll (at most 5 s), the one
+ * deliberate wait-by-polling in this plugin.
+ */
+static int attach_pasta(struct bwrap_box *b, struct box_fds *f, const struct sbx_box_spec *spec,
+        struct sbx_err *err)
+{
+    const struct sbx_host *h = b->st->h;
+    char path[64];
+    int pid = 0, netns, userns, r;
+    struct timespec ts = {0, 2000000};
+
+    if (read_child_pid(f->info_r, &pid, err) < 0)
+        return err->rc;
+    snprintf(path, sizeof(path), "/proc/%d/ns/net", pid);
+    netns = open(path, O_RDONLY | O_CLOEXEC);
+    userns = netns < 0 ? -1 : ioctl(netns, NS_GET_USERNS);
+    if (userns < 0) {
+        r = errno;
+        if (netns >= 0)
+            close(netns);
+        return bwrap_fail(err, SBX_E_BACKEND, r, "cannot open the sandbox's namespaces: %s",
+                strerror(r));
+    }
+    const char *argv[] = {b->st->pasta, "--config-net", "--foreground", "--quiet", "-t", "none",
+            "-u", "none", "-T", "none", "-U", "none", "--no-map-gw", "--userns",
+            "/proc/self/fd/3", "--netns", "/proc/self/fd/4", NULL};
+    struct sbx_fd_map map[] = {{userns, 3}, {netns, 4}};
+    struct sbx_spawn sp = {.size = sizeof(sp), .path = b->st->pasta, .argv = argv,
+            .envp = spec->envp, .stdin_fd = SBX_FD_NULL, .stdout_fd = SBX_FD_NULL,
+            .stderr_fd = SBX_FD_NULL, .fds = map, .n_fds = 2, .cgroup = b->cg,
+            .flags = SBX_SPAWN_DROP_PRIVS | SBX_SPAWN_PDEATHSIG};
+
+    r = h->proc_spawn(h, &sp, &b->pasta, err);
+    close(netns);
+    close(userns);
+    if (r < 0)
+        return r;
+    for (int i = 0; i < 2500 && !ns_has_route(pid); i++) {
+        if (h->proc_wait(b->pasta, 0, NULL) == 1)
+            return bwrap_fail(err, SBX_E_BACKEND, 0, "pasta exited while attaching");
+        nanosleep(&ts, NULL);
+    }
+    if (!ns_has_route(pid))
+        return bwrap_fail(err, SBX_E_BACKEND, ETIMEDOUT, "pasta did not configure the network");
+    if (write(f->block_w, "x", 1) != 1)
+        return bwrap_fail(err, SBX_E_BACKEND, errno, "cannot release bwrap: %s", strerror(errno));
+    return 0;
+}
+
+static int spawn_bwrap(struct bwrap_box *b, const struct sbx_box_spec *spec, struct box_fds *f,
+        struct sbx_err *err)
+{
+    const struct sbx_host *h = b->st->h;
+    struct sbx_fd_map map[FD_COUNT];
+    size_t n = 0;
+    struct bwrap_argv *argv = malloc(sizeof(*argv)); /* ~10 KiB: not on the stack */
+    uint32_t uid = 1000, gid = 1000;
+    int child[FD_COUNT], r;
+
+    if (!argv)
+        return bwrap_fail(err, SBX_E_NOMEM, ENOMEM, "out of memory");
+    for (int i = 0; i < FD_COUNT; i++) {
+        child[i] = -1;
+        if (f->fd[i] >= 0) {
+            child[i] = CHILD_FD_BASE + i;
+            map[n++] = (struct sbx_fd_map){f->fd[i], child[i]};
+        }
+    }
+    struct bwrap_input in = {.policy = spec->policy, .tops = b->st->tops, .n_tops = b->st->n_tops,
+            .ro_paths = spec->ro_paths, .seccomp_fd = child[FD_SECCOMP],
+            .agent_fd = child[FD_AGENT], .passwd_fd = child[FD_PASSWD],
+            .group_fd = child[FD_GROUP], .hosts_fd = child[FD_HOSTS],
+            .info_fd = child[FD_INFO], .block_fd = child[FD_BLOCK], .sandbox_uid = uid,
+            .sandbox_gid = gid};
+    r = bwrap_translate(&in, argv, err);
+    if (r == 0) {
+        struct sbx_spawn sp = {.size = sizeof(sp), .path = b->st->bwrap, .argv = argv->argv,
+                .envp = spec->envp, .stdin_fd = SBX_FD_PIPE, .stdout_fd = SBX_FD_PIPE,
+                .stderr_fd = SBX_FD_PIPE, .fds = map, .n_fds = n, .cgroup = b->cg,
+                .policy = spec->policy,
+                .flags = SBX_SPAWN_DROP_PRIVS | SBX_SPAWN_PDEATHSIG | SBX_SPAWN_RLIMITS};
+
+        r = h->proc_spawn(h, &sp, &b->proc, err);
+    }
+    free(argv);
+    return r;
+}
+
+int bwrap_box_open(void *state, const struct sbx_box_spec *spec, void **ret_box,
+        struct sbx_err *err)
+{
+    struct bwrap_state *st = state;
+    const struct sbx_host *h = st->h;
+    struct bwrap_box *b = calloc(1, sizeof(*b));
+    bool net_on = spec->policy->network == SBX_NET_ON;
+    struct box_fds f;
+    int r;
+
+    if (!b)
+        return bwrap_fail(err, SBX_E_NOMEM, ENOMEM, "out of memory");
+    b->st = st;
+    b->rfd = b->wfd = b->efd = -1;
+    fds_init(&f);
+    r = h->cgroup_new(h, spec->id, spec->policy, &b->cg, err);
+    if (r == SBX_E_UNAVAILABLE) { /* no cgroups here: rlimits instead */
+        b->cg = NULL;
+        memset(err->msg, 0, sizeof(err->msg));
+        r = 0;
+    }
+    if (r == 0)
+        r = fds_open(h, net_on, &f, err);
+    if (r == 0)
+        r = spawn_bwrap(b, spec, &f, err);
+    if (r == 0) {
+        b->wfd = h->proc_fd(b->proc, 0);
+        b->rfd = h->proc_fd(b->proc, 1);
+        b->efd = h->proc_fd(b->proc, 2);
+        fcntl(b->wfd, F_SETFL, O_NONBLOCK);
+        fcntl(b->rfd, F_SETFL, O_NONBLOCK);
+        fcntl(b->efd, F_SETFL, O_NONBLOCK);
+        for (int i = 0; i < FD_COUNT; i++) /* bwrap has its copies now */
+            if (f.fd[i] >= 0)
+                close(f.fd[i]), f.fd[i] = -1;
+        if (net_on)
+            r = attach_pasta(b, &f, spec, err);
+    }
+    fds_close(&f);
+    if (r < 0) {
+        struct sbx_box_stats st2 = {.size = sizeof(st2)};
+
+        bwrap_box_kill(b);
+        bwrap_box_close(b, &st2, NULL);
+        return r;
+    }
+    *ret_box = b;
+    return 0;
+}
+
+int bwrap_box_poll_fd(void *box)
+{
+    return ((struct bwrap_box *)box)->rfd;
+}
+
+int bwrap_box_write_fd(void *box)
+{
+    return ((struct bwrap_box *)box)->wfd;
+}
+
+int64_t bwrap_box_read(void *box, void *buf, size_t len)
+{
+    return read(((struct bwrap_box *)box)->rfd, buf, len);
+}
+
+int64_t bwrap_box_write(void *box, const void *buf, size_t len)
+{
+    return write(((struct bwrap_box *)box)->wfd, buf, len);
+}
+
+int bwrap_box_kill(void *box)
+{
+    struct bwrap_box *b = box;
+    const struct sbx_host *h = b->st->h;
+
+    /* The cgroup holds everything; without one, killing bwrap kills the
+     * agent (--die-with-parent), whose death as pid 1 ends the rest. */
+    if (b->cg)
+        h->cgroup_kill(b->cg);
+    if (b->proc)
+        h->proc_signal(b->proc, SIGKILL);
+    if (b->pasta)
+        h->proc_signal(b->pasta, SIGKILL);
+    return 0;
+}
+
+/* bwrap's own diagnostics, for the error when the box failed early. */
+static void read_stderr(const struct bwrap_box *b, char *out, size_t len)
+{
+    size_t o = 0;
+    ssize_t n;
+
+    out[0] = '\0';
+    while (b->efd >= 0 && o + 1 < len && (n = read(b->efd, out + o, len - 1 - o)) > 0)
+        o += (size_t)n;
+    out[o] = '\0';
+    while (o > 0 && (out[o - 1] == '\n' || out[o - 1] == ' '))
+        out[--o] = '\0';
+    for (size_t i = 0; i < o; i++)
+        if (out[i] == '\n')
+            out[i] = ';';
+}
+
+int bwrap_box_close(void *box, struct sbx_box_stats *stats, struct sbx_err *err)
+{
+    struct bwrap_box *b = box;
+    const struct sbx_host *h = b->st->h;
+    char diag[200];
+    int status = 0, r = 0;
+
+    if (b->wfd >= 0)
+        close(b->wfd); /* end of input: the agent kills everything and exits */
+    b->wfd = -1;
+    if (b->proc) {
+        if (h->proc_wait(b->proc, 2000, &status) != 1) {
+            bwrap_box_kill(b);
+            h->proc_wait(b->proc, -1, &status);
+        }
+        read_stderr(b, diag, sizeof(diag));
+        if (status != 0 && strstr(diag, "bwrap:"))
+            r = bwrap_fail(err, SBX_E_BACKEND, 0, "%s", diag);
+    }
+    if (b->cg) {
+        stats->oom_killed = h->cgroup_oom_killed(b->cg);
+        stats->pids_limited = h->cgroup_pids_limited(b->cg);
+        h->cgroup_free(b->cg);
+    }
+    h->proc_free(b->pasta);
+    h->proc_free(b->proc);
+    if (b->rfd >= 0)
+        close(b->rfd);
+    if (b->efd >= 0)
+        close(b->efd);
+    free(b);
+    return r;
+}

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * translate.h: policy -> bwrap argv, a pure function (no I/O, no
+ * allocation) so golden tests can pin it. The runner inspects the host and
+ * opens the fds; the translator only arranges arguments.
+ */
+#ifndef BWRAP_TRANSLATE_H
+#define BWRAP_TRANSLATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <llm-sandbox/plugin.h>
+
+#define BWRAP_MAX_ARGS  320
+#define BWRAP_ARG_STORE 8192
+#define BWRAP_AGENT     "/.sbx/agent"
+
+/* A top-level host entry (/bin, /lib, ...): a symlink to recreate, or a
+ * directory to bind read-only. */
+struct bwrap_top {
+    const char *name;   /* "/bin" */
+    const char *target; /* "usr/bin" when a symlink, NULL when a directory */
+};
+
+struct bwrap_input {
+    const struct sbx_policy *policy;
+    const struct bwrap_top *tops; /* the merged-usr entries present on the host */
+    size_t n_tops;
+    const char *const *ro_paths; /* language host paths, NULL-terminated or NULL */
+    /* fd numbers as bwrap will see them; -1 when absent */
+    int seccomp_fd, agent_fd, passwd_fd, group_fd, hosts_fd;
+    int info_fd, block_fd; /* network on: report the child pid, wait for pasta */
+    uint32_t sandbox_uid, sandbox_gid; /* ids inside the sandbox */
+};
+
+struct bwrap_argv {
+    const char *argv[BWRAP_MAX_ARGS];
+    size_t argc;
+    char store[BWRAP_ARG_STORE]; /* numbers and joined strings live here */
+    size_t used;
+};
+
+/* Fill out (argv[0] is "bwrap"; NULL-terminated). 0, or SBX_E_LIMIT /
+ * SBX_E_INVALID with err filled. */
+int bwrap_translate(const struct bwrap_input *in, struct bwrap_argv *out, struct sbx_err *err);
+
+#endif
