@@ -701,6 +701,55 @@ static void on_sigchld(void)
     }
 }
 
+/* ---- limits ------------------------------------------------------------- */
+
+static int agent_resource(uint32_t r)
+{
+    switch (r) {
+    case AGENT_RLIMIT_FSIZE: return RLIMIT_FSIZE;
+    case AGENT_RLIMIT_NOFILE: return RLIMIT_NOFILE;
+    case AGENT_RLIMIT_CORE: return RLIMIT_CORE;
+    case AGENT_RLIMIT_AS: return RLIMIT_AS;
+    case AGENT_RLIMIT_NPROC: return RLIMIT_NPROC;
+    default: return -1;
+    }
+}
+
+/* Lower our own limits; children inherit them. Never raises one. */
+static void on_limits(uint32_t len)
+{
+    uint32_t n = agent_get_u32(g_pay);
+
+    if (g.ex.pid > 0) {
+        send_text(AGENT_ERROR, EBUSY, "LIMITS while a program runs");
+        return;
+    }
+    if (n > AGENT_LIMITS_MAX || len != 4 + 16 * n) {
+        send_text(AGENT_ERROR, EINVAL, "LIMITS: bad length");
+        return;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        const unsigned char *e = g_pay + 4 + 16 * i;
+        int res = agent_resource(agent_get_u32(e));
+        uint64_t v = agent_get_u64(e + 8);
+        struct rlimit rl;
+
+        if (res < 0 || getrlimit(res, &rl) < 0) {
+            send_text(AGENT_ERROR, EINVAL, "LIMITS: unknown resource %u", agent_get_u32(e));
+            return;
+        }
+        if (v != AGENT_RLIMIT_INFINITY && (rl.rlim_max == RLIM_INFINITY || v < rl.rlim_max))
+            rl.rlim_max = (rlim_t)v;
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(res, &rl) < 0) {
+            send_text(AGENT_ERROR, errno, "LIMITS: setrlimit(%u): %s", agent_get_u32(e),
+                    strerror(errno));
+            return;
+        }
+    }
+    send_frame(AGENT_OK, NULL, 0);
+}
+
 /* ---- control channel ---------------------------------------------------- */
 
 static bool frame_ok(const struct agent_hdr *h)
@@ -717,6 +766,8 @@ static bool frame_ok(const struct agent_hdr *h)
     case AGENT_STDIN_EOF:
     case AGENT_QUIT:
         return h->len == 0 && h->flags == 0;
+    case AGENT_LIMITS:
+        return h->len >= 4 && h->flags == 0;
     default:
         return false;
     }
@@ -736,6 +787,9 @@ static bool dispatch(void)
         break;
     case AGENT_STDIN:
         return on_stdin(g.h.len);
+    case AGENT_LIMITS:
+        on_limits(g.h.len);
+        break;
     case AGENT_STDIN_EOF:
         g.ex.in_eof = g.ex.pid > 0;
         stdin_pump();

@@ -25,6 +25,11 @@
  *   A: OK | ERROR   after each PUT with AGENT_PUT_LAST (or the first error;
  *                   the file's later chunks up to LAST are then dropped
  *                   without another reply)
+ *   H: LIMITS       u32 count, then count x {u32 resource (enum agent_rlimit),
+ *                   u32 0, u64 value}: the agent lowers its own soft and hard
+ *                   limit to value (never raises), so every later exec
+ *                   inherits it. Not while an exec runs.
+ *   A: OK | ERROR
  *   H: EXEC         u32 exec_flags, u32 argc, u32 envc, then argc argv
  *                   strings, envc "K=V" strings, one cwd string ("" = the
  *                   workspace). argv[0] without '/' is searched in the
@@ -78,6 +83,7 @@ enum agent_type {
     AGENT_STDIN_EOF = 4,
     AGENT_SIGNAL = 5,
     AGENT_QUIT = 6,
+    AGENT_LIMITS = 7,
     /* agent -> host */
     AGENT_READY = 64,
     AGENT_STDOUT = 65,
@@ -89,6 +95,16 @@ enum agent_type {
 };
 
 enum agent_ready_flags { AGENT_READY_PID1 = 1u << 0 };
+/* Resources for LIMITS, independent of any architecture's RLIMIT_ numbers. */
+enum agent_rlimit {
+    AGENT_RLIMIT_FSIZE = 1,
+    AGENT_RLIMIT_NOFILE = 2,
+    AGENT_RLIMIT_CORE = 3,
+    AGENT_RLIMIT_AS = 4,
+    AGENT_RLIMIT_NPROC = 5,
+};
+#define AGENT_LIMITS_MAX 8
+#define AGENT_RLIMIT_INFINITY UINT64_MAX
 enum agent_put_flags { AGENT_PUT_FIRST = 1u << 0, AGENT_PUT_LAST = 1u << 1 };
 enum agent_exec_flags { AGENT_EXEC_STDIN_PIPE = 1u << 0 };
 enum agent_exit_kind { AGENT_EXIT_CODE = 0, AGENT_EXIT_SIGNAL = 1 };

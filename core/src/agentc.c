@@ -276,6 +276,32 @@ int agentc_put(struct agentc *ac, const char *path, uint32_t mode, const void *d
     return ac->hdr.type == AGENT_OK ? 0 : lost(ac, "%s", "unexpected reply to a file upload");
 }
 
+int agentc_limits(struct agentc *ac, const struct agentc_limit *lims, size_t n,
+        int64_t deadline_ms)
+{
+    unsigned char buf[4 + 16 * AGENT_LIMITS_MAX];
+    int r;
+
+    if (n > AGENT_LIMITS_MAX)
+        return lost(ac, "too many limits");
+    memset(buf, 0, sizeof(buf));
+    agent_put_u32(buf, (uint32_t)n);
+    for (size_t i = 0; i < n; i++) {
+        agent_put_u32(buf + 4 + 16 * i, lims[i].resource);
+        agent_put_u64(buf + 4 + 16 * i + 8, lims[i].value);
+    }
+    if (queue_frame(ac, AGENT_LIMITS, 0, buf, 4 + 16 * n, NULL, 0) < 0)
+        return lost(ac, "cannot queue limits");
+    r = next_frame(ac, deadline_ms);
+    if (r != GOT_FRAME)
+        return r;
+    if (ac->hdr.type == AGENT_ERROR) {
+        take_error(ac, "the sandbox agent refused the limits");
+        return SBX_E_IO;
+    }
+    return ac->hdr.type == AGENT_OK ? 0 : lost(ac, "unexpected reply to limits");
+}
+
 static int queue_exec(struct agentc *ac, char *const *argv, char *const *envp, bool with_stdin)
 {
     struct dynbuf b;

@@ -59,6 +59,15 @@ int agentc_hello(struct agentc *ac, int64_t deadline_ms);
  * SBX_E_IO when the agent refused it (agentc_last_error says why). */
 int agentc_put(struct agentc *ac, const char *path, uint32_t mode, const void *data, size_t len,
         int64_t deadline_ms);
+/* One resource limit for the agent to apply (enum agent_rlimit). */
+struct agentc_limit {
+    uint32_t resource;
+    uint64_t value;
+};
+/* Have the agent lower its limits, inherited by every later exec. 0, > 0
+ * (enum agentc_end), or SBX_E_IO when the agent refused. */
+int agentc_limits(struct agentc *ac, const struct agentc_limit *lims, size_t n,
+        int64_t deadline_ms);
 /* Run argv with env in the workspace, feed stdin (NULL: empty), collect
  * output into sink until it exits or the deadline/cancel. Returns an enum
  * agentc_end, or a negative enum sbx_rc on a refused EXEC. */

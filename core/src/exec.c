@@ -4,14 +4,15 @@
  *
  * Between fork and execve the child uses only async-signal-safe calls (the
  * parent may be multi-threaded): sigaction, setsid, write, fcntl, dup2,
- * close_range, setrlimit, prctl and raw set*id syscalls (glibc's wrappers
+ * close_range, prctl and raw set*id syscalls (glibc's wrappers
  * would try to broadcast to threads that do not exist in the child). A
  * failure there is reported to the parent as an errno over a CLOEXEC pipe,
  * then _exit. The parent holds a pidfd for waits and signals.
  *
  * Order in the child: signals reset, new session, cgroup join (still
- * privileged), fds placed, rlimits, identity dropped, parent-death signal
- * (set after the identity change, which clears it), execve.
+ * privileged), fds placed, identity dropped, parent-death signal (set after
+ * the identity change, which clears it), execve. Resource limits are the
+ * agent's job inside the sandbox, for every backend alike.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,7 +21,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -31,8 +31,7 @@
 #include "error.h"
 #include "exec.h"
 
-#define MAX_FDS    16
-#define MAX_LIMITS 6
+#define MAX_FDS 16
 
 struct exec_proc {
     pid_t pid;
@@ -49,11 +48,6 @@ struct child_plan {
     size_t n_map;
     int cg_fds[4];
     size_t n_cg;
-    struct {
-        int resource;
-        rlim_t value;
-    } limits[MAX_LIMITS];
-    size_t n_limits;
     bool drop;
     uint32_t uid, gid;
     pid_t parent;
@@ -134,12 +128,6 @@ static __attribute__((noreturn)) void child_main(const struct child_plan *cp)
             child_fail(cp, errno);
     }
     child_place_fds(cp);
-    for (size_t i = 0; i < cp->n_limits; i++) {
-        struct rlimit rl = {cp->limits[i].value, cp->limits[i].value};
-
-        if (setrlimit(cp->limits[i].resource, &rl) < 0)
-            child_fail(cp, errno);
-    }
     if (cp->drop) {
         if (syscall(SYS_setgroups, 0, NULL) < 0 ||
                 syscall(SYS_setresgid, cp->gid, cp->gid, cp->gid) < 0 ||
@@ -154,24 +142,6 @@ static __attribute__((noreturn)) void child_main(const struct child_plan *cp)
     }
     execve(spec->path, (char *const *)spec->argv, (char *const *)spec->envp);
     child_fail(cp, errno);
-}
-
-static void plan_limits(struct child_plan *cp, const struct sbx_spawn *spec,
-        const struct exec_ctx *ctx)
-{
-    const struct sbx_policy *p = spec->policy;
-
-    if (!(spec->flags & SBX_SPAWN_RLIMITS) || !p)
-        return;
-#define LIM(r, v) (cp->limits[cp->n_limits].resource = (r), cp->limits[cp->n_limits++].value = (v))
-    LIM(RLIMIT_CORE, 0);
-    LIM(RLIMIT_FSIZE, (rlim_t)p->file_size_bytes);
-    LIM(RLIMIT_NOFILE, (rlim_t)p->open_files_max);
-    if (!ctx->cg_memory && p->memory_bytes)
-        LIM(RLIMIT_AS, (rlim_t)p->memory_bytes);
-    if (!ctx->cg_pids && p->pids_max)
-        LIM(RLIMIT_NPROC, (rlim_t)p->pids_max);
-#undef LIM
 }
 
 /* Resolve one stdio slot into the child's source fd; make a pipe if asked. */
@@ -250,7 +220,6 @@ int exec_spawn(const struct sbx_spawn *spec, const struct exec_ctx *ctx, struct 
         }
         cp.n_cg = (size_t)r;
     }
-    plan_limits(&cp, spec, ctx);
     cp.drop = (spec->flags & SBX_SPAWN_DROP_PRIVS) && geteuid() == 0;
     cp.uid = ctx ? ctx->uid : 65534, cp.gid = ctx ? ctx->gid : 65534;
     {
@@ -279,14 +248,14 @@ int exec_spawn(const struct sbx_spawn *spec, const struct exec_ctx *ctx, struct 
     do
         n = read(err_r, &e, sizeof(e));
     while (n < 0 && errno == EINTR);
-    p->pidfd = (int)syscall(SYS_pidfd_open, p->pid, 0);
-    if (n == (ssize_t)sizeof(e) || p->pidfd < 0) {
-        if (n != (ssize_t)sizeof(e))
-            e = errno;
+    if (n == (ssize_t)sizeof(e)) {
         r = sbx_error_set(err, e == ENOENT ? SBX_E_UNAVAILABLE : SBX_E_IO, e,
                 "cannot execute '%s': %s", spec->path, strerror(e));
         goto fail;
     }
+    /* Kernels before 5.3 (and valgrind) lack pidfd_open: fall back to the
+     * pid, which is safe while it stays our unreaped child. */
+    p->pidfd = (int)syscall(SYS_pidfd_open, p->pid, 0);
     *ret = p;
     return 0;
 fail:
@@ -322,11 +291,51 @@ int exec_proc_take_fd(struct exec_proc *p, int child_fd)
 
 int exec_proc_signal(struct exec_proc *p, int sig)
 {
+    int r;
+
     if (p->reaped)
         return 0;
-    if (syscall(SYS_pidfd_send_signal, p->pidfd, sig, NULL, 0) < 0 && errno != ESRCH)
+    r = p->pidfd >= 0 ? (int)syscall(SYS_pidfd_send_signal, p->pidfd, sig, NULL, 0)
+                      : kill(p->pid, sig);
+    if (r < 0 && errno != ESRCH)
         return SBX_E_IO;
     return 0;
+}
+
+static void set_status(struct exec_proc *p, const siginfo_t *si)
+{
+    p->reaped = true;
+    p->status = si->si_code == CLD_EXITED
+                        ? (si->si_status & 0xff) << 8
+                        : (si->si_status & 0x7f) | (si->si_code == CLD_DUMPED ? 0x80 : 0);
+}
+
+/* Without a pidfd there is nothing to poll: check, then sleep briefly, with
+ * a growing interval (1 to 16 ms). Only used on kernels without pidfds. */
+static int wait_pid_polling(struct exec_proc *p, int64_t deadline)
+{
+    long step_ns = 1000000;
+    siginfo_t si;
+
+    for (;;) {
+        struct timespec ts = {0, step_ns};
+
+        memset(&si, 0, sizeof(si));
+        if (waitid(P_PID, (id_t)p->pid, &si, WEXITED | WNOHANG) < 0) {
+            if (errno == EINTR)
+                continue;
+            return SBX_E_IO;
+        }
+        if (si.si_pid == p->pid) {
+            set_status(p, &si);
+            return 1;
+        }
+        if (deadline >= 0 && now_ms() >= deadline)
+            return 0;
+        nanosleep(&ts, NULL);
+        if (step_ns < 16000000)
+            step_ns *= 2;
+    }
 }
 
 int exec_proc_wait(struct exec_proc *p, int64_t timeout_ms, int *ret_status)
@@ -335,6 +344,12 @@ int exec_proc_wait(struct exec_proc *p, int64_t timeout_ms, int *ret_status)
     int64_t deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
     siginfo_t si;
 
+    if (!p->reaped && p->pidfd < 0) {
+        int r = wait_pid_polling(p, deadline);
+
+        if (r <= 0)
+            return r;
+    }
     while (!p->reaped) {
         int64_t left = deadline < 0 ? -1 : deadline - now_ms();
         int r;
@@ -354,9 +369,7 @@ int exec_proc_wait(struct exec_proc *p, int64_t timeout_ms, int *ret_status)
                 continue;
             return SBX_E_IO;
         }
-        p->reaped = true;
-        p->status = si.si_code == CLD_EXITED ? (si.si_status & 0xff) << 8
-                                             : (si.si_status & 0x7f) | (si.si_code == CLD_DUMPED ? 0x80 : 0);
+        set_status(p, &si);
     }
     if (ret_status)
         *ret_status = p->status;
@@ -367,12 +380,9 @@ struct exec_proc *exec_proc_free(struct exec_proc *p)
 {
     if (!p)
         return NULL;
-    if (p->pid > 0 && p->pidfd >= 0 && !p->reaped) {
+    if (p->pid > 0 && !p->reaped) {
         exec_proc_signal(p, SIGKILL);
         exec_proc_wait(p, -1, NULL);
-    } else if (p->pid > 0 && p->pidfd < 0) {
-        kill(p->pid, SIGKILL);
-        waitpid(p->pid, NULL, 0);
     }
     if (p->pidfd >= 0)
         close(p->pidfd);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * exec.h: the one place that forks (STYLE C2). A child gets exactly the
- * fds the spec names, its own session, the cgroup, the rlimits and (when we
- * are root and asked to) the unprivileged sandbox identity, then execve.
+ * fds the spec names, its own session, the cgroup and (when we are root and
+ * asked to) the unprivileged sandbox identity, then execve. Resource limits
+ * are not set here: the agent inside the sandbox applies them (LIMITS).
  * The parent keeps a pidfd; waits and signals go through it, so a recycled
  * pid is never signalled.
  */
@@ -22,8 +23,6 @@ struct cg_group;
 struct exec_ctx {
     uint32_t uid, gid;       /* used with SBX_SPAWN_DROP_PRIVS when euid is 0 */
     struct cg_group *cgroup; /* joined before exec, or NULL */
-    bool cg_memory;          /* the cgroup enforces memory (else RLIMIT_AS) */
-    bool cg_pids;            /* the cgroup enforces pids (else RLIMIT_NPROC) */
 };
 
 struct exec_proc;

@@ -75,10 +75,8 @@ static int host_proc_spawn(const struct sbx_host *h, const struct sbx_spawn *spe
     struct exec_ctx ctx = {.uid = s->sandbox_uid, .gid = s->sandbox_gid};
     struct sbx_proc *p;
 
-    if (spec->cgroup) {
+    if (spec->cgroup)
         ctx.cgroup = spec->cgroup->g;
-        ctx.cg_memory = ctx.cg_pids = true;
-    }
     p = calloc(1, sizeof(*p));
     if (!p)
         return sbx_err_fill(perr, SBX_E_NOMEM, ENOMEM, "out of memory");

@@ -201,6 +201,13 @@ struct run {
 
 static int refuse(struct run *r, const char *fmt, ...) SBX_PRINTF(2, 3);
 
+/* Phase timings at debug level: where a run's milliseconds go. */
+static void mark(const struct run *r, const char *phase)
+{
+    if (log_get_level() >= SBX_LOG_DEBUG)
+        log_msg(SBX_LOG_DEBUG, NULL, "%s at %lld ms", phase, (long long)(now_ms() - r->t0));
+}
+
 static int refuse(struct run *r, const char *fmt, ...)
 {
     va_list ap;
@@ -363,12 +370,38 @@ static void classify(struct run *r, int end, const struct agentc_exit *ex,
         e->limit = SBX_LIMIT_PIDS;
 }
 
+/*
+ * The rlimits every program of the run inherits from the agent: the file
+ * size limit, open files, no core dumps, and the fallbacks for memory and
+ * processes when the backend has no cgroup to enforce them (weaker: per
+ * process and per uid; the result carries a warning).
+ */
+static size_t run_limits(const struct run *r, struct agentc_limit *l)
+{
+    const struct sbx_caps *caps = &r->backend->caps;
+    size_t n = 0;
+
+    l[n++] = (struct agentc_limit){AGENT_RLIMIT_FSIZE, r->policy.file_size_bytes};
+    l[n++] = (struct agentc_limit){AGENT_RLIMIT_NOFILE, r->policy.open_files_max};
+    l[n++] = (struct agentc_limit){AGENT_RLIMIT_CORE, 0};
+    if (caps->level[SBX_CTL_MEMORY] != SBX_ENF_FULL)
+        l[n++] = (struct agentc_limit){AGENT_RLIMIT_AS, r->policy.memory_bytes};
+    if (caps->level[SBX_CTL_PIDS] != SBX_ENF_FULL)
+        l[n++] = (struct agentc_limit){AGENT_RLIMIT_NPROC, r->policy.pids_max};
+    return n;
+}
+
 static int exec_phases(struct run *r, int *ret_end, struct agentc_exit *ex, struct sbx_error **err)
 {
     int64_t deadline = now_ms() + SETUP_TIMEOUT_MS;
+    struct agentc_limit lims[AGENT_LIMITS_MAX];
     int end;
 
+    mark(r, "box opened");
     end = agentc_hello(r->ac, deadline);
+    mark(r, "agent ready");
+    if (end == 0)
+        end = agentc_limits(r->ac, lims, run_limits(r, lims), deadline);
     if (end == 0)
         end = agentc_put(r->ac, r->plan->source_name, 0644, r->req->code, r->req->code_len,
                 deadline);
@@ -381,6 +414,7 @@ static int exec_phases(struct run *r, int *ret_end, struct agentc_exit *ex, stru
     }
     deadline = now_ms() + (int64_t)r->policy.wall_time_ms;
     r->ran = true;
+    mark(r, "staged");
     if (r->plan->build) {
         end = agentc_exec(r->ac, r->plan->build, r->env, NULL, 0, deadline, &r->sink, ex);
         if (end < 0)
@@ -395,6 +429,7 @@ static int exec_phases(struct run *r, int *ret_end, struct agentc_exit *ex, stru
             deadline, &r->sink, ex);
     if (end < 0)
         return sbx_error_set(err, SBX_E_BACKEND, 0, "%s", agentc_last_error(r->ac));
+    mark(r, "program ended");
     *ret_end = end;
     return 0;
 }
@@ -451,6 +486,7 @@ static int run_box(struct run *r, struct sbx_error **err)
         return (*err)->rc;
     }
     rc = close_box(r, &st, err);
+    mark(r, "box closed");
     if (rc < 0 && end == AGENTC_EXITED)
         log_msg(SBX_LOG_WARN, r->backend->name, "cleanup failed: %s", (*err)->msg);
     if (rc < 0 && end == AGENTC_EXITED)
@@ -485,6 +521,7 @@ static int run_checked(struct run *r, struct sbx_error **err)
 
     if (pick_backend(r) || pick_language(r) || check_request(r))
         return 0;
+    mark(r, "plugins chosen");
     if (policy_resolve(r->rt->settings, &r->req->limits, &r->policy, &r->explicit_mask, &e) < 0 ||
             backend_probe(r->rt, r->backend, &e) < 0 ||
             policy_check(&r->policy, r->explicit_mask, &r->backend->caps, r->backend->name,
@@ -492,6 +529,7 @@ static int run_checked(struct run *r, struct sbx_error **err)
         refuse_error(r, e);
         return 0;
     }
+    mark(r, "probed and checked");
     if (plan_make(r->lang, r->req->code, r->req->code_len, &r->plan, err) < 0 ||
             build_env(r, err) < 0)
         return (*err)->rc;

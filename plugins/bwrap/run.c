@@ -229,8 +229,7 @@ static int spawn_bwrap(struct bwrap_box *b, const struct sbx_box_spec *spec, str
         struct sbx_spawn sp = {.size = sizeof(sp), .path = b->st->bwrap, .argv = argv->argv,
                 .envp = spec->envp, .stdin_fd = SBX_FD_PIPE, .stdout_fd = SBX_FD_PIPE,
                 .stderr_fd = SBX_FD_PIPE, .fds = map, .n_fds = n, .cgroup = b->cg,
-                .policy = spec->policy,
-                .flags = SBX_SPAWN_DROP_PRIVS | SBX_SPAWN_PDEATHSIG | SBX_SPAWN_RLIMITS};
+                .flags = SBX_SPAWN_DROP_PRIVS | SBX_SPAWN_PDEATHSIG};
 
         r = h->proc_spawn(h, &sp, &b->proc, err);
     }

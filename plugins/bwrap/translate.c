@@ -18,7 +18,7 @@
  *   network host            no --unshare-net (operator override only)
  *   environment             not here: bwrap is executed with exactly the sandbox env
  *   memory, cpu, pids       not here: cgroup joined by the runner (rlimits as fallback)
- *   file_size, open files   not here: rlimits set by the core's spawner
+ *   file_size, open files   not here: rlimits the agent sets inside (LIMITS)
  *   lifetime                --die-with-parent --new-session --as-pid-1 (the agent is pid 1,
  *                           so its exit ends every process of the sandbox)
  *

@@ -154,7 +154,6 @@ struct sbx_cgroup; /* a per-sandbox cgroup, owned by the core */
 enum sbx_spawn_flags {
     SBX_SPAWN_DROP_PRIVS = 1u << 0, /* when the core runs as root: run as the sandbox uid */
     SBX_SPAWN_PDEATHSIG = 1u << 1,  /* SIGKILL the child if the core dies */
-    SBX_SPAWN_RLIMITS = 1u << 2,    /* apply the policy's rlimits (and fallbacks) */
 };
 
 /* One fd the child receives: parent's fd, the number it has in the child. */
@@ -174,8 +173,7 @@ struct sbx_spawn {
     int stderr_fd;
     const struct sbx_fd_map *fds; /* extra fds; every other fd is closed */
     size_t n_fds;
-    struct sbx_cgroup *cgroup;       /* join before exec, or NULL */
-    const struct sbx_policy *policy; /* for SBX_SPAWN_RLIMITS, or NULL */
+    struct sbx_cgroup *cgroup; /* join before exec, or NULL */
 };
 
 struct sbx_host {
