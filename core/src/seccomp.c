@@ -15,6 +15,7 @@
 #include <sched.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -704,12 +705,24 @@ static size_t bpf_len;
 static int bpf_rc, bpf_errno;
 static char bpf_msg[256];
 
+#ifdef SBX_SECCOMP_PREBUILT
+/* Compiled at build time by core/tools/seccomp_gen.c from the same list. */
+extern const unsigned char seccomp_prebuilt_bpf[];
+extern const size_t seccomp_prebuilt_len;
+#endif
+
 static void bpf_build(void)
 {
     const char *text = seccomp_policy_text();
     struct seccomp_policy *p = NULL;
     struct sbx_error *e = NULL;
 
+#ifdef SBX_SECCOMP_PREBUILT
+    bpf_bytes = (void *)(uintptr_t)seccomp_prebuilt_bpf;
+    bpf_len = seccomp_prebuilt_len;
+    bpf_rc = 0;
+    return;
+#endif
     bpf_rc = seccomp_policy_parse(text, strlen(text), &p, &e);
     if (bpf_rc == 0)
         bpf_rc = seccomp_policy_compile(p, &bpf_bytes, &bpf_len, &e);
