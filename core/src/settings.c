@@ -182,11 +182,13 @@ static int load_network(struct settings *s, struct sbx_error **err)
         return 0;
     if (net == SBX_NET_REGISTRIES || net == SBX_NET_ALLOWLIST)
         return sbx_error_set_field(err, SBX_E_UNSUPPORTED, "LLM_SANDBOX_NETWORK",
-                "network mode '%s' needs the filtering proxy, which this version lacks",
+                "LLM_SANDBOX_NETWORK=%s needs the filtering proxy, which this version lacks",
                 network_str((uint32_t)net));
     if (net == SBX_NET_HOST && !s->allow_host_network)
-        return sbx_error_set_field(err, SBX_E_UNSUPPORTED, "SANDBOX_NETWORK_MODE",
-                "sharing the host's network needs LLM_SANDBOX_ALLOW_HOST_NETWORK=1 as well");
+        return sbx_error_set_field(err, SBX_E_UNSUPPORTED, v ? "LLM_SANDBOX_NETWORK"
+                                                            : "SANDBOX_NETWORK_MODE",
+                "%s=host: sharing the host's network needs LLM_SANDBOX_ALLOW_HOST_NETWORK=1 "
+                "as well", v ? "LLM_SANDBOX_NETWORK" : "SANDBOX_NETWORK_MODE");
     s->defaults.network = (uint32_t)net;
     s->ceilings.network = (uint32_t)net;
     s->explicit_mask |= 1u << SBX_CTL_NET_OFF;

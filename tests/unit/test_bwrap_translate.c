@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_bwrap_translate.c: golden tests of the bubblewrap translator. Each
+ * case pins the whole argv (one argument per line) in
+ * tests/golden/bwrap/<case>.argv; a change in translation shows up as a
+ * diff to review. SBX_UPDATE_GOLDEN=1 rewrites the files instead.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* clang-format off */
+#include <cmocka.h>
+/* clang-format on */
+
+#include "translate.h"
+
+static const struct bwrap_top merged[] = {
+    {"/bin", "usr/bin"}, {"/sbin", "usr/sbin"}, {"/lib", "usr/lib"}, {"/lib64", "usr/lib64"},
+};
+static const struct bwrap_top split[] = {{"/bin", NULL}, {"/lib", NULL}, {"/lib64", "usr/lib64"}};
+
+static struct sbx_policy base_policy(void)
+{
+    return (struct sbx_policy){.size = sizeof(struct sbx_policy), .network = SBX_NET_OFF,
+            .wall_time_ms = 30000, .memory_bytes = 512u << 20, .cpu_millicores = 1000,
+            .pids_max = 256, .output_bytes = 1u << 20, .file_size_bytes = 256u << 20,
+            .workspace_bytes = 512u << 20, .open_files_max = 1024, .read_only_system = 1};
+}
+
+static struct bwrap_input base_input(const struct sbx_policy *p)
+{
+    static const char *const ro[] = {"/etc/python3", NULL};
+
+    return (struct bwrap_input){.policy = p, .tops = merged, .n_tops = 4, .ro_paths = ro,
+            .seccomp_fd = 3, .agent_fd = 4, .passwd_fd = 5, .group_fd = 6, .hosts_fd = 7,
+            .info_fd = -1, .block_fd = -1, .sandbox_uid = 1000, .sandbox_gid = 1000};
+}
+
+static char *join(const struct bwrap_argv *av)
+{
+    size_t len = 1;
+    char *s, *p;
+
+    for (size_t i = 0; i < av->argc; i++)
+        len += strlen(av->argv[i]) + 1;
+    s = p = malloc(len);
+    assert_non_null(s);
+    for (size_t i = 0; i < av->argc; i++)
+        p += sprintf(p, "%s\n", av->argv[i]);
+    *p = '\0';
+    return s;
+}
+
+static void check_golden(const char *name, const struct bwrap_argv *av)
+{
+    const char *src = getenv("SBX_SOURCE_DIR");
+    char path[4096], *want = NULL, *got = join(av);
+    FILE *f;
+    long n;
+
+    snprintf(path, sizeof(path), "%s/tests/golden/bwrap/%s.argv", src ? src : ".", name);
+    if (getenv("SBX_UPDATE_GOLDEN")) {
+        f = fopen(path, "w");
+        assert_non_null(f);
+        fputs(got, f);
+        fclose(f);
+    }
+    f = fopen(path, "r");
+    if (!f)
+        fail_msg("missing golden file %s (run with SBX_UPDATE_GOLDEN=1)", path);
+    fseek(f, 0, SEEK_END);
+    n = ftell(f);
+    rewind(f);
+    want = calloc(1, (size_t)n + 1);
+    assert_int_equal(fread(want, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    if (strcmp(want, got) != 0)
+        fail_msg("%s differs from the golden file %s:\n--- got ---\n%s", name, path, got);
+    free(want);
+    free(got);
+}
+
+static void translate_ok(const struct bwrap_input *in, struct bwrap_argv *av)
+{
+    struct sbx_err err = {.size = sizeof(err)};
+
+    assert_int_equal(bwrap_translate(in, av, &err), 0);
+    assert_null(av->argv[av->argc]);
+    assert_string_equal(av->argv[0], "bwrap");
+    assert_string_equal(av->argv[av->argc - 1], BWRAP_AGENT);
+}
+
+static void test_default(void **state)
+{
+    struct sbx_policy p = base_policy();
+    struct bwrap_input in = base_input(&p);
+    struct bwrap_argv *av = calloc(1, sizeof(*av));
+
+    (void)state;
+    translate_ok(&in, av);
+    check_golden("default", av);
+    free(av);
+}
+
+static void test_network_on(void **state)
+{
+    struct sbx_policy p = base_policy();
+    struct bwrap_input in = base_input(&p);
+    struct bwrap_argv *av = calloc(1, sizeof(*av));
+
+    (void)state;
+    p.network = SBX_NET_ON;
+    in.info_fd = 8;
+    in.block_fd = 9;
+    translate_ok(&in, av);
+    check_golden("network_on", av);
+    free(av);
+}
+
+static void test_network_host_writable(void **state)
+{
+    struct sbx_policy p = base_policy();
+    struct bwrap_input in = base_input(&p);
+    struct bwrap_argv *av = calloc(1, sizeof(*av));
+
+    (void)state;
+    p.network = SBX_NET_HOST;
+    p.read_only_system = 0;
+    p.workspace_bytes = 1u << 20;
+    in.tops = split;
+    in.n_tops = 3;
+    in.ro_paths = NULL;
+    translate_ok(&in, av);
+    check_golden("host_net_writable_split_usr", av);
+    free(av);
+}
+
+/* Properties that must hold whatever the golden files say. */
+static void test_invariants(void **state)
+{
+    struct sbx_policy p = base_policy();
+    struct bwrap_input in = base_input(&p);
+    struct bwrap_argv *av = calloc(1, sizeof(*av));
+    int unshare_net = 0, seccomp = 0, remount = 0, disable_userns = 0;
+
+    (void)state;
+    translate_ok(&in, av);
+    for (size_t i = 0; i < av->argc; i++) {
+        const char *a = av->argv[i];
+
+        unshare_net += strcmp(a, "--unshare-net") == 0;
+        seccomp += strcmp(a, "--seccomp") == 0;
+        remount += strcmp(a, "--remount-ro") == 0;
+        disable_userns += strcmp(a, "--disable-userns") == 0;
+        /* never the host's home, /root, /sys or all of /etc */
+        if (i > 0 && (strcmp(av->argv[i - 1], "--ro-bind") == 0 ||
+                             strcmp(av->argv[i - 1], "--ro-bind-try") == 0 ||
+                             strcmp(av->argv[i - 1], "--bind") == 0)) {
+            assert_true(strncmp(a, "/home", 5) != 0 && strncmp(a, "/root", 5) != 0 &&
+                        strncmp(a, "/sys", 4) != 0 && strcmp(a, "/etc") != 0 &&
+                        strcmp(a, "/") != 0);
+        }
+        assert_true(strcmp(a, "--bind") != 0 && strcmp(a, "--dev-bind") != 0 &&
+                    strcmp(a, "--share-net") != 0 && strcmp(a, "--cap-add") != 0);
+    }
+    assert_int_equal(unshare_net, 1);
+    assert_int_equal(seccomp, 1);
+    assert_int_equal(remount, 1);
+    assert_int_equal(disable_userns, 1);
+    free(av);
+}
+
+static void test_refusals(void **state)
+{
+    struct sbx_policy p = base_policy();
+    struct bwrap_input in = base_input(&p);
+    struct bwrap_argv *av = calloc(1, sizeof(*av));
+    struct sbx_err err = {.size = sizeof(err)};
+
+    (void)state;
+    in.seccomp_fd = -1;
+    assert_int_equal(bwrap_translate(&in, av, &err), SBX_E_INVALID);
+    in = base_input(&p);
+    p.network = SBX_NET_ON; /* without the info/block fds */
+    assert_int_equal(bwrap_translate(&in, av, &err), SBX_E_INVALID);
+    p.network = SBX_NET_REGISTRIES;
+    assert_int_equal(bwrap_translate(&in, av, &err), SBX_E_UNSUPPORTED);
+    assert_string_equal(err.field, "network");
+    free(av);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_default),
+        cmocka_unit_test(test_network_on),
+        cmocka_unit_test(test_network_host_writable),
+        cmocka_unit_test(test_invariants),
+        cmocka_unit_test(test_refusals),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

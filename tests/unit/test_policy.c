@@ -1,0 +1,286 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_policy.c: settings from the environment and policy resolution:
+ * defaults < configuration < request, narrowing only, refusals naming the
+ * control, and the capability check (refuse, warn, accept).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* clang-format off */
+#include <cmocka.h>
+/* clang-format on */
+
+#include "policy.h"
+#include "settings.h"
+#include "util.h"
+
+static const char *const vars[] = {"BACKEND", "SANDBOX_MEMORY", "SANDBOX_MEM_LIMIT",
+        "SANDBOX_CPUS", "SANDBOX_CPU_COUNT", "SANDBOX_NETWORK_MODE", "SANDBOX_READ_ONLY",
+        "SANDBOX_PRIVILEGED", "LLM_SANDBOX_TIMEOUT", "LLM_SANDBOX_MAX_TIMEOUT",
+        "LLM_SANDBOX_MAX_MEMORY", "LLM_SANDBOX_PIDS", "LLM_SANDBOX_NETWORK",
+        "LLM_SANDBOX_ALLOW_HOST_NETWORK", "LLM_SANDBOX_ENV_ALLOW", "LLM_SANDBOX_UID",
+        "LLM_SANDBOX_CGROUP", "LLM_SANDBOX_LOG_LEVEL", "LLM_SANDBOX_PLUGIN_PATH", "TZ_TEST"};
+
+static int clear_env(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+        unsetenv(vars[i]);
+    return 0;
+}
+
+static struct settings *load_ok(void)
+{
+    struct settings *s = NULL;
+    struct sbx_error *e = NULL;
+
+    if (settings_load(&s, &e) < 0)
+        fail_msg("settings_load: %s", e->msg);
+    return s;
+}
+
+static void load_fails(const char *var, const char *val, const char *phrase)
+{
+    struct settings *s = NULL;
+    struct sbx_error *e = NULL;
+
+    setenv(var, val, 1);
+    assert_true(settings_load(&s, &e) < 0);
+    assert_null(s);
+    assert_non_null(strstr(e->msg, phrase));
+    assert_non_null(strstr(e->msg, var));
+    sbx_error_free(e);
+    unsetenv(var);
+}
+
+static void test_defaults(void **state)
+{
+    struct settings *s = load_ok();
+
+    (void)state;
+    assert_string_equal(s->backend, "bwrap");
+    assert_string_equal(s->language, "python");
+    assert_int_equal(s->defaults.wall_time_ms, 30000);
+    assert_int_equal(s->ceilings.wall_time_ms, 300000);
+    assert_int_equal(s->defaults.memory_bytes, 512u << 20);
+    assert_int_equal(s->defaults.cpu_millicores, 1000);
+    assert_int_equal(s->defaults.pids_max, 256);
+    assert_int_equal(s->defaults.output_bytes, 1u << 20);
+    assert_int_equal(s->defaults.file_size_bytes, 256u << 20);
+    assert_int_equal(s->defaults.workspace_bytes, 512u << 20);
+    assert_int_equal(s->defaults.network, SBX_NET_OFF);
+    assert_int_equal(s->defaults.read_only_system, 1);
+    assert_int_equal(s->explicit_mask, 0);
+    settings_free(s);
+}
+
+static void test_reference_names(void **state)
+{
+    struct settings *s;
+
+    (void)state;
+    setenv("BACKEND", "bubblewrap", 1);
+    setenv("SANDBOX_MEMORY", "1g", 1);
+    setenv("SANDBOX_CPU_COUNT", "0.5", 1);
+    setenv("SANDBOX_NETWORK_MODE", "bridge", 1);
+    setenv("LLM_SANDBOX_TIMEOUT", "60", 1);
+    s = load_ok();
+    assert_string_equal(s->backend, "bubblewrap");
+    assert_int_equal(s->defaults.memory_bytes, 1u << 30);
+    assert_int_equal(s->ceilings.memory_bytes, 1u << 30); /* raised with the default */
+    assert_int_equal(s->defaults.cpu_millicores, 500);
+    assert_int_equal(s->defaults.network, SBX_NET_ON);
+    assert_int_equal(s->defaults.wall_time_ms, 60000);
+    assert_int_equal(s->ceilings.wall_time_ms, 300000);
+    assert_true(s->explicit_mask & (1u << SBX_CTL_MEMORY));
+    assert_true(s->explicit_mask & (1u << SBX_CTL_CPU));
+    assert_false(s->explicit_mask & (1u << SBX_CTL_PIDS));
+    settings_free(s);
+}
+
+static void test_bad_values(void **state)
+{
+    (void)state;
+    load_fails("SANDBOX_MEMORY", "lots", "not a valid");
+    load_fails("SANDBOX_MEMORY", "-5M", "not a valid");
+    load_fails("LLM_SANDBOX_TIMEOUT", "0", "not a valid");
+    load_fails("LLM_SANDBOX_PIDS", "12x", "not a valid");
+    load_fails("SANDBOX_NETWORK_MODE", "weird", "none, bridge or host");
+    load_fails("SANDBOX_NETWORK_MODE", "host", "LLM_SANDBOX_ALLOW_HOST_NETWORK");
+    load_fails("SANDBOX_PRIVILEGED", "true", "never runs code privileged");
+    load_fails("SANDBOX_READ_ONLY", "maybe", "true or false");
+    load_fails("LLM_SANDBOX_UID", "0", "non-zero");
+    load_fails("LLM_SANDBOX_ENV_ALLOW", "OK,BAD-NAME", "not a variable name");
+    load_fails("LLM_SANDBOX_CGROUP", "v3", "auto, v1, v2 or off");
+    setenv("LLM_SANDBOX_TIMEOUT", "60", 1);
+    load_fails("LLM_SANDBOX_MAX_TIMEOUT", "10", "below the configured default");
+}
+
+static void test_host_network_override(void **state)
+{
+    struct settings *s;
+
+    (void)state;
+    setenv("SANDBOX_NETWORK_MODE", "host", 1);
+    setenv("LLM_SANDBOX_ALLOW_HOST_NETWORK", "1", 1);
+    s = load_ok();
+    assert_int_equal(s->defaults.network, SBX_NET_HOST);
+    settings_free(s);
+}
+
+static void test_env_allow(void **state)
+{
+    struct settings *s;
+
+    (void)state;
+    setenv("TZ_TEST", "Europe/Paris", 1);
+    setenv("LLM_SANDBOX_ENV_ALLOW", "TZ_TEST,NOT_SET_ANYWHERE", 1);
+    s = load_ok();
+    assert_int_equal(strv_len(s->env_pass), 1);
+    assert_string_equal(s->env_pass[0], "TZ_TEST=Europe/Paris");
+    settings_free(s);
+}
+
+static void test_resolve_narrowing(void **state)
+{
+    struct settings s;
+    struct sbx_req_limits req = {0};
+    struct sbx_policy p;
+    struct sbx_error *e = NULL;
+    uint32_t mask = 0;
+
+    (void)state;
+    settings_init_defaults(&s);
+    req.set = SBX_REQ_WALL_TIME | SBX_REQ_MEMORY | SBX_REQ_PIDS;
+    req.wall_time_ms = 120000; /* above the default, within the ceiling */
+    req.memory_bytes = 64u << 20;
+    req.pids_max = 10;
+    assert_int_equal(policy_resolve(&s, &req, &p, &mask, &e), 0);
+    assert_int_equal(p.wall_time_ms, 120000);
+    assert_int_equal(p.memory_bytes, 64u << 20);
+    assert_int_equal(p.pids_max, 10);
+    assert_int_equal(p.cpu_millicores, 1000);
+    assert_true(mask & (1u << SBX_CTL_MEMORY));
+    assert_false(mask & (1u << SBX_CTL_CPU));
+}
+
+static void refused(const struct sbx_req_limits *req, int rc, const char *field, const char *phrase)
+{
+    struct settings s;
+    struct sbx_policy p;
+    struct sbx_error *e = NULL;
+    uint32_t mask = 0;
+
+    settings_init_defaults(&s);
+    assert_int_equal(policy_resolve(&s, req, &p, &mask, &e), rc);
+    assert_non_null(e);
+    assert_string_equal(e->field, field);
+    assert_non_null(strstr(e->msg, phrase));
+    sbx_error_free(e);
+}
+
+static void test_resolve_refusals(void **state)
+{
+    struct sbx_req_limits r = {0};
+
+    (void)state;
+    r.set = SBX_REQ_WALL_TIME, r.wall_time_ms = 300001;
+    refused(&r, SBX_E_UNSUPPORTED, "wall_time", "above the configured ceiling");
+    r.set = SBX_REQ_WALL_TIME, r.wall_time_ms = 0;
+    refused(&r, SBX_E_INVALID, "wall_time", "greater than 0");
+    r.set = SBX_REQ_MEMORY, r.memory_bytes = 513u << 20;
+    refused(&r, SBX_E_UNSUPPORTED, "memory", "ceiling");
+    r.set = SBX_REQ_CPU, r.cpu_millicores = 2000;
+    refused(&r, SBX_E_UNSUPPORTED, "cpu", "ceiling");
+    r.set = SBX_REQ_NETWORK, r.network = "on";
+    refused(&r, SBX_E_UNSUPPORTED, "network", "wider than the configured 'off'");
+    r.network = "sideways";
+    refused(&r, SBX_E_INVALID, "network", "must be one of");
+}
+
+static struct sbx_caps full_caps(void)
+{
+    struct sbx_caps c;
+
+    memset(&c, 0, sizeof(c));
+    c.size = sizeof(c);
+    for (int i = 0; i < SBX_CTL_COUNT; i++)
+        c.level[i] = SBX_ENF_FULL;
+    c.level[SBX_CTL_NET_REGISTRIES] = SBX_ENF_NONE;
+    return c;
+}
+
+static void test_check(void **state)
+{
+    struct settings s;
+    struct sbx_caps c = full_caps();
+    struct sbx_error *e = NULL;
+    char **warn = NULL;
+
+    (void)state;
+    settings_init_defaults(&s);
+    assert_int_equal(policy_check(&s.defaults, 0, &c, "t", &warn, &e), 0);
+    assert_null(warn);
+
+    /* default cpu not enforceable: a warning; asked for: refused */
+    c.level[SBX_CTL_CPU] = SBX_ENF_NONE;
+    snprintf(c.note[SBX_CTL_CPU], sizeof(c.note[0]), "no writable cgroup");
+    assert_int_equal(policy_check(&s.defaults, 0, &c, "t", &warn, &e), 0);
+    assert_int_equal(strv_len(warn), 1);
+    assert_non_null(strstr(warn[0], "cpu limit not enforced: no writable cgroup"));
+    warn = strv_free(warn);
+    assert_int_equal(policy_check(&s.defaults, 1u << SBX_CTL_CPU, &c, "t", &warn, &e),
+            SBX_E_UNSUPPORTED);
+    assert_string_equal(e->field, "cpu");
+    assert_non_null(strstr(e->msg, "backend 't' cannot enforce cpu on this host (no writable"));
+    e = sbx_error_free(e);
+    warn = strv_free(warn);
+
+    /* memory by a fallback: accepted with a warning even when asked for */
+    c = full_caps();
+    c.level[SBX_CTL_MEMORY] = SBX_ENF_FALLBACK;
+    assert_int_equal(policy_check(&s.defaults, 1u << SBX_CTL_MEMORY, &c, "t", &warn, &e), 0);
+    assert_non_null(strstr(warn[0], "fallback"));
+    warn = strv_free(warn);
+
+    /* isolation is never downgraded */
+    c = full_caps();
+    c.level[SBX_CTL_SECCOMP] = SBX_ENF_FALLBACK;
+    assert_int_equal(policy_check(&s.defaults, 0, &c, "t", &warn, &e), SBX_E_UNSUPPORTED);
+    assert_string_equal(e->field, "seccomp");
+    e = sbx_error_free(e);
+    c = full_caps();
+    s.defaults.network = SBX_NET_REGISTRIES;
+    assert_int_equal(policy_check(&s.defaults, 0, &c, "t", &warn, &e), SBX_E_UNSUPPORTED);
+    assert_string_equal(e->field, "network_registries");
+    e = sbx_error_free(e);
+    s.defaults.network = SBX_NET_OFF;
+    c.level[SBX_CTL_READ_ONLY_SYSTEM] = SBX_ENF_NONE;
+    assert_int_equal(policy_check(&s.defaults, 0, &c, "t", &warn, &e), SBX_E_UNSUPPORTED);
+    e = sbx_error_free(e);
+    s.defaults.read_only_system = 0; /* not asked for: fine */
+    assert_int_equal(policy_check(&s.defaults, 0, &c, "t", &warn, &e), 0);
+    strv_free(warn);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(test_defaults, clear_env),
+        cmocka_unit_test_setup(test_reference_names, clear_env),
+        cmocka_unit_test_setup(test_bad_values, clear_env),
+        cmocka_unit_test_setup(test_host_network_override, clear_env),
+        cmocka_unit_test_setup(test_env_allow, clear_env),
+        cmocka_unit_test_setup(test_resolve_narrowing, clear_env),
+        cmocka_unit_test_setup(test_resolve_refusals, clear_env),
+        cmocka_unit_test_setup(test_check, clear_env),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
