@@ -970,6 +970,63 @@ static void test_file_size(void **state)
  * Not pid 1 (still inside a pid namespace, so a wrong kill(-1) could not hurt
  * the host): the exec's process group is killed instead.
  */
+/* LIMITS lowers the agent's own limits; later execs inherit them; it never
+ * raises a limit, refuses unknown resources and refuses while a program runs. */
+static void send_limits(struct agent *a, const uint32_t *res, const uint64_t *val, uint32_t n)
+{
+    unsigned char p[4 + 16 * AGENT_LIMITS_MAX];
+
+    memset(p, 0, sizeof p);
+    agent_put_u32(p, n);
+    for (uint32_t i = 0; i < n; i++) {
+        agent_put_u32(p + 4 + 16 * i, res[i]);
+        agent_put_u64(p + 4 + 16 * i + 8, val[i]);
+    }
+    send_frame(a, AGENT_LIMITS, 0, p, 4 + 16 * n);
+}
+
+static void test_limits(void **state)
+{
+    const char *const show[] = {"/bin/sh", "-c", "ulimit -H -n; ulimit -n; ulimit -H -f; ulimit -c", NULL};
+    const char *const sleeper[] = {"/bin/sleep", "5", NULL};
+    const uint32_t res[] = {AGENT_RLIMIT_NOFILE, AGENT_RLIMIT_FSIZE, AGENT_RLIMIT_CORE};
+    const uint64_t val[] = {64, 1024 * 512, 0};
+    const uint32_t raise_res[] = {AGENT_RLIMIT_NOFILE};
+    const uint64_t raise_val[] = {1u << 20};
+    const uint32_t bad_res[] = {99};
+    const uint64_t bad_val[] = {1};
+    struct agent a;
+    struct result r;
+    struct frame f;
+
+    (void)state;
+    agent_start(&a, NULL);
+    send_limits(&a, res, val, 3);
+    expect_reply(&a, AGENT_OK);
+    run(&a, 0, show, NULL, "", &r);
+    /* ulimit -f counts 512-byte blocks */
+    assert_string_equal(buf_str(&r.out), "64\n64\n1024\n0\n");
+    result_done(&r);
+    send_limits(&a, raise_res, raise_val, 1); /* asking for more keeps the lower limit */
+    expect_reply(&a, AGENT_OK);
+    run(&a, 0, show, NULL, "", &r);
+    assert_string_equal(buf_str(&r.out), "64\n64\n1024\n0\n");
+    result_done(&r);
+    send_limits(&a, bad_res, bad_val, 1);
+    assert_int_equal(expect_reply(&a, AGENT_ERROR), EINVAL);
+    send_exec(&a, 0, sleeper, path_env, "");
+    assert_int_equal(recv_frame(&a, &f), 0);
+    assert_int_equal(f.type, AGENT_STARTED);
+    send_limits(&a, res, val, 3);
+    assert_int_equal(expect_reply(&a, AGENT_ERROR), EBUSY);
+    send_u32(&a, AGENT_SIGNAL, 9);
+    memset(&r, 0, sizeof r);
+    collect(&a, &r);
+    assert_int_equal(r.kind, AGENT_EXIT_SIGNAL);
+    result_done(&r);
+    assert_exit_status(agent_stop(&a), 0);
+}
+
 static void test_not_pid1(void **state)
 {
     const char *const bg[] = {"/bin/sh", "-c", "sleep 100 & echo done; exit 4", NULL};
@@ -1020,7 +1077,7 @@ int main(void)
             cmocka_unit_test(test_exec_failures),    cmocka_unit_test(test_stdin_forwarding),
             cmocka_unit_test(test_large_output),     cmocka_unit_test(test_malformed_frames),
             cmocka_unit_test(test_workspace_full),   cmocka_unit_test(test_file_size),
-            cmocka_unit_test(test_not_pid1),
+            cmocka_unit_test(test_not_pid1),         cmocka_unit_test(test_limits),
     };
     const char *env = secure_getenv("SBX_AGENT");
     struct sigaction sa;
