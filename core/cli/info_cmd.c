@@ -45,7 +45,7 @@ static void print_plugin(struct json_object *p)
     struct json_object *controls;
     const char *err = get(p, "error"), *perr = get(p, "probe_error");
 
-    printf("%-12s %-9s %-8s %-9s %s\n", get(p, "name"), get(p, "kind") ? get(p, "kind") : "?",
+    printf("%-16s %-9s %-8s %-9s %s\n", get(p, "name"), get(p, "kind") ? get(p, "kind") : "?",
             get(p, "version") ? get(p, "version") : "?", get(p, "status"), get(p, "manifest"));
     if (err)
         printf("    error: %s\n", err);
@@ -87,7 +87,7 @@ int cmd_plugins(int argc, char **argv)
     if (json) {
         print_json(list);
     } else {
-        printf("%-12s %-9s %-8s %-9s %s\n", "NAME", "KIND", "VERSION", "STATUS", "MANIFEST");
+        printf("%-16s %-9s %-8s %-9s %s\n", "NAME", "KIND", "VERSION", "STATUS", "MANIFEST");
         for (size_t i = 0; i < json_object_array_length(list); i++)
             print_plugin(json_object_array_get_idx(list, i));
     }

@@ -798,17 +798,23 @@ struct cg_group *cg_group_free(struct cg_group *g)
     return NULL;
 }
 
-/* "p<PID>t<STARTTIME>-<SEQ>", all decimal: printing the numbers back must
- * give the name (sscanf alone would take signs and spaces). */
+/* "p<PID>t<STARTTIME>-<SUFFIX>", numbers in decimal, the suffix [a-z0-9]+
+ * (a run number, or e.g. "probe"): printing the numbers back must give the
+ * prefix (sscanf alone would take signs and spaces). */
 static bool owner_parse(const char *name, uint64_t *ret_pid, uint64_t *ret_start)
 {
-    uint64_t seq;
     char back[80];
+    int n = 0;
 
-    if (sscanf(name, "p%" SCNu64 "t%" SCNu64 "-%" SCNu64, ret_pid, ret_start, &seq) != 3)
+    if (sscanf(name, "p%" SCNu64 "t%" SCNu64 "-%n", ret_pid, ret_start, &n) != 2 || n <= 0)
         return false;
-    snprintf(back, sizeof(back), "p%" PRIu64 "t%" PRIu64 "-%" PRIu64, *ret_pid, *ret_start, seq);
-    return strcmp(back, name) == 0;
+    snprintf(back, sizeof(back), "p%" PRIu64 "t%" PRIu64 "-", *ret_pid, *ret_start);
+    if (strncmp(back, name, (size_t)n) != 0 || strlen(back) != (size_t)n || !name[n])
+        return false;
+    for (const char *s = name + n; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9')))
+            return false;
+    return true;
 }
 
 /* Fields 3 to 21 of /proc/PID/stat, skipped to reach 22 (starttime). */

@@ -242,6 +242,11 @@ static void host_sandbox_ids(const struct sbx_host *h, uint32_t *ret_uid, uint32
     *ret_gid = s->sandbox_gid;
 }
 
+static const char *host_instance_id(const struct sbx_host *h)
+{
+    return ctx_of(h)->rt->owner;
+}
+
 void host_init(struct host_ctx *hc, struct sbx_runtime *rt, struct plugin *pl)
 {
     hc->rt = rt;
@@ -268,6 +273,7 @@ void host_init(struct host_ctx *hc, struct sbx_runtime *rt, struct plugin *pl)
         .memfd_new = host_memfd_new,
         .agent_fd = host_agent_fd,
         .sandbox_ids = host_sandbox_ids,
+        .instance_id = host_instance_id,
     };
 }
 

@@ -13,6 +13,7 @@
  * before workers exist (libltdl is not meant for threads).
  */
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -140,14 +141,35 @@ static int check_descriptor(struct plugin *pl, const struct sbx_plugin *d)
     return 0;
 }
 
+/* libltdl reports every failure as "file not found"; ask the dynamic
+ * loader itself for the reason (a bad ELF header, a missing dependency). */
+static const char *load_reason(const char *path, const char *fallback)
+{
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    const char *e = dlerror();
+
+    if (h)
+        dlclose(h);
+    return !h && e ? e : fallback;
+}
+
 static int open_library(struct sbx_runtime *rt, struct plugin *pl)
 {
     cleanup_free char *path = NULL;
+    const struct sbx_plugin *desc;
     struct sbx_err perr;
     sbx_plugin_entry_fn entry;
     lt_dlhandle h;
     struct stat st;
 
+    /* Refuse by the manifest's word before running any of its code. */
+    if (pl->m->abi_major != SBX_ABI_MAJOR)
+        return plugin_fail(pl, "manifest says plugin ABI %u.%u, this core provides %u.%u",
+                pl->m->abi_major, pl->m->abi_minor, SBX_ABI_MAJOR, SBX_ABI_MINOR);
+    if (pl->m->abi_minor > SBX_ABI_MINOR)
+        return plugin_fail(pl, "manifest says plugin ABI %u.%u, this core provides %u.%u; "
+                "upgrade llm-sandbox", pl->m->abi_major, pl->m->abi_minor, SBX_ABI_MAJOR,
+                SBX_ABI_MINOR);
     if (asprintf(&path, "%s/%s", pl->dir, pl->m->library) < 0)
         return plugin_fail(pl, "out of memory");
     if (lstat(path, &st) < 0)
@@ -155,16 +177,20 @@ static int open_library(struct sbx_runtime *rt, struct plugin *pl)
     if (!S_ISREG(st.st_mode))
         return plugin_fail(pl, "library %s is not a regular file", path);
     h = lt_dlopen(path);
-    if (!h)
+    if (!h) {
+        const char *lterr = lt_dlerror();
+
         return plugin_fail(pl, "cannot load %s: %s (check its dependencies with 'ldd %s')", path,
-                lt_dlerror(), path);
+                load_reason(path, lterr ? lterr : "unknown error"), path);
+    }
     pl->handle = h;
     entry = (sbx_plugin_entry_fn)(uintptr_t)lt_dlsym(h, SBX_PLUGIN_ENTRY_SYMBOL);
     if (!entry)
         return plugin_fail(pl, "%s does not export %s", path, SBX_PLUGIN_ENTRY_SYMBOL);
-    if (check_descriptor(pl, entry()) < 0)
+    desc = entry();
+    if (check_descriptor(pl, desc) < 0)
         return -1;
-    pl->desc = entry();
+    pl->desc = desc;
     host_init(&pl->hctx, rt, pl);
     sbx_err_init(&perr);
     if (pl->desc->init && pl->desc->init(&pl->hctx.host, pl->name, &pl->pstate, &perr) < 0) {
@@ -258,7 +284,8 @@ static int scan_dir(struct sbx_runtime *rt, const char *dir, bool builtin_dir)
             return SBX_E_NOMEM;
         np = realloc(rt->plugins, (rt->n_plugins + 1) * sizeof(*np));
         if (!np) {
-            free(pl);
+            pthread_mutex_destroy(&pl->probe_lock);
+            free(pl->dir), free(pl->file), free(pl->name), free(pl);
             return SBX_E_NOMEM;
         }
         rt->plugins = np;

@@ -56,11 +56,19 @@ static size_t scan_spec(const char *s)
     return v && isalnum((unsigned char)s[n]) ? n + v : 0;
 }
 
+/* The message quotes the requirement with control characters replaced, so
+ * it stays one printable line whatever the caller sent. */
 static int fail(struct sbx_err *err, const char *spec, const char *why)
 {
+    char shown[81];
+    size_t i;
+
+    for (i = 0; i < sizeof(shown) - 1 && spec[i]; i++)
+        shown[i] = (unsigned char)spec[i] < 0x20 || spec[i] == 0x7f ? '?' : spec[i];
+    shown[i] = '\0';
     err->rc = SBX_E_INVALID;
     snprintf(err->field, sizeof(err->field), "libraries");
-    snprintf(err->msg, sizeof(err->msg), "'%.80s' is not a valid pip requirement: %s", spec, why);
+    snprintf(err->msg, sizeof(err->msg), "'%s' is not a valid pip requirement: %s", shown, why);
     return SBX_E_INVALID;
 }
 
@@ -92,6 +100,8 @@ static int python_check_library(void *state, const char *spec, struct sbx_err *e
         if (n == 0)
             return fail(err, spec, "only version specifiers may follow the name");
         p += n;
+        if (*p == ',' && p[1] == '\0')
+            return fail(err, spec, "a version specifier must follow ','");
         if (*p == ',')
             p++;
         else if (*p)

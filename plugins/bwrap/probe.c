@@ -101,13 +101,15 @@ static int trial_box(struct bwrap_state *st, struct sbx_err *err)
             .memory_bytes = 64u << 20, .cpu_millicores = 1000, .pids_max = 16,
             .output_bytes = 4096, .file_size_bytes = 1u << 20, .workspace_bytes = 1u << 20,
             .open_files_max = 64, .read_only_system = 1};
-    struct sbx_box_spec spec = {.size = sizeof(spec), .policy = &pol, .id = "probe",
-            .language = "probe", .envp = env, .cancel_fd = -1};
+    struct sbx_box_spec spec = {.size = sizeof(spec), .policy = &pol, .language = "probe",
+            .envp = env, .cancel_fd = -1};
     struct sbx_box_stats stats = {.size = sizeof(stats)};
-    char byte;
+    char byte, id[96];
     void *box = NULL;
     int r;
 
+    snprintf(id, sizeof(id), "%s-probe", st->h->instance_id(st->h));
+    spec.id = id;
     r = bwrap_box_open(st, &spec, &box, err);
     if (r < 0)
         return r;

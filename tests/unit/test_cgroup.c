@@ -610,7 +610,7 @@ static void test_sweep(void **state)
     v1_tree(f, false);
     s = service_or_fail(&o);
     for (int i = 0; i < 3; i++) {
-        const char *names[] = {live, stale, "p999999999t1-3", "foreign", "p12t3", "p1t2-3x"};
+        const char *names[] = {live, stale, "p999999999t1-3", "foreign", "p12t3", "p1t2-3.x"};
 
         for (size_t j = 0; j < sizeof(names) / sizeof(names[0]); j++) {
             snprintf(rel, sizeof(rel), "%s%s", parents[i], names[j]);
@@ -621,7 +621,7 @@ static void test_sweep(void **state)
     }
     assert_int_equal(cg_service_sweep(s), 2);
     for (int i = 0; i < 3; i++) {
-        const char *kept[] = {live, "foreign", "p12t3", "p1t2-3x"};
+        const char *kept[] = {live, "foreign", "p12t3", "p1t2-3.x"};
         const char *gone[] = {stale, "p999999999t1-3"};
 
         for (size_t j = 0; j < 4; j++) {

@@ -223,6 +223,10 @@ struct sbx_host {
     int (*agent_fd)(const struct sbx_host *h, int *ret_fd, struct sbx_err *err);
     /* The host uid and gid sandboxes run as when the core is root. */
     void (*sandbox_ids)(const struct sbx_host *h, uint32_t *ret_uid, uint32_t *ret_gid);
+    /* This server instance, "p<pid>t<starttime>": prefix every name and
+     * label with it ("<instance>-<something>"), so a restart can tell what
+     * a dead instance left behind. (transfer none) */
+    const char *(*instance_id)(const struct sbx_host *h);
 };
 
 /* ------------------------------------------------------------------------ */
@@ -331,10 +335,16 @@ struct sbx_plugin {
 
 typedef const struct sbx_plugin *(*sbx_plugin_entry_fn)(void);
 
-/* Define the entry point: SBX_PLUGIN_ENTRY { return &my_descriptor; } */
+/* Define the entry point: SBX_PLUGIN_ENTRY { return &my_descriptor; }
+ * (with C linkage also when the plugin is written in C++) */
+#ifdef __cplusplus
+#define SBX_ENTRY_LINKAGE extern "C"
+#else
+#define SBX_ENTRY_LINKAGE
+#endif
 #define SBX_PLUGIN_ENTRY                                                                          \
-    SBX_EXPORT const struct sbx_plugin *sbx_plugin_entry_v1(void);                                \
-    SBX_EXPORT const struct sbx_plugin *sbx_plugin_entry_v1(void)
+    SBX_ENTRY_LINKAGE SBX_EXPORT const struct sbx_plugin *sbx_plugin_entry_v1(void);              \
+    SBX_ENTRY_LINKAGE SBX_EXPORT const struct sbx_plugin *sbx_plugin_entry_v1(void)
 
 #ifdef __cplusplus
 }
