@@ -605,6 +605,9 @@ static bool walk_big(int fd, int depth, unsigned *budget, uint64_t limit)
     return found;
 }
 
+/* The writable places besides the workspace (all sized like it). */
+static const char *const scratch_dirs[] = {"/tmp", "/dev/shm"};
+
 static uint32_t exit_flags(int st)
 {
     bool sig = WIFSIGNALED(st);
@@ -618,8 +621,11 @@ static uint32_t exit_flags(int st)
         return AGENT_EXIT_EXEC_FAILED;
     if (!sig && WEXITSTATUS(st) == 0)
         return 0;
-    if ((fstatvfs(g.ws_fd, &v) == 0 && fs_full(&v)) || (statvfs("/tmp", &v) == 0 && fs_full(&v)))
+    if (fstatvfs(g.ws_fd, &v) == 0 && fs_full(&v))
         f |= AGENT_EXIT_WORKSPACE_FULL;
+    for (size_t i = 0; i < sizeof(scratch_dirs) / sizeof(scratch_dirs[0]); i++)
+        if (statvfs(scratch_dirs[i], &v) == 0 && fs_full(&v))
+            f |= AGENT_EXIT_WORKSPACE_FULL;
     if (sig && WTERMSIG(st) == SIGXFSZ)
         return f | AGENT_EXIT_FILE_SIZE;
     if (sig || getrlimit(RLIMIT_FSIZE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
@@ -627,9 +633,11 @@ static uint32_t exit_flags(int st)
     fd = openat(g.ws_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd >= 0 && walk_big(fd, 0, &budget, rl.rlim_cur))
         return f | AGENT_EXIT_FILE_SIZE;
-    fd = open("/tmp", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd >= 0 && walk_big(fd, 0, &budget, rl.rlim_cur))
-        f |= AGENT_EXIT_FILE_SIZE;
+    for (size_t i = 0; i < sizeof(scratch_dirs) / sizeof(scratch_dirs[0]); i++) {
+        fd = open(scratch_dirs[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd >= 0 && walk_big(fd, 0, &budget, rl.rlim_cur))
+            return f | AGENT_EXIT_FILE_SIZE;
+    }
     return f;
 }
 

@@ -26,6 +26,7 @@
 struct opts {
     struct sbx_request req;
     bool json;
+    bool help; /* --help was printed: exit 0 */
     char *code_buf, *stdin_buf;
 };
 
@@ -58,7 +59,8 @@ static void run_help(void)
 
 static int fail(const struct opts *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Print the outcome of a failure before anything ran. */
+/* Print the outcome of a failure before anything ran: with --json the
+ * same complete result object as every other outcome. */
 static int fail(const struct opts *o, const char *fmt, ...)
 {
     char msg[512];
@@ -68,13 +70,12 @@ static int fail(const struct opts *o, const char *fmt, ...)
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     if (o->json) {
-        struct json_object *j = json_object_new_object();
+        struct sbx_execution *ex = sbx_execution_refused(msg);
+        struct json_object *j = ex ? sbx_execution_to_json(ex) : NULL;
 
-        json_object_object_add(j, "status", json_object_new_string("refused"));
-        json_object_object_add(j, "exit_code", NULL);
-        json_object_object_add(j, "message", json_object_new_string(msg));
-        puts(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN));
+        puts(j ? json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN) : "{}");
         json_object_put(j);
+        sbx_execution_free(ex);
     } else {
         fprintf(stderr, "llm-sandbox: %s\n", msg);
     }
@@ -208,6 +209,14 @@ static const struct option long_opts[] = {
     {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
 };
 
+static const char *opt_name(int c)
+{
+    for (const struct option *lo = long_opts; lo->name; lo++)
+        if (lo->val == c)
+            return lo->name;
+    return "?";
+}
+
 static int parse(struct opts *o, int argc, char **argv)
 {
     const char *code = NULL, *file = NULL, *in = NULL;
@@ -225,12 +234,13 @@ static int parse(struct opts *o, int argc, char **argv)
         case 'f': file = optarg; break;
         case 1001: in = optarg; break;
         case 'j': break;
-        case 'h': run_help(); return 1;
+        case 'h': run_help(); o->help = true; return 1;
         case ':': return fail(o, "option '%s' needs a value", argv[optind - 1]);
         case '?': return fail(o, "unknown option '%s'", argv[optind - 1]);
         default:
             if (set_limit(o, c, optarg) < 0)
-                return fail(o, "bad value '%s' (see llm-sandbox run --help)", optarg);
+                return fail(o, "bad value '%s' for --%s (see llm-sandbox run --help)", optarg,
+                        opt_name(c));
         }
     }
     if (optind < argc)
@@ -319,6 +329,8 @@ int cmd_run(int argc, char **argv)
     struct sigaction sa = {.sa_handler = on_signal};
     int rc = parse(&o, argc, argv);
 
+    if (o.help)
+        return 0;
     if (rc != 0)
         goto out;
     if (!o.json)
@@ -349,5 +361,5 @@ out:
     sbx_runtime_free(rt);
     free(o.code_buf);
     free(o.stdin_buf);
-    return rc == 1 ? 0 : rc; /* 1: --help was printed */
+    return rc;
 }

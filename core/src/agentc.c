@@ -23,6 +23,8 @@
 
 #define QUEUE_CAP (4u * 1024u * 1024u)
 #define GOT_FRAME 100 /* distinct from every enum agentc_end */
+#define GOT_ROOM  101 /* the write queue drained and the caller has more to send */
+#define LOW_WATER (AGENT_CHUNK * 2)
 
 struct agentc {
     const struct sbx_backend_ops *ops;
@@ -33,6 +35,7 @@ struct agentc {
     struct dynbuf wq; /* encoded frames not yet written */
     size_t wq_off;
     char error[256];
+    bool want_room; /* return GOT_ROOM once the queue is below LOW_WATER */
     /* the frame just completed */
     struct agent_hdr hdr;
     const unsigned char *payload;
@@ -197,6 +200,10 @@ static int next_frame(struct agentc *ac, int64_t deadline_ms)
             return r;
         if ((r = read_frame(ac)) != 0)
             return r;
+        /* A program that reads all its input before writing anything sends
+         * no frames; keep feeding it rather than waiting for one. */
+        if (ac->want_room && ac->wq.len < LOW_WATER)
+            return GOT_ROOM;
         pfd[1].fd = ac->wq.len ? pfd[1].fd : -1;
         r = poll(pfd, 3, (int)(left > 60000 ? 60000 : left));
         if (r < 0 && errno != EINTR)
@@ -359,7 +366,11 @@ int agentc_exec(struct agentc *ac, char *const *argv, char *const *envp, const c
         if (stdin_data && sent == stdin_len && !eof_sent &&
                 queue_frame(ac, AGENT_STDIN_EOF, 0, NULL, 0, NULL, 0) == 0)
             eof_sent = true;
+        ac->want_room = stdin_data && sent < stdin_len;
         r = next_frame(ac, deadline_ms);
+        ac->want_room = false;
+        if (r == GOT_ROOM)
+            continue;
         if (r != GOT_FRAME)
             return r;
         switch (ac->hdr.type) {

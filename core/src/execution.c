@@ -56,17 +56,29 @@ struct sbx_execution *sbx_execution_free(struct sbx_execution *ex)
     return NULL;
 }
 
-struct sbx_execution *sbx_execution_from_error(const struct sbx_error *e)
+static struct sbx_execution *execution_with(enum sbx_status status, const char *message)
 {
     struct sbx_execution *ex = calloc(1, sizeof(*ex));
 
     if (!ex)
         return NULL;
-    ex->status = SBX_STATUS_ERROR;
-    ex->message = strdup(e && e->msg ? e->msg : "internal error");
+    ex->status = status;
+    ex->message = strdup(message);
     ex->stdout_buf = strdup("");
     ex->stderr_buf = strdup("");
+    if (!ex->message || !ex->stdout_buf || !ex->stderr_buf)
+        return sbx_execution_free(ex);
     return ex;
+}
+
+struct sbx_execution *sbx_execution_from_error(const struct sbx_error *e)
+{
+    return execution_with(SBX_STATUS_ERROR, e && e->msg ? e->msg : "internal error");
+}
+
+struct sbx_execution *sbx_execution_refused(const char *message)
+{
+    return execution_with(SBX_STATUS_REFUSED, message);
 }
 
 static struct json_object *text(const char *buf, size_t len)

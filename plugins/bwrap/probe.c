@@ -115,9 +115,11 @@ static int trial_box(struct bwrap_state *st, struct sbx_err *err)
         return r;
     struct pollfd pfd = {.fd = bwrap_box_poll_fd(box), .events = POLLIN};
     r = poll(&pfd, 1, 10000) == 1 && bwrap_box_read(box, &byte, 1) == 1;
-    bwrap_box_kill(box);
+    if (!r)
+        bwrap_box_kill(box);
+    /* Closing its input ends the agent normally, so bwrap reaps it. */
     if (bwrap_box_close(box, &stats, err) < 0)
-        return err->rc;
+        return err->rc; /* bwrap's own words */
     return r ? 0 : bwrap_fail(err, SBX_E_UNAVAILABLE, 0, "the sandbox agent did not start");
 }
 
@@ -155,7 +157,8 @@ int bwrap_probe(void *state, struct sbx_caps *caps, struct sbx_err *err)
     cap(caps, SBX_CTL_WALL_TIME, SBX_ENF_FULL, "core deadline, then SIGKILL of the cgroup and pid 1");
     cap(caps, SBX_CTL_OUTPUT, SBX_ENF_FULL, "capped by the core while streaming");
     cap(caps, SBX_CTL_FILE_SIZE, SBX_ENF_FULL, "RLIMIT_FSIZE");
-    cap(caps, SBX_CTL_WORKSPACE, SBX_ENF_FULL, "size-limited tmpfs for /workspace, /tmp, /dev/shm");
+    cap(caps, SBX_CTL_WORKSPACE, SBX_ENF_FULL,
+            "tmpfs /workspace, /tmp, /dev/shm; RAM, so at most 3/4 of the memory limit each");
     cap(caps, SBX_CTL_NET_OFF, SBX_ENF_FULL, "empty network namespace (loopback only)");
     if (st->pasta[0] && st->tun_ok)
         cap(caps, SBX_CTL_NET_ON, SBX_ENF_FULL, "own namespace, pasta user-mode NAT, no host loopback");

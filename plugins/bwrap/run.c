@@ -5,9 +5,12 @@
  * seccomp, memfds). The box's channel is the agent's stdin/stdout pipes;
  * bwrap's stderr holds bwrap's and the agent's own diagnostics.
  *
- * With network "on", bwrap reports the sandbox pid on --info-fd and waits
- * on --block-fd while pasta (user-mode networking, run as the sandbox uid
- * in the sandbox's cgroup) attaches to the new network namespace.
+ * bwrap reports the agent's pid on --info-fd; we hold a pidfd on it, kill
+ * the sandbox by killing the agent (pid 1 of its namespace, so the kernel
+ * kills everything else) and do not return before it is gone, with or
+ * without a cgroup. With network "on", bwrap also waits on --block-fd while
+ * pasta (user-mode networking, run as the sandbox uid in the sandbox's
+ * cgroup) attaches to the new network namespace.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -31,7 +35,9 @@ struct bwrap_box {
     struct sbx_proc *proc;
     struct sbx_cgroup *cg;
     struct sbx_proc *pasta;
-    int rfd, wfd, efd; /* borrowed from proc */
+    int rfd, wfd, efd; /* bwrap's stdout, stdin and stderr pipes */
+    int agent_pid;     /* host pid of the agent (pid 1 inside), or 0 */
+    int agent_pidfd;   /* or -1 (no pidfd_open here) */
 };
 
 int bwrap_fail(struct sbx_err *err, int rc, int sys_errno, const char *fmt, ...)
@@ -89,43 +95,49 @@ static int fds_open(const struct sbx_host *h, bool net_on, struct box_fds *f, st
             h->memfd_new(h, "group", group_data, sizeof(group_data) - 1, &f->fd[FD_GROUP], err) < 0 ||
             h->memfd_new(h, "hosts", hosts_data, sizeof(hosts_data) - 1, &f->fd[FD_HOSTS], err) < 0)
         return err->rc;
-    if (!net_on)
-        return 0;
     if (pipe2(p, O_CLOEXEC) < 0)
         return bwrap_fail(err, SBX_E_IO, errno, "pipe: %s", strerror(errno));
     f->info_r = p[0], f->fd[FD_INFO] = p[1];
+    if (!net_on)
+        return 0;
     if (pipe2(p, O_CLOEXEC) < 0)
         return bwrap_fail(err, SBX_E_IO, errno, "pipe: %s", strerror(errno));
     f->fd[FD_BLOCK] = p[0], f->block_w = p[1];
     return 0;
 }
 
-/* Read bwrap's info JSON up to "child-pid": N. */
+/* Read bwrap's whole info JSON (to end of file: closing the pipe early
+ * would kill bwrap with SIGPIPE mid-write) and take "child-pid". */
 static int read_child_pid(int fd, int *ret_pid, struct sbx_err *err)
 {
-    char buf[1024];
+    char buf[2048];
+    const char *k;
     size_t o = 0;
 
     for (;;) {
         struct pollfd pfd = {.fd = fd, .events = POLLIN};
-        const char *k;
         ssize_t n;
 
         if (poll(&pfd, 1, 10000) <= 0)
             return bwrap_fail(err, SBX_E_BACKEND, ETIMEDOUT, "bwrap did not report its pid");
         n = read(fd, buf + o, sizeof(buf) - 1 - o);
-        if (n <= 0)
-            return bwrap_fail(err, SBX_E_BACKEND, errno, "bwrap ended before reporting its pid");
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return bwrap_fail(err, SBX_E_BACKEND, errno, "reading bwrap's info: %s",
+                    strerror(errno));
+        if (n == 0)
+            break;
         o += (size_t)n;
-        buf[o] = '\0';
-        k = strstr(buf, "\"child-pid\":");
-        if (k && strpbrk(k + 12, ",}\n")) {
-            *ret_pid = (int)strtol(k + 12, NULL, 10);
-            return *ret_pid > 0 ? 0 : bwrap_fail(err, SBX_E_BACKEND, 0, "bad pid from bwrap");
-        }
         if (o + 1 >= sizeof(buf))
-            return bwrap_fail(err, SBX_E_BACKEND, 0, "bad info from bwrap");
+            return bwrap_fail(err, SBX_E_BACKEND, 0, "bwrap's info is too long");
     }
+    buf[o] = '\0';
+    k = strstr(buf, "\"child-pid\":");
+    *ret_pid = k ? (int)strtol(k + 12, NULL, 10) : 0;
+    if (*ret_pid <= 0)
+        return bwrap_fail(err, SBX_E_BACKEND, 0, "bwrap ended before reporting its pid");
+    return 0;
 }
 
 /* True once the namespace has a default route (pasta configured it). */
@@ -158,11 +170,9 @@ static int attach_pasta(struct bwrap_box *b, struct box_fds *f, const struct sbx
 {
     const struct sbx_host *h = b->st->h;
     char path[64];
-    int pid = 0, netns, userns, r;
+    int pid = b->agent_pid, netns, userns, r;
     struct timespec ts = {0, 2000000};
 
-    if (read_child_pid(f->info_r, &pid, err) < 0)
-        return err->rc;
     snprintf(path, sizeof(path), "/proc/%d/ns/net", pid);
     netns = open(path, O_RDONLY | O_CLOEXEC);
     userns = netns < 0 ? -1 : ioctl(netns, NS_GET_USERNS);
@@ -250,7 +260,7 @@ int bwrap_box_open(void *state, const struct sbx_box_spec *spec, void **ret_box,
     if (!b)
         return bwrap_fail(err, SBX_E_NOMEM, ENOMEM, "out of memory");
     b->st = st;
-    b->rfd = b->wfd = b->efd = -1;
+    b->rfd = b->wfd = b->efd = b->agent_pidfd = -1;
     fds_init(&f);
     r = h->cgroup_new(h, spec->id, spec->policy, &b->cg, err);
     if (r == SBX_E_UNAVAILABLE) { /* no cgroups here: rlimits instead */
@@ -272,15 +282,23 @@ int bwrap_box_open(void *state, const struct sbx_box_spec *spec, void **ret_box,
         for (int i = 0; i < FD_COUNT; i++) /* bwrap has its copies now */
             if (f.fd[i] >= 0)
                 close(f.fd[i]), f.fd[i] = -1;
-        if (net_on)
+        /* The agent waits for our first frame, so its pid stays its own
+         * until we open the pidfd. */
+        r = read_child_pid(f.info_r, &b->agent_pid, err);
+        if (r == 0)
+            b->agent_pidfd = (int)syscall(SYS_pidfd_open, b->agent_pid, 0);
+        if (r == 0 && net_on)
             r = attach_pasta(b, &f, spec, err);
     }
     fds_close(&f);
     if (r < 0) {
         struct sbx_box_stats st2 = {.size = sizeof(st2)};
+        struct sbx_err cerr = {.size = sizeof(cerr)};
 
         bwrap_box_kill(b);
-        bwrap_box_close(b, &st2, NULL);
+        /* bwrap's own message ("bwrap: ...") says more than ours */
+        if (bwrap_box_close(b, &st2, &cerr) < 0)
+            bwrap_fail(err, cerr.rc, cerr.sys_errno, "%s", cerr.msg);
         return r;
     }
     *ret_box = b;
@@ -312,15 +330,30 @@ int bwrap_box_kill(void *box)
     struct bwrap_box *b = box;
     const struct sbx_host *h = b->st->h;
 
-    /* The cgroup holds everything; without one, killing bwrap kills the
-     * agent (--die-with-parent), whose death as pid 1 ends the rest. */
+    /* Killing the agent, pid 1 of the sandbox's pid namespace, kills every
+     * process in it; bwrap then reaps it and exits. The cgroup kill covers
+     * the rest (pasta, a bwrap still setting up). Without the agent's pid,
+     * killing bwrap reaches the agent through --die-with-parent. */
+    if (b->agent_pidfd >= 0)
+        syscall(SYS_pidfd_send_signal, b->agent_pidfd, SIGKILL, NULL, 0);
     if (b->cg)
         h->cgroup_kill(b->cg);
-    if (b->proc)
+    if (b->proc && b->agent_pidfd < 0)
         h->proc_signal(b->proc, SIGKILL);
     if (b->pasta)
         h->proc_signal(b->pasta, SIGKILL);
     return 0;
+}
+
+/* Wait (bounded) until the agent, and with it its whole namespace, is gone:
+ * a pid namespace's init finishes exiting only after all its members. */
+static void await_agent(const struct bwrap_box *b)
+{
+    struct pollfd pfd = {.fd = b->agent_pidfd, .events = POLLIN};
+
+    if (b->agent_pidfd >= 0 && poll(&pfd, 1, 5000) == 0)
+        b->st->h->log(b->st->h, SBX_LOG_WARN, "sandbox agent %d still exiting after 5 s",
+                b->agent_pid);
 }
 
 /* bwrap's own diagnostics, for the error when the box failed early. */
@@ -353,9 +386,13 @@ int bwrap_box_close(void *box, struct sbx_box_stats *stats, struct sbx_err *err)
     if (b->proc) {
         if (h->proc_wait(b->proc, 2000, &status) != 1) {
             bwrap_box_kill(b);
+            h->proc_signal(b->proc, SIGKILL);
             h->proc_wait(b->proc, -1, &status);
         }
+        await_agent(b);
         read_stderr(b, diag, sizeof(diag));
+        if (diag[0])
+            h->log(h, SBX_LOG_DEBUG, "bwrap exited with status %d: %s", status, diag);
         if (status != 0 && strstr(diag, "bwrap:"))
             r = bwrap_fail(err, SBX_E_BACKEND, 0, "%s", diag);
     }
@@ -370,6 +407,8 @@ int bwrap_box_close(void *box, struct sbx_box_stats *stats, struct sbx_err *err)
         close(b->rfd);
     if (b->efd >= 0)
         close(b->efd);
+    if (b->agent_pidfd >= 0)
+        close(b->agent_pidfd);
     free(b);
     return r;
 }

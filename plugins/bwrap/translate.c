@@ -11,16 +11,19 @@
  *                           dropped to the sandbox uid when the core is root)
  *   seccomp, no_new_privs   --seccomp FD (the core's one policy; bwrap sets no_new_privs)
  *   read_only_system        --remount-ro / after all mounts (the root is bwrap's tmpfs)
- *   workspace_bytes         --size N --tmpfs /workspace, and the same for /tmp, /dev/shm
+ *   workspace_bytes         --size N --tmpfs /workspace, and the same for /tmp, /dev/shm;
+ *                           N is at most 3/4 of memory_bytes (tmpfs is RAM, charged to
+ *                           the memory limit: a full disk must end as ENOSPC, not OOM)
  *   network off             empty network namespace (loopback only)
- *   network on              same namespace plus --info-fd/--block-fd: the runner attaches
- *                           pasta to the namespace before the agent starts
+ *   network on              same namespace plus --block-fd: the runner attaches pasta to
+ *                           the namespace before the agent starts
  *   network host            no --unshare-net (operator override only)
  *   environment             not here: bwrap is executed with exactly the sandbox env
  *   memory, cpu, pids       not here: cgroup joined by the runner (rlimits as fallback)
  *   file_size, open files   not here: rlimits the agent sets inside (LIMITS)
  *   lifetime                --die-with-parent --new-session --as-pid-1 (the agent is pid 1,
- *                           so its exit ends every process of the sandbox)
+ *                           so its exit ends every process of the sandbox); --info-fd
+ *                           tells the runner the agent's pid, to kill it and await it
  *
  * Mount order:
  *   1. --ro-bind /usr /usr; the merged-usr symlinks (/bin -> usr/bin, ...) or, on hosts
@@ -107,6 +110,16 @@ static void add_tmpfs(struct builder *b, unsigned long long size, const char *mo
     add2(b, "--tmpfs", dest);
 }
 
+/* The tmpfs mounts are RAM charged to the sandbox's memory limit: cap each
+ * at 3/4 of it, so a program that fills one gets ENOSPC (limit "workspace")
+ * while it still has memory left, rather than an OOM kill. */
+static unsigned long long tmpfs_bytes(const struct sbx_policy *p)
+{
+    uint64_t cap = p->memory_bytes - p->memory_bytes / 4;
+
+    return (unsigned long long)(p->workspace_bytes < cap ? p->workspace_bytes : cap);
+}
+
 static void add_data(struct builder *b, const char *mode, int fd, const char *dest)
 {
     add2(b, "--perms", mode);
@@ -122,7 +135,7 @@ int bwrap_translate(const struct bwrap_input *in, struct bwrap_argv *out, struct
 
     out->argc = 0;
     out->used = 0;
-    if (in->seccomp_fd < 0 || in->agent_fd < 0 || (net_on && (in->info_fd < 0 || in->block_fd < 0))) {
+    if (in->seccomp_fd < 0 || in->agent_fd < 0 || in->info_fd < 0 || (net_on && in->block_fd < 0)) {
         err->rc = SBX_E_INVALID;
         snprintf(err->msg, sizeof(err->msg), "bwrap translation: missing fd");
         return SBX_E_INVALID;
@@ -170,9 +183,9 @@ int bwrap_translate(const struct bwrap_input *in, struct bwrap_argv *out, struct
     /* 4, 5. kernel filesystems and private writable space */
     add2(&b, "--proc", "/proc");
     add2(&b, "--dev", "/dev");
-    add_tmpfs(&b, p->workspace_bytes, "1777", "/tmp");
-    add_tmpfs(&b, p->workspace_bytes, "1777", "/dev/shm");
-    add_tmpfs(&b, p->workspace_bytes, "0755", "/workspace");
+    add_tmpfs(&b, tmpfs_bytes(p), "1777", "/tmp");
+    add_tmpfs(&b, tmpfs_bytes(p), "1777", "/dev/shm");
+    add_tmpfs(&b, tmpfs_bytes(p), "0755", "/workspace");
     /* 6. the agent */
     add_data(&b, "0555", in->agent_fd, BWRAP_AGENT);
     /* 7. */
@@ -180,10 +193,9 @@ int bwrap_translate(const struct bwrap_input *in, struct bwrap_argv *out, struct
         add2(&b, "--remount-ro", "/");
     add2(&b, "--chdir", "/workspace");
     add_fd(&b, "--seccomp", in->seccomp_fd);
-    if (net_on) {
-        add_fd(&b, "--info-fd", in->info_fd);
+    add_fd(&b, "--info-fd", in->info_fd);
+    if (net_on)
         add_fd(&b, "--block-fd", in->block_fd);
-    }
     add2(&b, "--", BWRAP_AGENT);
     if (b.failed) {
         err->rc = SBX_E_LIMIT;

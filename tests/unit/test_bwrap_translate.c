@@ -38,7 +38,7 @@ static struct bwrap_input base_input(const struct sbx_policy *p)
 
     return (struct bwrap_input){.policy = p, .tops = merged, .n_tops = 4, .ro_paths = ro,
             .seccomp_fd = 3, .agent_fd = 4, .passwd_fd = 5, .group_fd = 6, .hosts_fd = 7,
-            .info_fd = -1, .block_fd = -1, .sandbox_uid = 1000, .sandbox_gid = 1000};
+            .info_fd = 8, .block_fd = -1, .sandbox_uid = 1000, .sandbox_gid = 1000};
 }
 
 static char *join(const struct bwrap_argv *av)
@@ -115,7 +115,6 @@ static void test_network_on(void **state)
 
     (void)state;
     p.network = SBX_NET_ON;
-    in.info_fd = 8;
     in.block_fd = 9;
     translate_ok(&in, av);
     check_golden("network_on", av);
@@ -175,6 +174,33 @@ static void test_invariants(void **state)
     free(av);
 }
 
+/* tmpfs is RAM charged to the memory limit: each mount gets at most 3/4 of
+ * it, so a full disk ends as ENOSPC before an OOM kill. */
+static void test_tmpfs_sizes(void **state)
+{
+    struct sbx_policy p = base_policy();
+    struct bwrap_input in = base_input(&p);
+    struct bwrap_argv *av = calloc(1, sizeof(*av));
+    const char *want;
+    int sizes = 0;
+
+    (void)state;
+    for (int round = 0; round < 2; round++) {
+        if (round == 1)
+            p.workspace_bytes = 1u << 20; /* below the cap: as asked */
+        want = round == 0 ? "402653184" : "1048576";
+        translate_ok(&in, av);
+        for (size_t i = 0; i + 1 < av->argc; i++) {
+            if (strcmp(av->argv[i], "--size") == 0) {
+                assert_string_equal(av->argv[i + 1], want);
+                sizes++;
+            }
+        }
+    }
+    assert_int_equal(sizes, 6);
+    free(av);
+}
+
 static void test_refusals(void **state)
 {
     struct sbx_policy p = base_policy();
@@ -186,7 +212,7 @@ static void test_refusals(void **state)
     in.seccomp_fd = -1;
     assert_int_equal(bwrap_translate(&in, av, &err), SBX_E_INVALID);
     in = base_input(&p);
-    p.network = SBX_NET_ON; /* without the info/block fds */
+    p.network = SBX_NET_ON; /* without the block fd */
     assert_int_equal(bwrap_translate(&in, av, &err), SBX_E_INVALID);
     p.network = SBX_NET_REGISTRIES;
     assert_int_equal(bwrap_translate(&in, av, &err), SBX_E_UNSUPPORTED);
@@ -201,6 +227,7 @@ int main(void)
         cmocka_unit_test(test_network_on),
         cmocka_unit_test(test_network_host_writable),
         cmocka_unit_test(test_invariants),
+        cmocka_unit_test(test_tmpfs_sizes),
         cmocka_unit_test(test_refusals),
     };
 

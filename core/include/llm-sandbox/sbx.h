@@ -116,6 +116,8 @@ struct sbx_execution *sbx_execution_free(struct sbx_execution *ex);
 struct json_object *sbx_execution_to_json(const struct sbx_execution *ex);
 /* An execution for an error of the tool (status error, no exit code). */
 struct sbx_execution *sbx_execution_from_error(const struct sbx_error *e);
+/* An execution for a request refused before anything ran (bad arguments). */
+struct sbx_execution *sbx_execution_refused(const char *message);
 
 /*
  * Load settings (environment) and plugins. Plugin problems do not fail this;

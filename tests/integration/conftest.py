@@ -1,0 +1,558 @@
+# SPDX-License-Identifier: MIT
+"""Integration tests: the real llm-sandbox binary under real bubblewrap.
+
+Run by Debian's interpreter (python3-pytest, nothing else):
+
+    /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/integration
+
+as root and again as an unprivileged user (run-unprivileged.sh). Where the
+two legitimately differ (no writable cgroups for an unprivileged user), tests
+branch on ROOT and assert each behaviour precisely.
+
+Environment (set by ctest): SBX_BIN (the binary), SBX_BUILD_DIR, SBX_SOURCE_DIR.
+
+Every CLI run gets a clean environment plus a marker variable that the
+sandbox passes through (LLM_SANDBOX_ENV_ALLOW), so the autouse fixture
+`nothing_left_behind` can tell our processes from those of anything else on
+the machine and check, after every test, that no process, cgroup or /tmp
+entry of ours survived.
+"""
+import glob
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+import uuid
+
+import pytest
+
+SBX_BIN = os.environ.get("SBX_BIN", "/work/main/build/bin/llm-sandbox")
+SBX_BUILD_DIR = os.environ.get("SBX_BUILD_DIR", os.path.dirname(os.path.dirname(SBX_BIN)))
+SBX_SOURCE_DIR = os.environ.get("SBX_SOURCE_DIR",
+                                os.path.dirname(os.path.dirname(os.path.dirname(
+                                    os.path.abspath(__file__)))))
+
+ROOT = os.geteuid() == 0
+# settings.c: the host uid sandboxed code runs as when the server is root.
+SANDBOX_UID = 1879048192
+SANDBOX_GID = 1879048192
+# What a sandboxed process's uid looks like from outside.
+HOST_UID_OF_SANDBOX = SANDBOX_UID if ROOT else os.geteuid()
+
+MIB = 1024 * 1024
+DEFAULT_OUTPUT_CAP = 1 * MIB
+DEFAULT_MEMORY = 512 * MIB
+DEFAULT_FILE_SIZE = 256 * MIB
+DEFAULT_WORKSPACE = 512 * MIB
+DEFAULT_PIDS = 256
+EXIT_TIMEOUT = 124
+EXIT_TOOL = 125
+
+# Every key of the JSON result (issue 2, section 9).
+RESULT_FIELDS = (
+    "status", "exit_code", "limit", "stdout", "stderr", "stdout_truncated",
+    "stderr_truncated", "stdout_bytes", "stderr_bytes", "duration_ms", "backend",
+    "language", "message", "artifacts", "warnings",
+)
+STATUSES = {"ok", "error", "timeout", "oom", "killed", "cancelled", "refused"}
+LIMITS = {None, "wall_time", "memory", "pids", "file_size", "workspace"}
+
+# The sandbox's documented environment: run.c's fixed base plus the python
+# manifest's env (langs/python/python.yaml).
+BASE_ENV = {
+    "PATH": "/usr/bin:/bin", "HOME": "/tmp", "TMPDIR": "/tmp", "LANG": "C.UTF-8",
+    "USER": "sandbox", "LOGNAME": "sandbox",
+}
+PYTHON_ENV = {"PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1", "MPLBACKEND": "Agg"}
+
+# Marker passed into every sandbox we start (see the module docstring).
+MARK_KEY = "SBX_ITEST_MARK"
+SESSION = "%d-%s" % (os.getpid(), uuid.uuid4().hex[:12])
+
+# Names of the processes a run consists of (outside view).
+RUN_COMMS = {"llm-sandbox", "bwrap", "agent", "sbx-agent", "pasta", "pasta.avx2", "passt",
+             "python3", "sleep", "sh"}
+
+# Pids of every CLI process we started during the current test (for the
+# cgroup check: groups are named p<PID>t<STARTTIME>-<SEQ> after their owner).
+_cli_pids = []
+
+
+# --------------------------------------------------------------------------
+# Running the CLI
+
+
+def new_mark():
+    """A marker value unique to one run, attributable to this session."""
+    return "%s:%s" % (SESSION, uuid.uuid4().hex[:8])
+
+
+def clean_env(extra=None, mark=True, mark_value=None):
+    """The environment a CLI run gets: minimal, so the outer environment
+    (BACKEND, SANDBOX_MEMORY, ...) cannot change what is tested."""
+    env = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/tmp"), "LANG": "C.UTF-8"}
+    for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"):  # sanitizer builds
+        if k in os.environ:
+            env[k] = os.environ[k]
+    if mark:
+        env[MARK_KEY] = mark_value or new_mark()
+        env["LLM_SANDBOX_ENV_ALLOW"] = MARK_KEY
+    if extra:
+        for k, v in extra.items():
+            if v is None:
+                env.pop(k, None)
+            else:
+                env[k] = v
+    return env
+
+
+class Run:
+    """One finished CLI invocation."""
+
+    def __init__(self, args, rc, out, err, wall):
+        self.args = args
+        self.rc = rc
+        self.out = out      # bytes
+        self.err = err      # bytes
+        self.wall = wall    # seconds, measured from outside
+        self._json = None
+
+    @property
+    def json(self):
+        if self._json is None:
+            self._json = parse_single_json(self.out, self)
+        return self._json
+
+    def __repr__(self):
+        return "Run(args=%r, rc=%r, out=%r, err=%r)" % (
+            self.args, self.rc, self.out[:2000], self.err[:2000])
+
+
+def parse_single_json(out, run=None):
+    """stdout must be exactly one JSON object on one line."""
+    text = out.decode("utf-8")
+    assert text.endswith("\n"), "JSON output must end with a newline: %r" % (run,)
+    body = text[:-1]
+    assert "\n" not in body, "expected exactly one line of JSON, got %r" % (run,)
+    obj = json.loads(body)
+    assert isinstance(obj, dict), "expected a JSON object, got %r" % (obj,)
+    return obj
+
+
+def run_cli(args, env=None, input=None, timeout=90, stdin=None, extra_env=None, mark=True):
+    """Run the binary with args; return a Run. env replaces the default
+    clean environment entirely; extra_env adds to it."""
+    if env is None:
+        env = clean_env(extra_env, mark=mark)
+    argv = [SBX_BIN] + list(args)
+    t0 = time.monotonic()
+    p = subprocess.Popen(argv, env=env, stdin=stdin if stdin is not None else
+                         (subprocess.PIPE if input is not None else subprocess.DEVNULL),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd="/")
+    _cli_pids.append(p.pid)
+    try:
+        out, err = p.communicate(input=input, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+        pytest.fail("llm-sandbox %r did not return within %ss (stdout %r, stderr %r)"
+                    % (args, timeout, out[:500], err[:500]))
+    return Run(args, p.returncode, out, err, time.monotonic() - t0)
+
+
+def sbx(*args, **kw):
+    """`llm-sandbox run --json ARGS`; returns the Run (result in .json),
+    after checking the JSON contract."""
+    r = run_cli(["run", "--json"] + list(args), **kw)
+    check_contract(r)
+    return r
+
+
+class Result(dict):
+    """A parsed result whose repr (in assertion messages) shows what matters
+    first, with the output shortened."""
+
+    def __repr__(self):
+        short = {k: (v[:300] + "...[%d chars]" % len(v) if isinstance(v, str) and len(v) > 300
+                     else v) for k, v in self.items() if k != "_run"}
+        keys = ["status", "exit_code", "limit", "message", "stdout", "stderr"]
+        head = ", ".join("%s=%r" % (k, short.get(k)) for k in keys)
+        rest = ", ".join("%s=%r" % (k, v) for k, v in short.items() if k not in keys)
+        return "Result(%s, %s)" % (head, rest)
+
+
+def code(src, *args, **kw):
+    """Run python source with --json; returns the parsed result dict (the
+    Run is in result['_run'])."""
+    r = sbx("--code", src, *args, **kw)
+    res = Result(r.json)
+    res["_run"] = r
+    return res
+
+
+def check_contract(r):
+    """Every field present with the right type, whatever the outcome."""
+    res = r.json
+    missing = [k for k in RESULT_FIELDS if k not in res]
+    assert not missing, "result lacks %s: %r" % (missing, res)
+    assert res["status"] in STATUSES, res
+    assert res["exit_code"] is None or isinstance(res["exit_code"], int), res
+    assert res["limit"] in LIMITS, res
+    assert isinstance(res["stdout"], str) and isinstance(res["stderr"], str), res
+    assert isinstance(res["stdout_truncated"], bool), res
+    assert isinstance(res["stderr_truncated"], bool), res
+    for k in ("stdout_bytes", "stderr_bytes", "duration_ms"):
+        assert isinstance(res[k], int) and not isinstance(res[k], bool) and res[k] >= 0, (k, res)
+    assert res["backend"] is None or isinstance(res["backend"], str), res
+    assert res["language"] is None or isinstance(res["language"], str), res
+    assert res["message"] is None or isinstance(res["message"], str), res
+    assert res["artifacts"] == [], res
+    assert isinstance(res["warnings"], list) and all(isinstance(w, str) for w in res["warnings"])
+    if res["status"] == "refused":
+        assert res["exit_code"] is None and res["message"], res
+    if res["status"] == "ok":
+        assert res["exit_code"] == 0 and res["limit"] is None, res
+    if res["status"] == "timeout":
+        assert res["limit"] == "wall_time", res
+    for s in ("stdout", "stderr"):
+        kept = len(res[s].encode("utf-8", "surrogatepass"))
+        if not res[s + "_truncated"] and "\ufffd" not in res[s]:
+            assert res[s + "_bytes"] == kept, (s, res)
+
+
+def expected_cli_rc(res):
+    """The CLI's own exit code for a result (run_cmd.c / cli.h)."""
+    if res["status"] == "timeout":
+        return EXIT_TIMEOUT
+    if res["status"] == "cancelled":
+        return 130
+    if res["status"] == "refused" or res["exit_code"] is None:
+        return EXIT_TOOL
+    return res["exit_code"]
+
+
+def plugins_json(extra_env=None):
+    r = run_cli(["plugins", "--json"], extra_env=extra_env, mark=False)
+    assert r.rc == 0, r
+    data = json.loads(r.out)
+    assert isinstance(data, list), data
+    return data
+
+
+def plugin_entry(plugins, name, manifest_dir=None):
+    for p in plugins:
+        if p["name"] == name and (manifest_dir is None or
+                                  os.path.dirname(p["manifest"]) == manifest_dir):
+            return p
+    raise AssertionError("plugin %s (in %s) not listed: %r" % (name, manifest_dir, plugins))
+
+
+_bwrap_controls = None
+
+
+def bwrap_controls():
+    """The bwrap backend's capability report here, as plugins --json says."""
+    global _bwrap_controls
+    if _bwrap_controls is None:
+        entry = plugin_entry(plugins_json(), "bwrap")
+        assert entry["status"] == "ok" and entry["probe"] == "ok", entry
+        _bwrap_controls = entry["controls"]
+    return _bwrap_controls
+
+
+# --------------------------------------------------------------------------
+# Looking at the host from outside
+
+
+def proc_stat(pid):
+    """(comm, state, ppid, starttime) of a process, or None."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            data = f.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+    lp, rp = data.index("("), data.rindex(")")
+    comm = data[lp + 1:rp]
+    fields = data[rp + 2:].split()
+    return comm, fields[0], int(fields[1]), int(fields[19])
+
+
+def proc_uid(pid):
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("Uid:"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def proc_status(pid):
+    out = {}
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            out[k] = v.strip()
+    return out
+
+
+def proc_environ(pid):
+    """The process's environment as a list of 'K=V', or None if unreadable."""
+    try:
+        with open("/proc/%d/environ" % pid, "rb") as f:
+            return [e.decode("utf-8", "replace") for e in f.read().split(b"\0") if e]
+    except OSError:
+        return None
+
+
+def all_pids():
+    return [int(d) for d in os.listdir("/proc") if d.isdigit()]
+
+
+def process_snapshot():
+    """{(pid, starttime)} of every process now."""
+    snap = set()
+    for pid in all_pids():
+        st = proc_stat(pid)
+        if st:
+            snap.add((pid, st[3]))
+    return snap
+
+
+def has_mark(environ, mark_prefix):
+    return environ is not None and any(e.startswith(mark_prefix) for e in environ)
+
+
+def find_marked(mark_value, comm=None):
+    """Live processes whose environment holds MARK_KEY=mark_value."""
+    want = "%s=%s" % (MARK_KEY, mark_value)
+    found = []
+    for pid in all_pids():
+        env = proc_environ(pid)
+        if env is None or want not in env:
+            continue
+        st = proc_stat(pid)
+        if st and st[1] != "Z" and (comm is None or st[0] == comm):
+            found.append(pid)
+    return found
+
+
+def leftover_processes(before):
+    """Non-zombie processes that appeared during the test and belong to our
+    runs: they carry this session's marker, or (their environment being
+    unreadable, as for the agent, which makes itself non-dumpable) they run
+    as the sandbox's host uid and are named like part of a run."""
+    me = os.getpid()
+    prefix = "%s=%s:" % (MARK_KEY, SESSION)
+    out = []
+    for pid in all_pids():
+        if pid == me:
+            continue
+        st = proc_stat(pid)
+        if not st or (pid, st[3]) in before or st[1] in ("Z", "X"):
+            continue
+        env = proc_environ(pid)
+        uid = proc_uid(pid)
+        ours = has_mark(env, prefix) or (
+            env is None and uid == HOST_UID_OF_SANDBOX and st[0] in RUN_COMMS)
+        if ours:
+            out.append((pid, st[0], uid, st[1]))
+    return out
+
+
+def cgroup_parents():
+    """Every 'llm-sandbox' parent directory our runs could use: under each
+    cgroup mount, at this process's own cgroup path (what the CLI inherits),
+    and directly under each v1 hierarchy."""
+    own = {}
+    with open("/proc/self/cgroup") as f:
+        for line in f:
+            _, ctrls, path = line.rstrip("\n").split(":", 2)
+            own[ctrls] = path
+    parents = set(glob.glob("/sys/fs/cgroup/*/llm-sandbox"))
+    parents.update(glob.glob("/sys/fs/cgroup/llm-sandbox"))
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            pre, _, post = line.partition(" - ")
+            fstype, _, opts = post.split()[:3]
+            mnt = pre.split()[4]
+            if fstype == "cgroup2":
+                path = own.get("")
+            elif fstype == "cgroup":
+                ctl = [o for o in opts.split(",") if o in
+                       ("memory", "pids", "cpu", "cpuacct", "cpuset", "blkio", "devices",
+                        "freezer") or o.startswith("name=")]
+                path = next((p for c, p in own.items() if c and set(c.split(",")) == set(ctl)),
+                            None)
+            else:
+                continue
+            if path is not None:
+                parents.add(os.path.join(mnt, path.lstrip("/"), "llm-sandbox"))
+    return sorted(p for p in parents if os.path.isdir(p))
+
+
+def cgroup_groups():
+    """{path} of every group directory under the parents."""
+    groups = set()
+    for parent in cgroup_parents():
+        try:
+            for name in os.listdir(parent):
+                if os.path.isdir(os.path.join(parent, name)):
+                    groups.add(os.path.join(parent, name))
+        except OSError:
+            pass
+    return groups
+
+
+# cgroup.c: "p<PID>t<STARTTIME>-<SUFFIX>", the suffix a run number or "probe".
+OWNER_RE = re.compile(r"^p(\d+)t(\d+)-([a-z0-9]+)$")
+
+
+def owner_alive(pid, start):
+    st = proc_stat(pid)
+    return st is not None and st[3] == start
+
+
+def leftover_cgroups(before, cli_pids):
+    """Groups that belong to a CLI we ran (all have exited by now) or to any
+    dead owner and were not there before the test."""
+    bad = []
+    for g in cgroup_groups():
+        name = os.path.basename(g)
+        m = OWNER_RE.match(name)
+        if m:
+            pid, start = int(m.group(1)), int(m.group(2))
+            if pid in cli_pids or (g not in before and not owner_alive(pid, start)):
+                bad.append(g)
+        elif name.startswith("probe-") and name[6:].isdigit() and int(name[6:]) in cli_pids:
+            bad.append(g)
+        elif g not in before:
+            bad.append(g)  # e.g. a fixed-name group ("probe") that stayed
+    return bad
+
+
+def tmp_listing():
+    """{name: owner uid} of /tmp, without pytest's own directories."""
+    out = {}
+    for name in os.listdir("/tmp"):
+        if name.startswith("pytest-of-"):
+            continue
+        try:
+            out[name] = os.lstat(os.path.join("/tmp", name)).st_uid
+        except OSError:
+            continue
+    return out
+
+
+# Names a leftover of the product would plausibly carry.
+PRODUCT_NAME_RE = re.compile(r"sbx|llm|sandbox|bwrap|pasta|passt|agent|seccomp|workspace|probe",
+                             re.I)
+
+
+def tmp_entry_is_ours(name, uid):
+    """Other sessions on this machine (running as root) create and remove
+    /tmp entries of their own while we run; attribute an entry to our runs
+    when the sandbox's host uid owns it, when we (unprivileged: nobody else
+    runs as our uid) own it, or when its name looks like the product's."""
+    if uid == HOST_UID_OF_SANDBOX or uid == SANDBOX_UID:
+        return True
+    if not ROOT and uid == os.geteuid():
+        return True
+    return bool(PRODUCT_NAME_RE.search(name))
+
+
+@pytest.fixture(autouse=True)
+def nothing_left_behind(request):
+    """After every test: no process, cgroup or /tmp entry of our runs left."""
+    del _cli_pids[:]
+    procs_before = process_snapshot()
+    groups_before = cgroup_groups()
+    tmp_before = tmp_listing()
+    yield
+    problems = []
+    # Processes: the CLI has returned, so the sandbox must be gone. A short
+    # grace covers the kernel finishing a SIGKILL of a large tree.
+    deadline = time.monotonic() + float(os.environ.get("SBX_ITEST_GRACE", "1.0"))
+    left = leftover_processes(procs_before)
+    while left and time.monotonic() < deadline:
+        time.sleep(0.05)
+        left = leftover_processes(procs_before)
+    if left:
+        problems.append("processes left running: %s" % ", ".join(
+            "pid %d %s uid %s state %s" % p for p in left))
+        for p in left:  # ours (marked): do not let them poison later tests
+            try:
+                os.kill(p[0], signal.SIGKILL)
+            except OSError:
+                pass
+    # cgroups
+    deadline = time.monotonic() + 1.0
+    bad = leftover_cgroups(groups_before, set(_cli_pids))
+    while bad and time.monotonic() < deadline:
+        time.sleep(0.05)
+        bad = leftover_cgroups(groups_before, set(_cli_pids))
+    if bad:
+        problems.append("cgroups left behind: %s" % ", ".join(sorted(bad)))
+    # /tmp: a new entry of ours that is still there a moment later
+    now = tmp_listing()
+    new = {n for n, uid in now.items() if n not in tmp_before and tmp_entry_is_ours(n, uid)}
+    if new:
+        time.sleep(0.2)
+        new &= set(tmp_listing())
+    if new:
+        problems.append("new entries in /tmp: %s" % ", ".join(
+            "%s (uid %d)" % (n, now[n]) for n in sorted(new)))
+    if problems:
+        pytest.fail("%s left things behind:\n  %s" % (request.node.nodeid, "\n  ".join(problems)))
+
+
+# --------------------------------------------------------------------------
+# Network canaries (only ever on this machine's loopback)
+
+
+class Canary:
+    """A TCP listener on the host's loopback that records whether anything
+    connected to it."""
+
+    def __init__(self, family=socket.AF_INET, addr="127.0.0.1"):
+        self.sock = socket.socket(family, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind((addr, 0))
+        self.sock.listen(16)
+        self.sock.setblocking(False)
+        self.addr = addr
+        self.port = self.sock.getsockname()[1]
+
+    def connections(self):
+        n = 0
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except (BlockingIOError, InterruptedError):
+                return n
+            c.close()
+            n += 1
+
+    def close(self):
+        self.sock.close()
+
+
+@pytest.fixture
+def canary():
+    c = Canary()
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def canary6():
+    try:
+        c = Canary(socket.AF_INET6, "::1")
+    except OSError as e:
+        pytest.skip("no IPv6 loopback on this host: %s" % e)
+    yield c
+    c.close()

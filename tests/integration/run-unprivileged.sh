@@ -1,0 +1,48 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+#
+# Run the integration tests again as an unprivileged user (nobody, 65534),
+# with no capabilities and no supplementary groups, where the rlimit
+# fallbacks and the refusals show.
+#
+#   tests/integration/run-unprivileged.sh [BUILD_DIR] [pytest arguments...]
+#
+# BUILD_DIR defaults to $SBX_BUILD_DIR, then the source tree's build/; the
+# binary is BUILD_DIR/bin/llm-sandbox unless SBX_BIN says otherwise (and no
+# BUILD_DIR is given). Must be started as root
+# (setpriv needs it); an unprivileged caller just runs the tests as itself.
+set -eu
+
+here=$(cd "$(dirname "$0")" && pwd)
+src=$(cd "$here/../.." && pwd)
+
+build=${SBX_BUILD_DIR:-$src/build}
+bin=${SBX_BIN:-}
+if [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then
+    build=$1    # an explicit build directory wins over the environment
+    bin=
+    shift
+fi
+build=$(cd "$build" && pwd)
+bin=${bin:-$build/bin/llm-sandbox}
+case $bin in
+    /*) ;;
+    *) bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin") ;;
+esac
+if [ ! -x "$bin" ]; then
+    echo "run-unprivileged.sh: $bin is not an executable (build first)" >&2
+    exit 2
+fi
+
+# pytest needs no write access to the sources (no cache, no bytecode); the
+# unprivileged user only has to be able to read them.
+cd "$src"
+
+set -- /usr/bin/python3 -m pytest -q -p no:cacheprovider --rootdir="$src" "$here" "$@"
+if [ "$(id -u)" -ne 0 ]; then
+    exec env HOME="${HOME:-/tmp}" SBX_BIN="$bin" SBX_BUILD_DIR="$build" SBX_SOURCE_DIR="$src" \
+        PYTHONDONTWRITEBYTECODE=1 "$@"
+fi
+exec setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all \
+    env HOME=/tmp SBX_BIN="$bin" SBX_BUILD_DIR="$build" SBX_SOURCE_DIR="$src" \
+    PYTHONDONTWRITEBYTECODE=1 "$@"

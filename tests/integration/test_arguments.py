@@ -1,0 +1,237 @@
+# SPDX-License-Identifier: MIT
+"""Bad arguments and policy ceilings: every one ends as exactly one JSON
+object with status refused, a message saying why, and nothing run (issue 2,
+sections 5 and 9)."""
+import pytest
+
+from conftest import (EXIT_TOOL, RESULT_FIELDS, check_contract, clean_env, code, run_cli,
+                      sbx)
+
+
+def refused(args, extra_env=None, input=None):
+    """Run, expect one JSON object with status refused; return it."""
+    r = run_cli(["run", "--json"] + list(args), extra_env=extra_env, input=input)
+    res = r.json  # exactly one JSON object on one line
+    assert res["status"] == "refused", (args, res)
+    assert res["exit_code"] is None, res
+    assert isinstance(res.get("message"), str) and res["message"], res
+    assert r.rc == EXIT_TOOL, (r.rc, res)
+    return res, r
+
+
+def test_unknown_language():
+    res, _ = refused(["--language", "cobol", "--code", "1"])
+    assert "unknown language 'cobol'" in res["message"]
+    assert "python" in res["message"], "the message lists what is available"
+
+
+def test_language_alias_accepted():
+    res = code("import sys; print(sys.version_info[0])", "--language", "python3")
+    assert res["status"] == "ok" and res["stdout"] == "3\n", res
+    assert res["language"] == "python", "aliases are reported by the canonical name"
+
+
+def test_unknown_backend_micromamba_lists_available():
+    res, _ = refused(["--backend", "micromamba", "--code", "print(1)"])
+    assert "micromamba" in res["message"]
+    assert "available: " in res["message"] and "bwrap" in res["message"], res["message"]
+
+
+def test_known_but_missing_backend():
+    res, _ = refused(["--backend", "kubernetes", "--code", "print(1)"])
+    assert "kubernetes" in res["message"] and "bwrap" in res["message"], res["message"]
+    res, _ = refused(["--backend", "k8s", "--code", "print(1)"])
+    assert "'kubernetes'" in res["message"], "alias k8s is named canonically: %s" % res
+
+
+def test_backend_alias_bubblewrap_reported_as_bwrap():
+    res = code("print(6*7)", "--backend", "bubblewrap")
+    assert res["status"] == "ok" and res["stdout"] == "42\n", res
+    assert res["backend"] == "bwrap"
+
+
+def test_backend_from_environment():
+    r = sbx("--code", "print(1)", extra_env={"BACKEND": "bubblewrap"})
+    assert r.json["backend"] == "bwrap" and r.json["status"] == "ok", r.json
+    res, _ = refused(["--code", "print(1)"], extra_env={"BACKEND": "micromamba"})
+    assert "micromamba" in res["message"]
+
+
+@pytest.mark.parametrize("value", ["-1", "0", "abc", "", "1e10", "nan", "inf", "5s", "-0"])
+def test_bad_timeout_refused(value):
+    res, _ = refused(["--timeout", value, "--code", "print(1)"])
+    assert value in res["message"] or value == "", res["message"]
+
+
+def test_timeout_above_ceiling_refused_not_clamped():
+    res, _ = refused(["--timeout", "301", "--code", "print(1)"])
+    assert "wall_time" in res["message"], res["message"]
+    assert "300000" in res["message"] or "300 s" in res["message"], res["message"]
+    res, _ = refused(["--timeout", "100000", "--code", "print(1)"])
+    assert "wall_time" in res["message"]
+
+
+def test_timeout_at_ceiling_accepted():
+    res = code("print('ok')", "--timeout", "300")
+    assert res["status"] == "ok", res
+
+
+def test_memory_above_ceiling_refused():
+    res, _ = refused(["--memory", "513M", "--code", "print(1)"])
+    assert "memory" in res["message"], res["message"]
+    res, _ = refused(["--memory", "1G", "--code", "print(1)"])
+    assert "memory" in res["message"]
+
+
+@pytest.mark.parametrize("opt,ctl", [("--output-bytes", "output"), ("--file-size", "file_size"),
+                                     ("--workspace", "workspace"), ("--pids", "pids")])
+def test_other_ceilings_refused(opt, ctl):
+    big = {"--pids": "100000"}.get(opt, "100G")
+    res, _ = refused([opt, big, "--code", "print(1)"])
+    assert ctl in res["message"], res["message"]
+
+
+def test_cpus_above_ceiling_refused():
+    res, _ = refused(["--cpus", "4", "--code", "print(1)"])
+    assert "cpu" in res["message"], res["message"]
+
+
+@pytest.mark.parametrize("opt,value", [("--memory", "0"), ("--memory", "-5M"),
+                                       ("--memory", "lots"), ("--memory", "12X"),
+                                       ("--pids", "0"), ("--pids", "-3"), ("--cpus", "0"),
+                                       ("--cpus", "-1"), ("--output-bytes", "0"),
+                                       ("--network", "bogus"), ("--network", "host")])
+def test_bad_limit_values_refused(opt, value):
+    res, _ = refused([opt, value, "--code", "print(1)"])
+    assert res["message"]
+
+
+def test_network_on_needs_configuration():
+    res, _ = refused(["--network", "on", "--code", "print(1)"])
+    assert "network" in res["message"] and "off" in res["message"], res["message"]
+
+
+def test_code_bigger_than_1mib_refused(tmp_path):
+    f = tmp_path / "big.py"
+    f.write_bytes(b"#" * (1024 * 1024) + b"\n")
+    res, _ = refused(["--file", str(f)])
+    assert "1048577" in res["message"] and "1048576" in res["message"], res["message"]
+    res, _ = refused(["--code", "-"], input=b"#" * (1024 * 1024 + 100))
+    assert "code" in res["message"]
+
+
+def test_code_of_exactly_1mib_runs(tmp_path):
+    f = tmp_path / "big.py"
+    body = b"print('edge')\n"
+    f.write_bytes(body + b"#" * (1024 * 1024 - len(body)))
+    r = sbx("--file", str(f))
+    assert r.json["status"] == "ok" and r.json["stdout"] == "edge\n", r.json
+
+
+def test_stdin_above_16mib_refused(tmp_path):
+    f = tmp_path / "in.bin"
+    f.write_bytes(b"\0" * (16 * 1024 * 1024 + 1))
+    res, _ = refused(["--stdin", str(f), "--code", "print(1)"])
+    assert "stdin" in res["message"], res["message"]
+
+
+@pytest.mark.parametrize("args", [[], ["--code"], ["--file"], ["--language", "python"]])
+def test_missing_code_refused(args):
+    res, _ = refused(args)
+    assert res["message"]
+
+
+def test_code_and_file_together_refused(tmp_path):
+    f = tmp_path / "p.py"
+    f.write_text("print(1)")
+    res, _ = refused(["--code", "print(2)", "--file", str(f)])
+    assert "--code" in res["message"] and "--file" in res["message"]
+
+
+def test_unreadable_inputs_refused(tmp_path):
+    res, _ = refused(["--file", str(tmp_path / "nope.py")])
+    assert "No such file" in res["message"]
+    res, _ = refused(["--code", "print(1)", "--stdin", str(tmp_path / "nope.txt")])
+    assert "stdin" in res["message"]
+
+
+def test_unknown_option_and_stray_argument_refused():
+    res, _ = refused(["--frobnicate", "--code", "print(1)"])
+    assert "--frobnicate" in res["message"]
+    res, _ = refused(["--code", "print(1)", "stray"])
+    assert "stray" in res["message"]
+
+
+def test_text_mode_refusal_goes_to_stderr():
+    r = run_cli(["run", "--timeout", "0", "--code", "print(1)"])
+    assert r.rc == EXIT_TOOL and r.out == b"", r
+    assert r.err.startswith(b"llm-sandbox: "), r
+
+
+# Each kind of refusal must still carry the whole result object.
+CONTRACT_CASES = {
+    "unknown_language": ["--language", "cobol", "--code", "1"],
+    "unknown_backend": ["--backend", "micromamba", "--code", "1"],
+    "timeout_above_ceiling": ["--timeout", "301", "--code", "1"],
+    "code_too_big": ["--code", "#" * (1024 * 1024 + 1)],
+    "negative_timeout": ["--timeout", "-1", "--code", "1"],
+    "garbage_memory": ["--memory", "lots", "--code", "1"],
+    "missing_code": [],
+    "unknown_option": ["--frobnicate", "--code", "1"],
+    "unreadable_file": ["--file", "/nonexistent/prog.py"],
+}
+
+
+@pytest.mark.parametrize("case", sorted(CONTRACT_CASES))
+def test_refusal_has_every_field(case):
+    """--json prints the full result object for every outcome, bad arguments
+    included: status, exit_code, limit, stdout, ... artifacts, warnings."""
+    args = CONTRACT_CASES[case]
+    if case == "code_too_big":
+        r = run_cli(["run", "--json", "--code", "-"], input=b"#" * (1024 * 1024 + 1))
+    else:
+        r = run_cli(["run", "--json"] + args)
+    res = r.json
+    missing = [k for k in RESULT_FIELDS if k not in res]
+    assert not missing, "refusal (%s) lacks %s: %r" % (case, missing, res)
+    check_contract(r)
+    assert res["status"] == "refused" and res["limit"] is None
+    assert res["stdout"] == "" and res["stderr"] == "" and res["duration_ms"] >= 0
+
+
+def test_configuration_ceiling_lowers_and_raises():
+    """Operator ceilings (environment) bound requests; a request may narrow
+    but never widen them."""
+    env = {"LLM_SANDBOX_MAX_TIMEOUT": "60"}
+    res, _ = refused(["--timeout", "61", "--code", "print(1)"], extra_env=env)
+    assert "wall_time" in res["message"] and "60000" in res["message"], res["message"]
+    r = sbx("--timeout", "60", "--code", "print(1)", extra_env=env)
+    assert r.json["status"] == "ok", r.json
+    # a ceiling below the default is a configuration error, not a silent clamp
+    r = run_cli(["run", "--json", "--code", "print(1)"],
+                env=clean_env({"LLM_SANDBOX_MAX_TIMEOUT": "5"}))
+    assert r.json["status"] == "error" and "LLM_SANDBOX_MAX_TIMEOUT" in r.json["message"], r
+    assert r.rc == EXIT_TOOL, r
+    r = sbx("--memory", "1G", "--code", "print(2)",
+            extra_env={"LLM_SANDBOX_MAX_MEMORY": "2G"})
+    assert r.json["status"] == "ok" and r.json["stdout"] == "2\n", r.json
+
+
+def test_bad_configuration_is_a_tool_error():
+    r = run_cli(["run", "--json", "--code", "print(1)"],
+                env=clean_env({"SANDBOX_MEMORY": "lots"}))
+    res = r.json
+    check_contract(r)
+    assert res["status"] in ("error", "refused"), res
+    assert res["exit_code"] is None, res
+    assert "SANDBOX_MEMORY" in res["message"], res
+    assert r.rc == EXIT_TOOL, r
+
+
+def test_privileged_is_refused():
+    r = run_cli(["run", "--json", "--code", "print(1)"],
+                env=clean_env({"SANDBOX_PRIVILEGED": "true"}))
+    res = r.json
+    assert res["status"] in ("error", "refused") and res["exit_code"] is None, res
+    assert "SANDBOX_PRIVILEGED" in res["message"], res
+    assert res["stdout"] == "", "nothing ran"

@@ -1,0 +1,213 @@
+# SPDX-License-Identifier: MIT
+"""Plugins found on LLM_SANDBOX_PLUGIN_PATH (issue 2, sections 2-4 and "Done
+when"): broken manifests and libraries are reported by `plugins` and
+`doctor` and never stop `run`; a plugin named like an installed one is
+reported as shadowed and ignored."""
+import json
+import re
+
+import pytest
+
+from conftest import ROOT, plugin_entry, plugins_json, run_cli, sbx
+
+LOC = re.compile(r":(\d+):(\d+): ")
+
+
+def write(d, name, text):
+    p = d / name
+    p.write_text(text)
+    return p
+
+
+@pytest.fixture
+def extra(tmp_path):
+    d = tmp_path / "plugins"
+    d.mkdir()
+    return d
+
+
+def env_for(d):
+    return {"LLM_SANDBOX_PLUGIN_PATH": str(d)}
+
+
+BAD_YAML = "name: badyaml\nkind: language\n  version: [1\n"
+UNKNOWN_KEY = ("name: unknownkey\nkind: language\nversion: 0.1.0\nabi: \"1.0\"\n"
+               "description: has a key nobody knows\nbogus_key: 1\n"
+               "language:\n  source_file: main.py\n  run: [python3, \"{source}\"]\n")
+WRONG_TYPE = ("name: wrongtype\nkind: language\nversion: [0, 1]\nabi: \"1.0\"\n"
+              "description: x\nlanguage:\n  source_file: main.py\n  run: [python3]\n")
+GARBAGE_SO = ("name: garbage\nkind: backend\nversion: 0.1.0\nabi: \"1.0\"\n"
+              "library: garbage.so\ndescription: a library that is not an ELF file\n")
+MISSING_SO = ("name: missinglib\nkind: backend\nversion: 0.1.0\nabi: \"1.0\"\n"
+              "library: missinglib.so\ndescription: names a library that is not there\n")
+IMPOSTOR = ("name: {name}\nkind: language\nversion: 9.9.9\nabi: \"1.0\"\n"
+            "description: a data-only language that prints IMPOSTOR\n"
+            "language:\n  source_file: main.py\n  run: [python3, -c, \"print('IMPOSTOR')\"]\n")
+
+
+def populate_broken(d):
+    write(d, "badyaml.yaml", BAD_YAML)
+    write(d, "unknownkey.yaml", UNKNOWN_KEY)
+    write(d, "wrongtype.yaml", WRONG_TYPE)
+    write(d, "garbage.yaml", GARBAGE_SO)
+    (d / "garbage.so").write_bytes(b"\x7fNOT an ELF file, just bytes\n" * 40)
+    write(d, "missinglib.yaml", MISSING_SO)
+
+
+def test_installed_plugins_report():
+    data = plugins_json()
+    bwrap = plugin_entry(data, "bwrap")
+    assert bwrap["kind"] == "backend" and bwrap["status"] == "ok", bwrap
+    assert "bubblewrap" in bwrap["aliases"]
+    assert bwrap["probe"] == "ok" and bwrap["probe_error"] is None, bwrap
+    ctl = bwrap["controls"]
+    for c in ("wall_time", "output", "file_size", "workspace", "network_off", "seccomp",
+              "no_new_privs", "environment", "read_only_system", "unprivileged"):
+        assert ctl[c]["level"] == "full", (c, ctl[c])
+    if ROOT:
+        for c in ("memory", "cpu", "pids"):
+            assert ctl[c]["level"] == "full" and "cgroup" in ctl[c]["note"], (c, ctl[c])
+        assert "1879048192" in ctl["unprivileged"]["note"], ctl["unprivileged"]
+    else:
+        assert ctl["memory"]["level"] == "fallback" and "RLIMIT_AS" in ctl["memory"]["note"]
+        assert ctl["pids"]["level"] == "fallback" and "RLIMIT_NPROC" in ctl["pids"]["note"]
+        assert ctl["cpu"]["level"] == "none", ctl["cpu"]
+    assert ctl["network_registries"]["level"] == "none"
+    py = plugin_entry(data, "python")
+    assert py["kind"] == "language" and py["status"] == "ok" and py["error"] is None, py
+    assert py["source_file"] == "main.py"
+
+
+def test_plugins_text_output():
+    r = run_cli(["plugins"])
+    assert r.rc == 0, r
+    lines = r.out.decode().splitlines()
+    assert lines[0].split() == ["NAME", "KIND", "VERSION", "STATUS", "MANIFEST"], lines[0]
+    assert any(re.match(r"bwrap\s+backend\s+\S+\s+ok\s", l) for l in lines), lines
+    assert any(re.match(r"python\s+language\s+\S+\s+ok\s", l) for l in lines), lines
+
+
+def test_doctor_clean():
+    r = run_cli(["doctor", "--json"])
+    rep = json.loads(r.out)
+    assert rep["ok"] is True and r.rc == 0, rep
+    checks = {c["check"]: c for c in rep["checks"]}
+    assert checks["plugin:bwrap"]["status"] == "ok", checks
+    assert checks["seccomp"]["status"] == "ok"
+    if ROOT:
+        assert checks["cgroups"]["status"] == "ok", checks["cgroups"]
+    else:
+        assert checks["cgroups"]["status"] == "warn" and checks["cgroups"]["fix"], \
+            checks["cgroups"]
+    r = run_cli(["doctor"])
+    assert r.rc == 0 and b"plugin:bwrap" in r.out, r
+
+
+def test_broken_plugins_reported_by_plugins(extra):
+    populate_broken(extra)
+    data = plugins_json(env_for(extra))
+    d = str(extra)
+    bad = plugin_entry(data, "badyaml", d)
+    assert bad["status"] == "broken", bad
+    assert bad["error"].startswith(d + "/badyaml.yaml:3:"), bad["error"]
+    assert LOC.search(bad["error"]), bad["error"]
+    unk = plugin_entry(data, "unknownkey", d)
+    assert unk["status"] == "broken", unk
+    assert unk["error"].startswith(d + "/unknownkey.yaml:6:1: "), unk["error"]
+    assert "bogus_key" in unk["error"], unk["error"]
+    wt = plugin_entry(data, "wrongtype", d)
+    assert wt["status"] == "broken" and wt["error"].startswith(d + "/wrongtype.yaml:3:"), wt
+    garbage = plugin_entry(data, "garbage", d)
+    assert garbage["status"] == "broken", garbage
+    assert d + "/garbage.so" in garbage["error"], garbage["error"]
+    missing = plugin_entry(data, "missinglib", d)
+    assert missing["status"] == "broken", missing
+    assert d + "/missinglib.so" in missing["error"], missing["error"]
+    assert "No such file" in missing["error"], missing["error"]
+    # the installed plugins are untouched
+    assert plugin_entry(data, "bwrap")["status"] == "ok"
+    assert plugin_entry(data, "python")["status"] == "ok"
+
+
+def test_garbage_library_error_says_what_is_wrong(extra):
+    """A library file that exists but is not an ELF object must not be
+    reported as missing."""
+    populate_broken(extra)
+    garbage = plugin_entry(plugins_json(env_for(extra)), "garbage", str(extra))
+    assert "not found" not in garbage["error"].lower(), (
+        "garbage.so exists; the report says: %s" % garbage["error"])
+
+
+def test_broken_plugins_reported_by_doctor(extra):
+    populate_broken(extra)
+    r = run_cli(["doctor", "--json"], extra_env=env_for(extra))
+    rep = json.loads(r.out)
+    assert r.rc != 0, "doctor must exit non-zero when a plugin is broken"
+    assert rep["ok"] is False
+    checks = {c["check"]: c for c in rep["checks"]}
+    for name in ("badyaml", "unknownkey", "wrongtype", "garbage", "missinglib"):
+        c = checks["plugin:" + name]
+        assert c["status"] == "fail" and c["fix"], c
+    assert LOC.search(checks["plugin:badyaml"]["detail"])
+    assert "garbage.so" in checks["plugin:garbage"]["detail"]
+    assert checks["plugin:bwrap"]["status"] == "ok"
+    # text form too
+    r = run_cli(["doctor"], extra_env=env_for(extra))
+    assert r.rc != 0
+    text = r.out.decode()
+    assert re.search(r"\[fail\] plugin:badyaml\s+.*badyaml\.yaml:3:\d+", text), text
+    assert re.search(r"\[fail\] plugin:garbage\s+.*garbage\.so", text), text
+    assert re.search(r"\[fail\] plugin:unknownkey\s+.*unknownkey\.yaml:6:1", text), text
+
+
+def test_run_still_works_with_broken_plugins(extra):
+    populate_broken(extra)
+    r = sbx("--code", "print(6*7)", extra_env=env_for(extra))
+    assert r.json["status"] == "ok" and r.json["stdout"] == "42\n", r.json
+    r = run_cli(["run", "--code", "print(6*7)"], extra_env=env_for(extra))
+    assert r.rc == 0 and r.out == b"42\n", r
+    # a broken backend chosen explicitly is refused with its error
+    r = sbx("--backend", "garbage", "--code", "print(1)", extra_env=env_for(extra))
+    assert r.json["status"] == "refused", r.json
+    assert "garbage" in r.json["message"] and "bwrap" in r.json["message"], r.json
+
+
+def test_extra_directory_positive_control(extra):
+    """A valid data-only language in the extra directory loads and runs: the
+    directory is really searched (so 'shadowed' below means shadowed)."""
+    write(extra, "impostor.yaml", IMPOSTOR.format(name="impostor"))
+    entry = plugin_entry(plugins_json(env_for(extra)), "impostor", str(extra))
+    assert entry["status"] == "ok", entry
+    r = sbx("--language", "impostor", "--code", "print(1)", extra_env=env_for(extra))
+    assert r.json["status"] == "ok" and r.json["stdout"] == "IMPOSTOR\n", r.json
+
+
+def test_shadowing_plugin_is_reported_and_ignored(extra):
+    write(extra, "python.yaml", IMPOSTOR.format(name="python"))
+    data = plugins_json(env_for(extra))
+    shadow = plugin_entry(data, "python", str(extra))
+    assert shadow["status"] == "shadowed", shadow
+    assert "python" in shadow["error"] and "already" in shadow["error"], shadow
+    installed = [p for p in data if p["name"] == "python" and p["status"] == "ok"]
+    assert len(installed) == 1 and installed[0]["version"] != "9.9.9", installed
+    r = sbx("--code", "print(6*7)", extra_env=env_for(extra))
+    assert r.json["status"] == "ok" and r.json["stdout"] == "42\n", r.json
+    r = run_cli(["doctor", "--json"], extra_env=env_for(extra))
+    rep = json.loads(r.out)
+    c = {x["check"]: x for x in rep["checks"]}["plugin:python"]
+    assert c["status"] == "warn" and "already" in c["detail"], c
+    assert r.rc == 0, "a shadowed plugin is a warning, not a failure"
+
+
+def test_plugin_path_with_several_and_missing_directories(extra, tmp_path):
+    write(extra, "impostor.yaml", IMPOSTOR.format(name="impostor"))
+    path = "%s:%s:" % (tmp_path / "does-not-exist", extra)
+    r = sbx("--language", "impostor", "--code", "print(1)",
+            extra_env={"LLM_SANDBOX_PLUGIN_PATH": path})
+    assert r.json["stdout"] == "IMPOSTOR\n", r.json
+
+
+def test_manifest_must_be_named_after_plugin(extra):
+    write(extra, "wrongname.yaml", IMPOSTOR.format(name="othername"))
+    entry = plugin_entry(plugins_json(env_for(extra)), "wrongname", str(extra))
+    assert entry["status"] == "broken" and "othername" in entry["error"], entry
