@@ -34,15 +34,35 @@ if [ ! -x "$bin" ]; then
     exit 2
 fi
 
-# pytest needs no write access to the sources (no cache, no bytecode); the
-# unprivileged user only has to be able to read them.
-cd "$src"
-
-set -- /usr/bin/python3 -m pytest -q -p no:cacheprovider --rootdir="$src" "$here" "$@"
+set -- /usr/bin/python3 -m pytest -q -p no:cacheprovider "$@"
 if [ "$(id -u)" -ne 0 ]; then
+    cd "$src"
+    set -- "$@" --rootdir="$src" "$here"
     exec env HOME="${HOME:-/tmp}" SBX_BIN="$bin" SBX_BUILD_DIR="$build" SBX_SOURCE_DIR="$src" \
         PYTHONDONTWRITEBYTECODE=1 "$@"
 fi
-exec setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all \
-    env HOME=/tmp SBX_BIN="$bin" SBX_BUILD_DIR="$build" SBX_SOURCE_DIR="$src" \
-    PYTHONDONTWRITEBYTECODE=1 "$@"
+
+# The unprivileged user must be able to read the binary, its plugins and the
+# tests. A checkout under a private directory (e.g. /root) is not readable:
+# then run a copy (the binary finds its plugins relative to itself).
+as_nobody() {
+    setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "$@"
+}
+if ! as_nobody test -x "$bin" -a -r "$here/conftest.py" 2>/dev/null; then
+    stage=$(mktemp -d /tmp/sbx-unpriv.XXXXXX)
+    trap 'rm -rf "$stage"' EXIT
+    chmod 755 "$stage"
+    bindir=$(dirname "$bin")
+    prefix=$(dirname "$bindir")
+    mkdir -p "$stage/build" "$stage/tests"
+    cp -a "$prefix/bin" "$prefix/lib" "$prefix/libexec" "$stage/build/"
+    cp -a "$here" "$stage/tests/integration"
+    chmod -R a+rX "$stage"
+    bin=$stage/build/bin/$(basename "$bin")
+    build=$stage/build
+    src=$stage
+    here=$stage/tests/integration
+fi
+cd "$src"
+as_nobody env HOME=/tmp SBX_BIN="$bin" SBX_BUILD_DIR="$build" SBX_SOURCE_DIR="$src" \
+    PYTHONDONTWRITEBYTECODE=1 "$@" --rootdir="$src" "$here"
