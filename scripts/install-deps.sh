@@ -11,7 +11,7 @@ PACKAGES="
   gcc g++ make cmake ninja-build pkg-config
   libltdl-dev libjson-c-dev libyaml-dev libcurl4-openssl-dev libcmocka-dev libseccomp-dev
   bubblewrap passt python3 python3-pytest procps
-  clang libclang-rt-14-dev valgrind
+  clang clang-format libclang-rt-14-dev valgrind
 "
 
 SUDO=""

@@ -173,8 +173,8 @@ static void send_u32(uint8_t type, uint32_t a, uint32_t b, uint32_t c, size_t co
     send_frame(type, p, 4 * count);
 }
 
-__attribute__((format(printf, 3, 4))) static void send_text(uint8_t type, int err, const char *fmt,
-                                                            ...)
+__attribute__((format(printf, 3, 4))) static void send_text(
+        uint8_t type, int err, const char *fmt, ...)
 {
     unsigned char p[4 + 512];
     size_t off = type == AGENT_ERROR ? 4 : 0;
@@ -209,7 +209,7 @@ static bool path_ok(const char *p)
         size_t n = (size_t)(e - p);
 
         if (n == 0 || n > NAME_MAX || (n == 1 && p[0] == '.') ||
-            (n == 2 && p[0] == '.' && p[1] == '.'))
+                (n == 2 && p[0] == '.' && p[1] == '.'))
             return false;
         if (*e == '\0')
             return true;
@@ -417,7 +417,7 @@ static void exec_start(struct spawn *sp, bool stdin_pipe)
     int e;
 
     if ((!stdin_pipe || pipe2(in, O_CLOEXEC) == 0) && pipe2(out, O_CLOEXEC) == 0 &&
-        pipe2(err, O_CLOEXEC) == 0 && pipe2(rp, O_CLOEXEC) == 0) {
+            pipe2(err, O_CLOEXEC) == 0 && pipe2(rp, O_CLOEXEC) == 0) {
         sp->in_r = in[0];
         sp->out_w = out[1];
         sp->err_w = err[1];
@@ -458,10 +458,10 @@ static void exec_start(struct spawn *sp, bool stdin_pipe)
     }
     g.ex.failed = true;
     send_text(AGENT_STDERR, 0, "sbx-agent: cannot %s '%.256s': %s\n",
-              rep.stage == STAGE_EXEC    ? "execute"
-              : rep.stage == STAGE_CHDIR ? "change directory to"
-                                         : "set up standard streams for",
-              rep.stage == STAGE_CHDIR ? sp->cwd : sp->argv[0], strerror(rep.err));
+            rep.stage == STAGE_EXEC    ? "execute"
+            : rep.stage == STAGE_CHDIR ? "change directory to"
+                                       : "set up standard streams for",
+            rep.stage == STAGE_CHDIR ? sp->cwd : sp->argv[0], strerror(rep.err));
 }
 
 /* EXEC: u32 flags, u32 argc, u32 envc, argc + envc + 1 NUL-terminated strings. */
@@ -591,7 +591,7 @@ static bool walk_big(int fd, int depth, unsigned *budget, uint64_t limit)
             break;
         (*budget)--;
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
-            fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
             continue;
         if (S_ISREG(st.st_mode) && st.st_size >= 0 && (uint64_t)st.st_size >= limit) {
             found = true;
@@ -662,8 +662,8 @@ static void exec_finish(void)
     }
     reap_all();
     while (g.ex.out_fd[0] >= 0 || g.ex.out_fd[1] >= 0) {
-        struct pollfd pf[2] = {{.fd = g.ex.out_fd[0], .events = POLLIN},
-                               {.fd = g.ex.out_fd[1], .events = POLLIN}};
+        struct pollfd pf[2] = {
+                {.fd = g.ex.out_fd[0], .events = POLLIN}, {.fd = g.ex.out_fd[1], .events = POLLIN}};
         /* Not pid 1: a process that left the group may hold a pipe; do not hang on it. */
         int r = poll(pf, 2, g.pid1 ? -1 : 2000);
 
@@ -763,21 +763,14 @@ static void on_limits(uint32_t len)
 static bool frame_ok(const struct agent_hdr *h)
 {
     switch (h->type) {
-    case AGENT_PUT:
-        return h->len >= 8 && (h->flags & ~(AGENT_PUT_FIRST | AGENT_PUT_LAST)) == 0;
-    case AGENT_EXEC:
-        return h->len >= 12 && h->flags == 0;
-    case AGENT_STDIN:
-        return h->flags == 0;
-    case AGENT_SIGNAL:
-        return h->len == 4 && h->flags == 0;
+    case AGENT_PUT: return h->len >= 8 && (h->flags & ~(AGENT_PUT_FIRST | AGENT_PUT_LAST)) == 0;
+    case AGENT_EXEC: return h->len >= 12 && h->flags == 0;
+    case AGENT_STDIN: return h->flags == 0;
+    case AGENT_SIGNAL: return h->len == 4 && h->flags == 0;
     case AGENT_STDIN_EOF:
-    case AGENT_QUIT:
-        return h->len == 0 && h->flags == 0;
-    case AGENT_LIMITS:
-        return h->len >= 4 && h->flags == 0;
-    default:
-        return false;
+    case AGENT_QUIT: return h->len == 0 && h->flags == 0;
+    case AGENT_LIMITS: return h->len >= 4 && h->flags == 0;
+    default: return false;
     }
 }
 
@@ -787,17 +780,10 @@ static bool dispatch(void)
     uint32_t sig;
 
     switch (g.h.type) {
-    case AGENT_PUT:
-        on_put(g.h.len);
-        break;
-    case AGENT_EXEC:
-        on_exec(g.h.len);
-        break;
-    case AGENT_STDIN:
-        return on_stdin(g.h.len);
-    case AGENT_LIMITS:
-        on_limits(g.h.len);
-        break;
+    case AGENT_PUT: on_put(g.h.len); break;
+    case AGENT_EXEC: on_exec(g.h.len); break;
+    case AGENT_STDIN: return on_stdin(g.h.len);
+    case AGENT_LIMITS: on_limits(g.h.len); break;
     case AGENT_STDIN_EOF:
         g.ex.in_eof = g.ex.pid > 0;
         stdin_pump();
@@ -809,8 +795,7 @@ static bool dispatch(void)
         else if (g.ex.pid > 0)
             kill_exec((int)sig);
         break;
-    default: /* AGENT_QUIT; frame_ok() let nothing else through */
-        terminate(0);
+    default: /* AGENT_QUIT; frame_ok() let nothing else through */ terminate(0);
     }
     return true;
 }
@@ -835,7 +820,7 @@ static void read_input(void)
     else
         g.pay_got += (size_t)n;
     if (in_hdr && g.hdr_got == AGENT_HDR_SIZE &&
-        (agent_hdr_decode(g.hdr, &g.h) < 0 || !frame_ok(&g.h)))
+            (agent_hdr_decode(g.hdr, &g.h) < 0 || !frame_ok(&g.h)))
         fatal("malformed frame header (length, type or flags)");
     g.frame_ready = g.hdr_got == AGENT_HDR_SIZE && g.pay_got == g.h.len;
 }
@@ -871,8 +856,8 @@ int main(void)
         dprintf(STDERR_FILENO, "sbx-agent: cannot start: %s\n", strerror(errno));
         return 2;
     }
-    send_u32(AGENT_READY, AGENT_PROTO_VERSION, (uint32_t)getpid(), g.pid1 ? AGENT_READY_PID1 : 0,
-             3);
+    send_u32(
+            AGENT_READY, AGENT_PROTO_VERSION, (uint32_t)getpid(), g.pid1 ? AGENT_READY_PID1 : 0, 3);
     for (;;) {
         struct pollfd pf[5];
 

@@ -103,7 +103,7 @@ enum agent_rlimit {
     AGENT_RLIMIT_AS = 4,
     AGENT_RLIMIT_NPROC = 5,
 };
-#define AGENT_LIMITS_MAX 8
+#define AGENT_LIMITS_MAX      8
 #define AGENT_RLIMIT_INFINITY UINT64_MAX
 enum agent_put_flags { AGENT_PUT_FIRST = 1u << 0, AGENT_PUT_LAST = 1u << 1 };
 enum agent_exec_flags { AGENT_EXEC_STDIN_PIPE = 1u << 0 };
@@ -132,8 +132,7 @@ static inline void agent_put_u32(unsigned char *p, uint32_t v)
 
 static inline uint32_t agent_get_u32(const unsigned char *p)
 {
-    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
-           ((uint32_t)p[3] << 24);
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
 }
 
 static inline void agent_put_u64(unsigned char *p, uint64_t v)
@@ -147,8 +146,8 @@ static inline uint64_t agent_get_u64(const unsigned char *p)
     return (uint64_t)agent_get_u32(p) | ((uint64_t)agent_get_u32(p + 4) << 32);
 }
 
-static inline void agent_hdr_encode(unsigned char out[AGENT_HDR_SIZE], uint32_t len, uint8_t type,
-        uint8_t flags)
+static inline void agent_hdr_encode(
+        unsigned char out[AGENT_HDR_SIZE], uint32_t len, uint8_t type, uint8_t flags)
 {
     agent_put_u32(out, len);
     out[4] = type;

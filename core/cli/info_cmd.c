@@ -3,10 +3,10 @@
  * info_cmd.c: `llm-sandbox plugins` and `llm-sandbox doctor`, printing the
  * core's reports as text or, with --json, as they are.
  */
+#include <json-c/json.h>
 #include <stdio.h>
 #include <string.h>
 
-#include <json-c/json.h>
 #include <llm-sandbox/sbx.h>
 
 #include "cli.h"
@@ -36,8 +36,8 @@ static bool want_json(int argc, char **argv, int *bad)
 
 static void print_json(struct json_object *o)
 {
-    puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
-                                                   JSON_C_TO_STRING_NOSLASHESCAPE));
+    puts(json_object_to_json_string_ext(
+            o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
 }
 
 static void print_plugin(struct json_object *p)
@@ -52,7 +52,8 @@ static void print_plugin(struct json_object *p)
     if (perr)
         printf("    probe: %s\n", perr);
     if (json_object_object_get_ex(p, "controls", &controls) && !perr) {
-        json_object_object_foreach(controls, name, c) {
+        json_object_object_foreach(controls, name, c)
+        {
             printf("    %-20s %-9s %s\n", name, get(c, "level"), get(c, "note"));
         }
     }

@@ -14,12 +14,11 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: llm-sandbox run [options] (--code CODE | --file FILE)\n"
-            "       llm-sandbox plugins [--json]\n"
-            "       llm-sandbox doctor [--json]\n"
-            "       llm-sandbox --version\n"
-            "Run 'llm-sandbox run --help' for the run options.\n");
+    fprintf(f, "usage: llm-sandbox run [options] (--code CODE | --file FILE)\n"
+               "       llm-sandbox plugins [--json]\n"
+               "       llm-sandbox doctor [--json]\n"
+               "       llm-sandbox --version\n"
+               "Run 'llm-sandbox run --help' for the run options.\n");
 }
 
 int main(int argc, char **argv)

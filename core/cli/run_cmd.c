@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <json-c/json.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -16,7 +17,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <json-c/json.h>
 #include <llm-sandbox/sbx.h>
 
 #include "cli.h"
@@ -163,11 +163,8 @@ static int set_limit(struct opts *o, int opt, const char *v)
             return -1;
         l->pids_max = u, l->set |= SBX_REQ_PIDS;
         return 0;
-    case 1005:
-        l->network = v, l->set |= SBX_REQ_NETWORK;
-        return 0;
-    default:
-        break;
+    case 1005: l->network = v, l->set |= SBX_REQ_NETWORK; return 0;
+    default: break;
     }
     /* sizes: digits with an optional k/m/g suffix */
     if (v[0] < '0' || v[0] > '9')
@@ -199,14 +196,22 @@ static int set_limit(struct opts *o, int opt, const char *v)
 }
 
 static const struct option long_opts[] = {
-    {"language", required_argument, NULL, 'l'}, {"backend", required_argument, NULL, 'b'},
-    {"code", required_argument, NULL, 'c'}, {"file", required_argument, NULL, 'f'},
-    {"timeout", required_argument, NULL, 't'}, {"stdin", required_argument, NULL, 1001},
-    {"memory", required_argument, NULL, 1002}, {"cpus", required_argument, NULL, 1003},
-    {"pids", required_argument, NULL, 1004}, {"network", required_argument, NULL, 1005},
-    {"output-bytes", required_argument, NULL, 1006}, {"file-size", required_argument, NULL, 1007},
-    {"workspace", required_argument, NULL, 1008}, {"json", no_argument, NULL, 'j'},
-    {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+        {"language", required_argument, NULL, 'l'},
+        {"backend", required_argument, NULL, 'b'},
+        {"code", required_argument, NULL, 'c'},
+        {"file", required_argument, NULL, 'f'},
+        {"timeout", required_argument, NULL, 't'},
+        {"stdin", required_argument, NULL, 1001},
+        {"memory", required_argument, NULL, 1002},
+        {"cpus", required_argument, NULL, 1003},
+        {"pids", required_argument, NULL, 1004},
+        {"network", required_argument, NULL, 1005},
+        {"output-bytes", required_argument, NULL, 1006},
+        {"file-size", required_argument, NULL, 1007},
+        {"workspace", required_argument, NULL, 1008},
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
 };
 
 static const char *opt_name(int c)
@@ -234,7 +239,10 @@ static int parse(struct opts *o, int argc, char **argv)
         case 'f': file = optarg; break;
         case 1001: in = optarg; break;
         case 'j': break;
-        case 'h': run_help(); o->help = true; return 1;
+        case 'h':
+            run_help();
+            o->help = true;
+            return 1;
         case ':': return fail(o, "option '%s' needs a value", argv[optind - 1]);
         case '?': return fail(o, "unknown option '%s'", argv[optind - 1]);
         default:
@@ -348,8 +356,8 @@ int cmd_run(int argc, char **argv)
     if (o.json && ex) {
         struct json_object *j = sbx_execution_to_json(ex);
 
-        puts(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN |
-                                                       JSON_C_TO_STRING_NOSLASHESCAPE));
+        puts(json_object_to_json_string_ext(
+                j, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
         json_object_put(j);
     } else if (ex) {
         report_text(ex);

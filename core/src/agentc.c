@@ -10,6 +10,8 @@
  * unexpected ends the exchange as AGENTC_LOST with a message. No policy
  * decisions here.
  */
+#include "agentc.h"
+
 #include <errno.h>
 #include <poll.h>
 #include <stdarg.h>
@@ -17,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agentc.h"
 #include "exec.h"
 #include "proto.h"
 
@@ -53,8 +54,8 @@ void capture_done(struct capture *c)
     dynbuf_done(&c->buf);
 }
 
-static void capture_add(struct agentc_sink *s, enum sbx_stream stream, const unsigned char *data,
-        size_t len)
+static void capture_add(
+        struct agentc_sink *s, enum sbx_stream stream, const unsigned char *data, size_t len)
 {
     struct capture *c = stream == SBX_STREAM_STDOUT ? &s->out : &s->err;
     size_t room = c->buf.cap - c->buf.len, keep = len < room ? len : room;
@@ -119,7 +120,8 @@ static int queue_frame(struct agentc *ac, uint8_t type, uint8_t flags, const voi
     unsigned char hdr[AGENT_HDR_SIZE];
 
     agent_hdr_encode(hdr, (uint32_t)(alen + blen), type, flags);
-    if (dynbuf_append(&ac->wq, hdr, sizeof(hdr)) < 0 || (alen && dynbuf_append(&ac->wq, a, alen) < 0) ||
+    if (dynbuf_append(&ac->wq, hdr, sizeof(hdr)) < 0 ||
+            (alen && dynbuf_append(&ac->wq, a, alen) < 0) ||
             (blen && dynbuf_append(&ac->wq, b, blen) < 0))
         return SBX_E_LIMIT;
     return 0;
@@ -169,8 +171,9 @@ static int read_frame(struct agentc *ac)
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             return 0;
         if (n <= 0)
-            return lost(ac, "%s", n == 0 ? "the sandbox ended unexpectedly"
-                                         : "cannot read from the sandbox agent");
+            return lost(ac, "%s",
+                    n == 0 ? "the sandbox ended unexpectedly"
+                           : "cannot read from the sandbox agent");
         ac->rlen += (size_t)n;
     }
 }
@@ -183,9 +186,9 @@ static int next_frame(struct agentc *ac, int64_t deadline_ms)
 {
     for (;;) {
         struct pollfd pfd[3] = {
-            {.fd = ac->ops->box_poll_fd(ac->box), .events = POLLIN},
-            {.fd = ac->wq.len ? ac->ops->box_write_fd(ac->box) : -1, .events = POLLOUT},
-            {.fd = ac->cancel_fd, .events = POLLIN},
+                {.fd = ac->ops->box_poll_fd(ac->box), .events = POLLIN},
+                {.fd = ac->wq.len ? ac->ops->box_write_fd(ac->box) : -1, .events = POLLOUT},
+                {.fd = ac->cancel_fd, .events = POLLIN},
         };
         int64_t left = deadline_ms - now_ms();
         int r;
@@ -248,8 +251,8 @@ int agentc_put(struct agentc *ac, const char *path, uint32_t mode, const void *d
     agent_put_u32(head + 4, (uint32_t)plen);
     do {
         size_t n = len - off < AGENT_CHUNK ? len - off : AGENT_CHUNK;
-        uint8_t flags = (uint8_t)((off == 0 ? AGENT_PUT_FIRST : 0) |
-                                  (off + n == len ? AGENT_PUT_LAST : 0));
+        uint8_t flags =
+                (uint8_t)((off == 0 ? AGENT_PUT_FIRST : 0) | (off + n == len ? AGENT_PUT_LAST : 0));
         struct dynbuf b;
 
         dynbuf_init(&b, AGENT_MAX_PAYLOAD);
@@ -283,8 +286,7 @@ int agentc_put(struct agentc *ac, const char *path, uint32_t mode, const void *d
     return ac->hdr.type == AGENT_OK ? 0 : lost(ac, "%s", "unexpected reply to a file upload");
 }
 
-int agentc_limits(struct agentc *ac, const struct agentc_limit *lims, size_t n,
-        int64_t deadline_ms)
+int agentc_limits(struct agentc *ac, const struct agentc_limit *lims, size_t n, int64_t deadline_ms)
 {
     unsigned char buf[4 + 16 * AGENT_LIMITS_MAX];
     int r;
@@ -379,8 +381,7 @@ int agentc_exec(struct agentc *ac, char *const *argv, char *const *envp, const c
             capture_add(sink, ac->hdr.type == AGENT_STDOUT ? SBX_STREAM_STDOUT : SBX_STREAM_STDERR,
                     ac->payload, ac->hdr.len);
             break;
-        case AGENT_STARTED:
-            break;
+        case AGENT_STARTED: break;
         case AGENT_EXITED:
             if (ac->hdr.len < AGENT_EXITED_SIZE)
                 return lost(ac, "%s", "the sandbox agent sent a short exit report");
@@ -389,8 +390,7 @@ int agentc_exec(struct agentc *ac, char *const *argv, char *const *envp, const c
         case AGENT_ERROR:
             take_error(ac, "the sandbox agent refused to run the program");
             return SBX_E_BACKEND;
-        default:
-            return lost(ac, "%s", "the sandbox agent sent an unexpected frame");
+        default: return lost(ac, "%s", "the sandbox agent sent an unexpected frame");
         }
     }
 }

@@ -40,7 +40,7 @@ enum agentc_end {
 
 struct agentc_exit {
     bool signaled;
-    int code; /* exit code, or signal number */
+    int code;       /* exit code, or signal number */
     uint32_t flags; /* enum agent_exit_flags */
 };
 
@@ -66,8 +66,8 @@ struct agentc_limit {
 };
 /* Have the agent lower its limits, inherited by every later exec. 0, > 0
  * (enum agentc_end), or SBX_E_IO when the agent refused. */
-int agentc_limits(struct agentc *ac, const struct agentc_limit *lims, size_t n,
-        int64_t deadline_ms);
+int agentc_limits(
+        struct agentc *ac, const struct agentc_limit *lims, size_t n, int64_t deadline_ms);
 /* Run argv with env in the workspace, feed stdin (NULL: empty), collect
  * output into sink until it exits or the deadline/cancel. Returns an enum
  * agentc_end, or a negative enum sbx_rc on a refused EXEC. */

@@ -22,6 +22,8 @@
  * Fake trees (tests): control files are created on write and unlinked
  * before rmdir, since no kernel provides or owns them.
  */
+#include "cgroup.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -38,7 +40,6 @@
 
 #include <llm-sandbox/plugin.h>
 
-#include "cgroup.h"
 #include "cleanup.h"
 #include "dynbuf.h"
 #include "error.h"
@@ -160,8 +161,8 @@ static int read_all(const char *path, char **ret)
 
 /* One write(2) of val, as cgroupfs wants. Fake trees get the file
  * created, since no kernel provides it. err may be NULL (best effort). */
-static int write_ctl(const char *dir, const char *name, const char *val, bool fake,
-        struct sbx_error **err)
+static int write_ctl(
+        const char *dir, const char *name, const char *val, bool fake, struct sbx_error **err)
 {
     cleanup_free char *path = path_join(dir, name);
     cleanup_close int fd = -1;
@@ -176,8 +177,8 @@ static int write_ctl(const char *dir, const char *name, const char *val, bool fa
         return 0;
     if (n >= 0)
         errno = EIO; /* a short write to a control file */
-    return sbx_error_set(err, SBX_E_BACKEND, errno, "writing '%s' to %s: %s", val, path,
-            strerror(errno));
+    return sbx_error_set(
+            err, SBX_E_BACKEND, errno, "writing '%s' to %s: %s", val, path, strerror(errno));
 }
 
 /* Cut the next line out of *cur in place; NULL at the end. */
@@ -240,8 +241,8 @@ static int self_path(const char *file, const char *ctrl, char **ret)
 /* Our cgroup's directory in a hierarchy. Without a cgroup namespace, a
  * container sees the host's path in /proc/self/cgroup while its own cgroup
  * is mounted at the hierarchy root: then the root is ours. */
-static int own_dir(const char *hier, const char *self, const char *ctrl, char **ret,
-        struct sbx_error **err)
+static int own_dir(
+        const char *hier, const char *self, const char *ctrl, char **ret, struct sbx_error **err)
 {
     cleanup_free char *rel = NULL;
     int r = self_path(self, ctrl, &rel);
@@ -299,8 +300,8 @@ static void parents_drop(struct cg_service *s)
     s->n_parents = 0;
 }
 
-static int v1_detect(struct cg_service *s, const char *root, const char *self,
-        struct sbx_error **err)
+static int v1_detect(
+        struct cg_service *s, const char *root, const char *self, struct sbx_error **err)
 {
     for (size_t i = 0; i < CG_DIRS; i++) {
         cleanup_free char *hier = path_join(root, v1_names[i]);
@@ -375,8 +376,8 @@ static int v2_detect(struct cg_service *s, const char *root, const char *self, b
         return sbx_error_set(err, SBX_E_UNAVAILABLE, -r, "%s: %s", ctl, strerror(-r));
     for (size_t i = 0; i < CG_DIRS; i++)
         if (!has_word(avail, v1_names[i], " \n"))
-            return sbx_error_set(err, SBX_E_UNAVAILABLE, 0, "%s lacks '%s' (not delegated)", ctl,
-                    v1_names[i]);
+            return sbx_error_set(
+                    err, SBX_E_UNAVAILABLE, 0, "%s lacks '%s' (not delegated)", ctl, v1_names[i]);
     r = v2_enable(base, s->fake, err);
     if (r < 0)
         return r;
@@ -400,8 +401,8 @@ static int describe_set(struct cg_service *s, const struct cg_options *opt, bool
     int r;
 
     if (s->mode == CG_V2)
-        r = asprintf(&s->describe, "cgroup v2: memory, pids, cpu delegated at %s%s", s->parent[0],
-                swap);
+        r = asprintf(
+                &s->describe, "cgroup v2: memory, pids, cpu delegated at %s%s", s->parent[0], swap);
     else if (s->mode == CG_V1)
         r = asprintf(&s->describe, "cgroup v1: memory, pids, cpu writable (memory at %s%s)",
                 s->parent[D_MEM], swap);
@@ -474,8 +475,8 @@ bool cg_service_swap_accounted(const struct cg_service *s)
 /* Fill one capability; a note too long is cut at a UTF-8 boundary and ends
  * in "...". */
 SBX_PRINTF(4, 5)
-static void note_set(struct sbx_caps *caps, enum sbx_control c, enum sbx_enforce level,
-        const char *fmt, ...)
+static void note_set(
+        struct sbx_caps *caps, enum sbx_control c, enum sbx_enforce level, const char *fmt, ...)
 {
     char *note = caps->note[c];
     size_t size = sizeof(caps->note[c]);
@@ -551,8 +552,8 @@ static int limits_check(const struct sbx_policy *pol, struct sbx_error **err)
 
 /* mkdir parent/id. A sibling server's cg_service_free() may have removed
  * the parent meanwhile: make it again (v2: with its controllers). */
-static int group_mkdir(struct cg_group *g, const char *parent, const char *id,
-        struct sbx_error **err)
+static int group_mkdir(
+        struct cg_group *g, const char *parent, const char *id, struct sbx_error **err)
 {
     cleanup_free char *path = path_join(parent, id);
     int r = 0;
@@ -630,8 +631,8 @@ int cg_group_new(struct cg_service *s, const char *id, const struct sbx_policy *
     int r;
 
     if (!s || !pol || !ret || !id_is_valid(id))
-        return sbx_error_set(err, SBX_E_INVALID, 0, "invalid cgroup request (id '%s')",
-                id ? id : "(null)");
+        return sbx_error_set(
+                err, SBX_E_INVALID, 0, "invalid cgroup request (id '%s')", id ? id : "(null)");
     r = limits_check(pol, err);
     if (r < 0)
         return r;
@@ -697,8 +698,8 @@ int cg_group_oom_killed(const struct cg_group *g)
 {
     if (!g)
         return -1;
-    return event_seen(g->dir[D_MEM], g->mode == CG_V2 ? "memory.events" : "memory.oom_control",
-            "oom_kill");
+    return event_seen(
+            g->dir[D_MEM], g->mode == CG_V2 ? "memory.events" : "memory.oom_control", "oom_kill");
 }
 
 int cg_group_pids_limited(const struct cg_group *g)

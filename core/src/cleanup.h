@@ -8,12 +8,11 @@
 #ifndef SBX_CLEANUP_H
 #define SBX_CLEANUP_H
 
+#include <json-c/json_object.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#include <json-c/json_object.h>
 
 #include "error.h"
 

@@ -3,12 +3,12 @@
  * dynbuf.c: the capped buffer of dynbuf.h. Doubles its allocation up to the
  * cap; no I/O.
  */
+#include "dynbuf.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "dynbuf.h"
 
 void dynbuf_init(struct dynbuf *b, size_t cap)
 {

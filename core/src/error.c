@@ -5,16 +5,16 @@
  * An allocation failure while reporting an error degrades to a static
  * out-of-memory error rather than losing the return code.
  */
+#include "error.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
-
 static struct sbx_error oom_error = {
-    .rc = SBX_E_NOMEM, .sys_errno = ENOMEM, .field = NULL, .msg = (char *)"out of memory"};
+        .rc = SBX_E_NOMEM, .sys_errno = ENOMEM, .field = NULL, .msg = (char *)"out of memory"};
 
 const char *sbx_rc_str(int rc)
 {

@@ -14,6 +14,8 @@
  * the identity change, which clears it), execve. Resource limits are the
  * agent's job inside the sandbox, for every backend alike.
  */
+#include "exec.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -29,7 +31,6 @@
 #include "cgroup.h"
 #include "cleanup.h"
 #include "error.h"
-#include "exec.h"
 
 #define MAX_FDS 16
 
@@ -145,8 +146,8 @@ static __attribute__((noreturn)) void child_main(const struct child_plan *cp)
 }
 
 /* Resolve one stdio slot into the child's source fd; make a pipe if asked. */
-static int plan_stdio(int want, int slot, int null_fd, int *ret_src, int *ret_parent,
-        int *ret_child_end)
+static int plan_stdio(
+        int want, int slot, int null_fd, int *ret_src, int *ret_parent, int *ret_child_end)
 {
     int p[2];
 
@@ -211,7 +212,8 @@ int exec_spawn(const struct sbx_spawn *spec, const struct exec_ctx *ctx, struct 
         cp.map_src[cp.n_map] = src, cp.map_dst[cp.n_map++] = i;
     }
     for (size_t i = 0; i < spec->n_fds; i++)
-        cp.map_src[cp.n_map] = spec->fds[i].parent_fd, cp.map_dst[cp.n_map++] = spec->fds[i].child_fd;
+        cp.map_src[cp.n_map] = spec->fds[i].parent_fd,
+        cp.map_dst[cp.n_map++] = spec->fds[i].child_fd;
     if (ctx && ctx->cgroup) {
         r = cg_group_procs_fds(ctx->cgroup, cp.cg_fds, 4);
         if (r < 0) {
@@ -406,8 +408,13 @@ int exec_capture(const char *const *argv, int64_t timeout_ms, char *out, size_t 
     if (!out_len || pipe2(fds, O_CLOEXEC) < 0)
         return sbx_error_set(err, SBX_E_IO, errno, "pipe: %s", strerror(errno));
     rd = fds[0], wr = fds[1];
-    struct sbx_spawn spec = {.size = sizeof(spec), .path = argv[0], .argv = argv,
-            .envp = no_env, .stdin_fd = SBX_FD_NULL, .stdout_fd = wr, .stderr_fd = wr};
+    struct sbx_spawn spec = {.size = sizeof(spec),
+            .path = argv[0],
+            .argv = argv,
+            .envp = no_env,
+            .stdin_fd = SBX_FD_NULL,
+            .stdout_fd = wr,
+            .stderr_fd = wr};
     r = exec_spawn(&spec, NULL, &p, err);
     if (r < 0)
         return r;

@@ -5,31 +5,30 @@
  * Output is repaired to valid UTF-8 (invalid bytes become U+FFFD) so the
  * JSON is always valid; the byte counts still count what the program wrote.
  */
+#include <json-c/json.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <json-c/json.h>
 
 #include "error.h"
 #include "util.h"
 
 static const char *const status_names[] = {
-    [SBX_STATUS_OK] = "ok",
-    [SBX_STATUS_ERROR] = "error",
-    [SBX_STATUS_TIMEOUT] = "timeout",
-    [SBX_STATUS_OOM] = "oom",
-    [SBX_STATUS_KILLED] = "killed",
-    [SBX_STATUS_CANCELLED] = "cancelled",
-    [SBX_STATUS_REFUSED] = "refused",
+        [SBX_STATUS_OK] = "ok",
+        [SBX_STATUS_ERROR] = "error",
+        [SBX_STATUS_TIMEOUT] = "timeout",
+        [SBX_STATUS_OOM] = "oom",
+        [SBX_STATUS_KILLED] = "killed",
+        [SBX_STATUS_CANCELLED] = "cancelled",
+        [SBX_STATUS_REFUSED] = "refused",
 };
 
 static const char *const limit_names[] = {
-    [SBX_LIMIT_NONE] = NULL,
-    [SBX_LIMIT_WALL_TIME] = "wall_time",
-    [SBX_LIMIT_MEMORY] = "memory",
-    [SBX_LIMIT_PIDS] = "pids",
-    [SBX_LIMIT_FILE_SIZE] = "file_size",
-    [SBX_LIMIT_WORKSPACE] = "workspace",
+        [SBX_LIMIT_NONE] = NULL,
+        [SBX_LIMIT_WALL_TIME] = "wall_time",
+        [SBX_LIMIT_MEMORY] = "memory",
+        [SBX_LIMIT_PIDS] = "pids",
+        [SBX_LIMIT_FILE_SIZE] = "file_size",
+        [SBX_LIMIT_WORKSPACE] = "workspace",
 };
 
 const char *sbx_status_str(enum sbx_status s)
@@ -111,8 +110,8 @@ struct json_object *sbx_execution_to_json(const struct sbx_execution *ex)
     if (!o)
         return NULL;
     json_object_object_add(o, "status", json_object_new_string(sbx_status_str(ex->status)));
-    json_object_object_add(o, "exit_code",
-            ex->has_exit_code ? json_object_new_int(ex->exit_code) : NULL);
+    json_object_object_add(
+            o, "exit_code", ex->has_exit_code ? json_object_new_int(ex->exit_code) : NULL);
     json_object_object_add(o, "limit", str_or_null(sbx_limit_str(ex->limit)));
     json_object_object_add(o, "stdout", text(ex->stdout_buf, ex->stdout_len));
     json_object_object_add(o, "stderr", text(ex->stderr_buf, ex->stderr_len));

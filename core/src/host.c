@@ -116,8 +116,8 @@ static void host_proc_free(struct sbx_proc *p)
     }
 }
 
-static int host_run_capture(const struct sbx_host *h, const char *const *argv,
-        int64_t timeout_ms, char *out, size_t out_len, int *ret_status, struct sbx_err *perr)
+static int host_run_capture(const struct sbx_host *h, const char *const *argv, int64_t timeout_ms,
+        char *out, size_t out_len, int *ret_status, struct sbx_err *perr)
 {
     struct sbx_error *e = NULL;
 
@@ -176,8 +176,8 @@ static void host_cgroup_caps(const struct sbx_host *h, struct sbx_caps *caps)
     cg_service_caps(ctx_of(h)->rt->cg, caps);
 }
 
-static int memfd_with(const char *name, const void *data, size_t len, int *ret_fd,
-        struct sbx_err *perr)
+static int memfd_with(
+        const char *name, const void *data, size_t len, int *ret_fd, struct sbx_err *perr)
 {
     cleanup_close int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
     const char *p = data;
@@ -228,8 +228,8 @@ static int host_agent_fd(const struct sbx_host *h, int *ret_fd, struct sbx_err *
 
     if (fd < 0)
         return sbx_err_fill(perr, SBX_E_UNAVAILABLE, errno,
-                "the sandbox agent %s cannot be opened: %s (is llm-sandbox installed whole?)",
-                path, strerror(errno));
+                "the sandbox agent %s cannot be opened: %s (is llm-sandbox installed whole?)", path,
+                strerror(errno));
     *ret_fd = fd;
     return 0;
 }
@@ -252,28 +252,28 @@ void host_init(struct host_ctx *hc, struct sbx_runtime *rt, struct plugin *pl)
     hc->rt = rt;
     hc->plugin = pl;
     hc->host = (struct sbx_host){
-        .size = sizeof(struct sbx_host),
-        .abi_minor = SBX_ABI_MINOR,
-        .log = host_log,
-        .setting = host_setting,
-        .proc_spawn = host_proc_spawn,
-        .proc_pid = host_proc_pid,
-        .proc_fd = host_proc_fd,
-        .proc_signal = host_proc_signal,
-        .proc_wait = host_proc_wait,
-        .proc_free = host_proc_free,
-        .run_capture = host_run_capture,
-        .cgroup_new = host_cgroup_new,
-        .cgroup_kill = host_cgroup_kill,
-        .cgroup_oom_killed = host_cgroup_oom_killed,
-        .cgroup_pids_limited = host_cgroup_pids_limited,
-        .cgroup_free = host_cgroup_free,
-        .cgroup_caps = host_cgroup_caps,
-        .seccomp_bpf_fd = host_seccomp_bpf_fd,
-        .memfd_new = host_memfd_new,
-        .agent_fd = host_agent_fd,
-        .sandbox_ids = host_sandbox_ids,
-        .instance_id = host_instance_id,
+            .size = sizeof(struct sbx_host),
+            .abi_minor = SBX_ABI_MINOR,
+            .log = host_log,
+            .setting = host_setting,
+            .proc_spawn = host_proc_spawn,
+            .proc_pid = host_proc_pid,
+            .proc_fd = host_proc_fd,
+            .proc_signal = host_proc_signal,
+            .proc_wait = host_proc_wait,
+            .proc_free = host_proc_free,
+            .run_capture = host_run_capture,
+            .cgroup_new = host_cgroup_new,
+            .cgroup_kill = host_cgroup_kill,
+            .cgroup_oom_killed = host_cgroup_oom_killed,
+            .cgroup_pids_limited = host_cgroup_pids_limited,
+            .cgroup_free = host_cgroup_free,
+            .cgroup_caps = host_cgroup_caps,
+            .seccomp_bpf_fd = host_seccomp_bpf_fd,
+            .memfd_new = host_memfd_new,
+            .agent_fd = host_agent_fd,
+            .sandbox_ids = host_sandbox_ids,
+            .instance_id = host_instance_id,
     };
 }
 

@@ -15,12 +15,11 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <ltdl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-
-#include <ltdl.h>
 
 #include "cleanup.h"
 #include "dynbuf.h"
@@ -58,8 +57,8 @@ static bool names_match(const struct plugin *pl, const char *name)
     return pl->m && strv_contains(pl->m->aliases, name);
 }
 
-struct plugin *registry_find_any(struct sbx_runtime *rt, enum sbx_plugin_kind kind,
-        const char *name)
+struct plugin *registry_find_any(
+        struct sbx_runtime *rt, enum sbx_plugin_kind kind, const char *name)
 {
     for (size_t i = 0; name && i < rt->n_plugins; i++) {
         struct plugin *pl = rt->plugins[i];
@@ -106,14 +105,14 @@ static int check_descriptor(struct plugin *pl, const struct sbx_plugin *d)
         return plugin_fail(pl, "%s: built for plugin ABI %u.x, this core provides %u.%u",
                 m->library, d->abi_major, SBX_ABI_MAJOR, SBX_ABI_MINOR);
     if (d->abi_minor > SBX_ABI_MINOR)
-        return plugin_fail(pl, "%s: needs plugin ABI %u.%u, this core provides %u.%u; upgrade "
-                "llm-sandbox", m->library, d->abi_major, d->abi_minor, SBX_ABI_MAJOR,
-                SBX_ABI_MINOR);
+        return plugin_fail(pl,
+                "%s: needs plugin ABI %u.%u, this core provides %u.%u; upgrade "
+                "llm-sandbox",
+                m->library, d->abi_major, d->abi_minor, SBX_ABI_MAJOR, SBX_ABI_MINOR);
     if (d->size < DESC_MIN_SIZE)
         return plugin_fail(pl, "%s: descriptor size %u is too small", m->library, d->size);
     if (m->abi_major != d->abi_major)
-        return plugin_fail(pl, "manifest says ABI %u, library says %u", m->abi_major,
-                d->abi_major);
+        return plugin_fail(pl, "manifest says ABI %u, library says %u", m->abi_major, d->abi_major);
     if ((uint32_t)m->kind != d->kind)
         return plugin_fail(pl, "manifest kind and library kind differ");
     if (!d->version || strcmp(d->version, m->version) != 0)
@@ -128,8 +127,8 @@ static int check_descriptor(struct plugin *pl, const struct sbx_plugin *d)
             return plugin_fail(pl, "library does not serve backend '%s'", m->name);
         if (!d->backend || d->backend->size < sizeof(struct sbx_backend_ops) ||
                 !d->backend->probe || !d->backend->box_open || !d->backend->box_read ||
-                !d->backend->box_write || !d->backend->box_poll_fd ||
-                !d->backend->box_write_fd || !d->backend->box_kill || !d->backend->box_close)
+                !d->backend->box_write || !d->backend->box_poll_fd || !d->backend->box_write_fd ||
+                !d->backend->box_kill || !d->backend->box_close)
             return plugin_fail(pl, "backend operations are missing");
     } else {
         if (!d->name || strcmp(d->name, m->name) != 0)
@@ -167,9 +166,10 @@ static int open_library(struct sbx_runtime *rt, struct plugin *pl)
         return plugin_fail(pl, "manifest says plugin ABI %u.%u, this core provides %u.%u",
                 pl->m->abi_major, pl->m->abi_minor, SBX_ABI_MAJOR, SBX_ABI_MINOR);
     if (pl->m->abi_minor > SBX_ABI_MINOR)
-        return plugin_fail(pl, "manifest says plugin ABI %u.%u, this core provides %u.%u; "
-                "upgrade llm-sandbox", pl->m->abi_major, pl->m->abi_minor, SBX_ABI_MAJOR,
-                SBX_ABI_MINOR);
+        return plugin_fail(pl,
+                "manifest says plugin ABI %u.%u, this core provides %u.%u; "
+                "upgrade llm-sandbox",
+                pl->m->abi_major, pl->m->abi_minor, SBX_ABI_MAJOR, SBX_ABI_MINOR);
     if (asprintf(&path, "%s/%s", pl->dir, pl->m->library) < 0)
         return plugin_fail(pl, "out of memory");
     if (lstat(path, &st) < 0)
@@ -227,15 +227,15 @@ static void plugin_load(struct sbx_runtime *rt, struct plugin *pl, bool builtin_
         return;
     }
     if (strcmp(pl->m->name, pl->name) != 0) {
-        plugin_fail(pl, "%s/%s: file must be named after the plugin ('%s.yaml')", pl->dir,
-                pl->file, pl->m->name);
+        plugin_fail(pl, "%s/%s: file must be named after the plugin ('%s.yaml')", pl->dir, pl->file,
+                pl->m->name);
         return;
     }
     prev = registry_find_any(rt, pl->m->kind, pl->m->name);
     if (prev && prev != pl) {
         pl->state = PLUGIN_SHADOWED;
-        if (asprintf(&pl->error, "ignored: a plugin named '%s' was already found in %s%s",
-                    pl->name, prev->dir, builtin_dir ? "" : " (the installed one wins)") < 0)
+        if (asprintf(&pl->error, "ignored: a plugin named '%s' was already found in %s%s", pl->name,
+                    prev->dir, builtin_dir ? "" : " (the installed one wins)") < 0)
             pl->error = NULL;
         return;
     }

@@ -5,12 +5,12 @@
  * nothing ever reaches stdout (which belongs to the MCP transport, G1).
  * Quotes in messages are escaped so a line stays one parseable record.
  */
+#include "log.h"
+
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
-
-#include "log.h"
 
 static atomic_int log_level = SBX_LOG_WARN;
 

@@ -8,6 +8,8 @@
  * opens a library and never follows a symlink. Caps: manifest.h; format:
  * docs/plugins.md; error convention: error.h.
  */
+#include "manifest.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -24,15 +26,14 @@
 
 #include "cleanup.h"
 #include "error.h"
-#include "manifest.h"
 #include "util.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 /* Children of one sequence or mapping (keys and values count apart); keeps
  * every later pass linear or small-quadratic on hostile input. */
-#define MAX_ITEMS     1024
-#define FILE_CHARS    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._+-"
-#define DIGITS        "0123456789"
+#define MAX_ITEMS  1024
+#define FILE_CHARS "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._+-"
+#define DIGITS     "0123456789"
 
 enum node_type { NODE_SCALAR, NODE_SEQ, NODE_MAP };
 
@@ -58,8 +59,20 @@ struct ctx {
 typedef int (*store_fn)(struct ctx *c, const struct node *n, void *obj);
 
 enum rule {
-    R_ANY, R_NAME, R_VERSION, R_DOTTED, R_LIBRARY, R_FILE, R_EXTENSION, R_DESCRIPTION,
-    R_PATH, R_COMMAND, R_KERNEL, R_TEMPLATE, R_IMAGE, R_REGEX,
+    R_ANY,
+    R_NAME,
+    R_VERSION,
+    R_DOTTED,
+    R_LIBRARY,
+    R_FILE,
+    R_EXTENSION,
+    R_DESCRIPTION,
+    R_PATH,
+    R_COMMAND,
+    R_KERNEL,
+    R_TEMPLATE,
+    R_IMAGE,
+    R_REGEX,
 };
 
 enum { KEY_REQUIRED = 1 << 0, KEY_NONEMPTY = 1 << 1 };
@@ -119,7 +132,7 @@ SBX_PRINTF(4, 5) static int fail(struct ctx *c, size_t line, size_t col, const c
 }
 
 #define fail_at(c, n, ...) fail((c), (n)->line, (n)->col, __VA_ARGS__)
-#define fail_ev(c, ev, ...) \
+#define fail_ev(c, ev, ...)                                                                        \
     fail((c), (ev)->start_mark.line + 1, (ev)->start_mark.column + 1, __VA_ARGS__)
 
 static int oom(struct ctx *c)
@@ -291,7 +304,6 @@ static int parse_tree(struct ctx *c, struct node **ret)
 
 /* ---- value checks ---- */
 
-
 /* 1 to 4 dot-separated components of 1 to 9 digits; the end, or NULL. */
 static const char *scan_dotted(const char *s)
 {
@@ -321,8 +333,8 @@ static bool is_version(const char *s)
 
     if (!e || strlen(s) > 64)
         return false;
-    return *e == '\0' || ((*e == '-' || *e == '+') && isalnum((unsigned char)e[1]) &&
-                                  is_word(e + 1, 1, 64));
+    return *e == '\0' ||
+           ((*e == '-' || *e == '+') && isalnum((unsigned char)e[1]) && is_word(e + 1, 1, 64));
 }
 
 /* One line of 1 to 500 characters (UTF-8 lead bytes). */
@@ -399,9 +411,7 @@ static const char *check_value(enum rule rule, const char *s)
     case R_NAME: return name_is_valid(s) ? NULL : "a name matching [a-z][a-z0-9_]{0,31}";
     case R_VERSION:
         return is_version(s) ? NULL : "a string like 1.2.3 (1 to 4 numbers, then -rc1 or +git)";
-    case R_DOTTED:
-        e = scan_dotted(s);
-        return e && *e == '\0' ? NULL : "dotted numbers like 1.2.3";
+    case R_DOTTED: e = scan_dotted(s); return e && *e == '\0' ? NULL : "dotted numbers like 1.2.3";
     case R_LIBRARY:
         if (is_word(s, 4, 64) && s[0] != '.' && strcmp(s + strlen(s) - 3, ".so") == 0)
             return NULL;
@@ -412,8 +422,7 @@ static const char *check_value(enum rule rule, const char *s)
         return "a file name of at most 64 bytes of [A-Za-z0-9._+-] (no '/', no '..')";
     case R_EXTENSION:
         return s[0] == '.' && is_word(s, 2, 16) ? NULL : "a file extension like '.py'";
-    case R_DESCRIPTION:
-        return is_description(s) ? NULL : "one line of 1 to 500 characters";
+    case R_DESCRIPTION: return is_description(s) ? NULL : "one line of 1 to 500 characters";
     case R_PATH: return check_path(s);
     case R_COMMAND:
         if (s[0] == '/')
@@ -428,8 +437,7 @@ static const char *check_value(enum rule rule, const char *s)
         return "one of user_namespaces, seccomp, cgroups";
     case R_TEMPLATE:
         return is_template(s) ? NULL : "an argument whose '{' starts a placeholder like {name}";
-    case R_IMAGE:
-        return is_image(s) ? NULL : "an image name of 1 to 255 bytes without spaces";
+    case R_IMAGE: return is_image(s) ? NULL : "an image name of 1 to 255 bytes without spaces";
     case R_REGEX: return check_regex(s);
     }
     return "valid";
@@ -470,10 +478,10 @@ static int store_abi(struct ctx *c, const struct node *n, void *obj)
 }
 
 static const struct key_desc binary_keys[] = {
-    {"name", NODE_SCALAR, KEY_REQUIRED, offsetof(struct manifest_binary, name), R_COMMAND,
-            NULL},
-    {"min_version", NODE_SCALAR, 0, offsetof(struct manifest_binary, min_version), R_DOTTED,
-            NULL},
+        {"name", NODE_SCALAR, KEY_REQUIRED, offsetof(struct manifest_binary, name), R_COMMAND,
+                NULL},
+        {"min_version", NODE_SCALAR, 0, offsetof(struct manifest_binary, min_version), R_DOTTED,
+                NULL},
 };
 
 static int store_binaries(struct ctx *c, const struct node *seq, void *obj)
@@ -501,8 +509,8 @@ static int store_binaries(struct ctx *c, const struct node *seq, void *obj)
 }
 
 static const struct key_desc requires_keys[] = {
-    {"binaries", NODE_SEQ, 0, 0, R_ANY, store_binaries},
-    {"kernel", NODE_SEQ, 0, offsetof(struct manifest, kernel_features), R_KERNEL, NULL},
+        {"binaries", NODE_SEQ, 0, 0, R_ANY, store_binaries},
+        {"kernel", NODE_SEQ, 0, offsetof(struct manifest, kernel_features), R_KERNEL, NULL},
 };
 
 static int store_requires(struct ctx *c, const struct node *n, void *obj)
@@ -542,8 +550,8 @@ static int store_env(struct ctx *c, const struct node *map, void *obj)
         if (env_has(l->env, k->value))
             return fail_at(c, k, "duplicate key '%s'", k->value);
         if (v->type != NODE_SCALAR)
-            return fail_at(c, v, "environment variable '%s' must be a string, not a %s",
-                    k->value, type_name(v->type));
+            return fail_at(c, v, "environment variable '%s' must be a string, not a %s", k->value,
+                    type_name(v->type));
         if (asprintf(&l->env[i], "%s=%s", k->value, v->value) < 0) {
             l->env[i] = NULL;
             return oom(c);
@@ -554,16 +562,16 @@ static int store_env(struct ctx *c, const struct node *map, void *obj)
 
 #define LANG(field) offsetof(struct manifest_lang, field)
 static const struct key_desc lang_keys[] = {
-    {"source_file", NODE_SCALAR, KEY_REQUIRED, LANG(source_file), R_FILE, NULL},
-    {"extensions", NODE_SEQ, 0, LANG(extensions), R_EXTENSION, NULL},
-    {"build", NODE_SEQ, KEY_NONEMPTY, LANG(build), R_TEMPLATE, NULL},
-    {"run", NODE_SEQ, KEY_REQUIRED | KEY_NONEMPTY, LANG(run), R_TEMPLATE, NULL},
-    {"env", NODE_MAP, 0, 0, R_ANY, store_env},
-    {"image", NODE_SCALAR, 0, LANG(image), R_IMAGE, NULL},
-    {"package_manager", NODE_SCALAR, 0, LANG(package_manager), R_NAME, NULL},
-    {"version_command", NODE_SEQ, KEY_NONEMPTY, LANG(version_command), R_ANY, NULL},
-    {"version_pattern", NODE_SCALAR, 0, LANG(version_pattern), R_REGEX, NULL},
-    {"host_paths", NODE_SEQ, 0, LANG(host_paths), R_PATH, NULL},
+        {"source_file", NODE_SCALAR, KEY_REQUIRED, LANG(source_file), R_FILE, NULL},
+        {"extensions", NODE_SEQ, 0, LANG(extensions), R_EXTENSION, NULL},
+        {"build", NODE_SEQ, KEY_NONEMPTY, LANG(build), R_TEMPLATE, NULL},
+        {"run", NODE_SEQ, KEY_REQUIRED | KEY_NONEMPTY, LANG(run), R_TEMPLATE, NULL},
+        {"env", NODE_MAP, 0, 0, R_ANY, store_env},
+        {"image", NODE_SCALAR, 0, LANG(image), R_IMAGE, NULL},
+        {"package_manager", NODE_SCALAR, 0, LANG(package_manager), R_NAME, NULL},
+        {"version_command", NODE_SEQ, KEY_NONEMPTY, LANG(version_command), R_ANY, NULL},
+        {"version_pattern", NODE_SCALAR, 0, LANG(version_pattern), R_REGEX, NULL},
+        {"host_paths", NODE_SEQ, 0, LANG(host_paths), R_PATH, NULL},
 };
 
 static int store_language(struct ctx *c, const struct node *n, void *obj)
@@ -578,15 +586,15 @@ static int store_language(struct ctx *c, const struct node *n, void *obj)
 
 #define TOP(field) offsetof(struct manifest, field)
 static const struct key_desc top_keys[] = {
-    {"name", NODE_SCALAR, KEY_REQUIRED, TOP(name), R_NAME, NULL},
-    {"kind", NODE_SCALAR, KEY_REQUIRED, 0, R_ANY, store_kind},
-    {"version", NODE_SCALAR, KEY_REQUIRED, TOP(version), R_VERSION, NULL},
-    {"abi", NODE_SCALAR, KEY_REQUIRED, 0, R_ANY, store_abi},
-    {"library", NODE_SCALAR, 0, TOP(library), R_LIBRARY, NULL},
-    {"description", NODE_SCALAR, KEY_REQUIRED, TOP(description), R_DESCRIPTION, NULL},
-    {"aliases", NODE_SEQ, 0, TOP(aliases), R_NAME, NULL},
-    {"requires", NODE_MAP, 0, 0, R_ANY, store_requires},
-    {"language", NODE_MAP, 0, 0, R_ANY, store_language},
+        {"name", NODE_SCALAR, KEY_REQUIRED, TOP(name), R_NAME, NULL},
+        {"kind", NODE_SCALAR, KEY_REQUIRED, 0, R_ANY, store_kind},
+        {"version", NODE_SCALAR, KEY_REQUIRED, TOP(version), R_VERSION, NULL},
+        {"abi", NODE_SCALAR, KEY_REQUIRED, 0, R_ANY, store_abi},
+        {"library", NODE_SCALAR, 0, TOP(library), R_LIBRARY, NULL},
+        {"description", NODE_SCALAR, KEY_REQUIRED, TOP(description), R_DESCRIPTION, NULL},
+        {"aliases", NODE_SEQ, 0, TOP(aliases), R_NAME, NULL},
+        {"requires", NODE_MAP, 0, 0, R_ANY, store_requires},
+        {"language", NODE_MAP, 0, 0, R_ANY, store_language},
 };
 _Static_assert(ARRAY_SIZE(top_keys) <= 32 && ARRAY_SIZE(lang_keys) <= 32, "seen is 32 bits");
 
@@ -723,8 +731,8 @@ int manifest_parse(const char *path, const char *data, size_t len, struct manife
     if (!root) /* parse_tree returns 0 only with a root; tells -Wnull-dereference */
         return sbx_error_set(err, SBX_E_INTERNAL, 0, "%s: no document", path);
     if (root->type != NODE_MAP)
-        return fail_at(&c, root, "the top level must be a mapping, not a %s",
-                type_name(root->type));
+        return fail_at(
+                &c, root, "the top level must be a mapping, not a %s", type_name(root->type));
     m = calloc(1, sizeof(*m));
     if (!m)
         return oom(&c);
@@ -762,8 +770,8 @@ static int read_all(int fd, char *buf, size_t cap, size_t *ret_len)
     return 0;
 }
 
-int manifest_load(const char *dir, const char *filename, struct manifest **ret,
-        struct sbx_error **err)
+int manifest_load(
+        const char *dir, const char *filename, struct manifest **ret, struct sbx_error **err)
 {
     cleanup_close int dfd = -1;
     cleanup_close int fd = -1;
@@ -796,8 +804,8 @@ int manifest_load(const char *dir, const char *filename, struct manifest **ret,
     if (!S_ISREG(st.st_mode))
         return sbx_error_set(err, SBX_E_INVALID, 0, "%s: not a regular file", path);
     if (st.st_size > (off_t)MANIFEST_MAX_BYTES)
-        return sbx_error_set(err, SBX_E_INVALID, 0, "%s: larger than %u bytes", path,
-                MANIFEST_MAX_BYTES);
+        return sbx_error_set(
+                err, SBX_E_INVALID, 0, "%s: larger than %u bytes", path, MANIFEST_MAX_BYTES);
     buf = malloc(MANIFEST_MAX_BYTES + 1); /* one more byte shows the file grew */
     if (!buf)
         return sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
@@ -805,8 +813,8 @@ int manifest_load(const char *dir, const char *filename, struct manifest **ret,
     if (r < 0)
         return sbx_error_set(err, SBX_E_IO, -r, "%s: %s", path, strerror(-r));
     if (len > MANIFEST_MAX_BYTES)
-        return sbx_error_set(err, SBX_E_INVALID, 0, "%s: larger than %u bytes", path,
-                MANIFEST_MAX_BYTES);
+        return sbx_error_set(
+                err, SBX_E_INVALID, 0, "%s: larger than %u bytes", path, MANIFEST_MAX_BYTES);
     return manifest_parse(path, buf, len, ret, err);
 }
 

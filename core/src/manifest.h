@@ -48,7 +48,7 @@ struct manifest {
     char **aliases;                   /* NULL-terminated, may be empty */
     struct manifest_binary *binaries; /* requires.binaries */
     size_t n_binaries;
-    char **kernel_features; /* requires.kernel: user_namespaces, seccomp, cgroups */
+    char **kernel_features;     /* requires.kernel: user_namespaces, seccomp, cgroups */
     struct manifest_lang *lang; /* kind == SBX_KIND_LANGUAGE, else NULL */
 };
 
@@ -56,8 +56,8 @@ struct manifest {
 int manifest_parse(const char *path, const char *data, size_t len, struct manifest **ret,
         struct sbx_error **err);
 /* Read dir/filename (at most MANIFEST_MAX_BYTES, no symlinks) and parse it. */
-int manifest_load(const char *dir, const char *filename, struct manifest **ret,
-        struct sbx_error **err);
+int manifest_load(
+        const char *dir, const char *filename, struct manifest **ret, struct sbx_error **err);
 struct manifest *manifest_free(struct manifest *m); /* returns NULL */
 
 #endif

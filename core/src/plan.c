@@ -6,6 +6,8 @@
  * (sbx_plan_ops.set_var). An unknown placeholder is a plugin bug and an
  * error naming it. Pure: no I/O.
  */
+#include "plan.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +16,6 @@
 #include "dynbuf.h"
 #include "error.h"
 #include "manifest.h"
-#include "plan.h"
 #include "runtime.h"
 #include "util.h"
 
@@ -53,8 +54,8 @@ static int ops_set_source_name(struct sbx_plan *p, const char *name)
 {
     char *s;
 
-    if (!name || !*name || strchr(name, '/') || strcmp(name, ".") == 0 ||
-            strcmp(name, "..") == 0 || strlen(name) > 255)
+    if (!name || !*name || strchr(name, '/') || strcmp(name, ".") == 0 || strcmp(name, "..") == 0 ||
+            strlen(name) > 255)
         return SBX_E_INVALID;
     s = strdup(name);
     if (!s)
@@ -65,9 +66,9 @@ static int ops_set_source_name(struct sbx_plan *p, const char *name)
 }
 
 static const struct sbx_plan_ops plan_ops = {
-    .size = sizeof(struct sbx_plan_ops),
-    .set_var = ops_set_var,
-    .set_source_name = ops_set_source_name,
+        .size = sizeof(struct sbx_plan_ops),
+        .set_var = ops_set_var,
+        .set_source_name = ops_set_source_name,
 };
 
 static const char *lookup(const struct sbx_plan *p, const char *name, size_t n)
@@ -116,8 +117,8 @@ fail:
     return sbx_error_set(err, SBX_E_INVALID, 0, "bad template '%s'", tmpl);
 }
 
-static int expand_all(const struct sbx_plan *p, char *const *tmpl, char ***ret,
-        struct sbx_error **err)
+static int expand_all(
+        const struct sbx_plan *p, char *const *tmpl, char ***ret, struct sbx_error **err)
 {
     char **out = NULL;
 
@@ -135,8 +136,8 @@ static int expand_all(const struct sbx_plan *p, char *const *tmpl, char ***ret,
     return 0;
 }
 
-int plan_make(const struct plugin *lang, const char *code, size_t code_len,
-        struct sbx_plan **ret, struct sbx_error **err)
+int plan_make(const struct plugin *lang, const char *code, size_t code_len, struct sbx_plan **ret,
+        struct sbx_error **err)
 {
     const struct manifest_lang *ml = lang->m->lang;
     struct sbx_plan *p = calloc(1, sizeof(*p));

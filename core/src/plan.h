@@ -24,8 +24,8 @@ struct sbx_plan {
 #define SANDBOX_WORKSPACE "/workspace"
 
 /* (transfer full) */
-int plan_make(const struct plugin *lang, const char *code, size_t code_len,
-        struct sbx_plan **ret, struct sbx_error **err);
+int plan_make(const struct plugin *lang, const char *code, size_t code_len, struct sbx_plan **ret,
+        struct sbx_error **err);
 struct sbx_plan *plan_free(struct sbx_plan *p);
 /* Expand "{name}" placeholders in one template element. (transfer full) */
 int plan_expand(const struct sbx_plan *p, const char *tmpl, char **ret, struct sbx_error **err);

@@ -4,35 +4,35 @@
  * against a backend's capabilities. Decides policy; does no I/O. Error
  * convention: error.h. The rules are stated in policy.h.
  */
+#include "policy.h"
+
 #include <inttypes.h>
+#include <json-c/json.h>
 #include <stdio.h>
 #include <string.h>
 
-#include <json-c/json.h>
-
 #include "error.h"
-#include "policy.h"
 #include "settings.h"
 #include "util.h"
 
 static const char *const control_names[SBX_CTL_COUNT] = {
-    [SBX_CTL_WALL_TIME] = "wall_time",
-    [SBX_CTL_MEMORY] = "memory",
-    [SBX_CTL_CPU] = "cpu",
-    [SBX_CTL_PIDS] = "pids",
-    [SBX_CTL_OUTPUT] = "output",
-    [SBX_CTL_FILE_SIZE] = "file_size",
-    [SBX_CTL_WORKSPACE] = "workspace",
-    [SBX_CTL_NET_OFF] = "network_off",
-    [SBX_CTL_NET_REGISTRIES] = "network_registries",
-    [SBX_CTL_NET_ALLOWLIST] = "network_allowlist",
-    [SBX_CTL_NET_ON] = "network_on",
-    [SBX_CTL_NET_HOST] = "network_host",
-    [SBX_CTL_READ_ONLY_SYSTEM] = "read_only_system",
-    [SBX_CTL_ENV] = "environment",
-    [SBX_CTL_SECCOMP] = "seccomp",
-    [SBX_CTL_NO_NEW_PRIVS] = "no_new_privs",
-    [SBX_CTL_UNPRIVILEGED] = "unprivileged",
+        [SBX_CTL_WALL_TIME] = "wall_time",
+        [SBX_CTL_MEMORY] = "memory",
+        [SBX_CTL_CPU] = "cpu",
+        [SBX_CTL_PIDS] = "pids",
+        [SBX_CTL_OUTPUT] = "output",
+        [SBX_CTL_FILE_SIZE] = "file_size",
+        [SBX_CTL_WORKSPACE] = "workspace",
+        [SBX_CTL_NET_OFF] = "network_off",
+        [SBX_CTL_NET_REGISTRIES] = "network_registries",
+        [SBX_CTL_NET_ALLOWLIST] = "network_allowlist",
+        [SBX_CTL_NET_ON] = "network_on",
+        [SBX_CTL_NET_HOST] = "network_host",
+        [SBX_CTL_READ_ONLY_SYSTEM] = "read_only_system",
+        [SBX_CTL_ENV] = "environment",
+        [SBX_CTL_SECCOMP] = "seccomp",
+        [SBX_CTL_NO_NEW_PRIVS] = "no_new_privs",
+        [SBX_CTL_UNPRIVILEGED] = "unprivileged",
 };
 
 const char *policy_control_name(enum sbx_control c)
@@ -50,13 +50,15 @@ struct req_field {
 #define ROFF(f) offsetof(struct sbx_req_limits, f)
 #define POFF(f) offsetof(struct sbx_policy, f)
 static const struct req_field req_fields[] = {
-    {SBX_REQ_WALL_TIME, SBX_CTL_WALL_TIME, ROFF(wall_time_ms), POFF(wall_time_ms), "ms"},
-    {SBX_REQ_MEMORY, SBX_CTL_MEMORY, ROFF(memory_bytes), POFF(memory_bytes), "bytes"},
-    {SBX_REQ_CPU, SBX_CTL_CPU, ROFF(cpu_millicores), POFF(cpu_millicores), "millicores"},
-    {SBX_REQ_PIDS, SBX_CTL_PIDS, ROFF(pids_max), POFF(pids_max), "processes"},
-    {SBX_REQ_OUTPUT, SBX_CTL_OUTPUT, ROFF(output_bytes), POFF(output_bytes), "bytes"},
-    {SBX_REQ_FILE_SIZE, SBX_CTL_FILE_SIZE, ROFF(file_size_bytes), POFF(file_size_bytes), "bytes"},
-    {SBX_REQ_WORKSPACE, SBX_CTL_WORKSPACE, ROFF(workspace_bytes), POFF(workspace_bytes), "bytes"},
+        {SBX_REQ_WALL_TIME, SBX_CTL_WALL_TIME, ROFF(wall_time_ms), POFF(wall_time_ms), "ms"},
+        {SBX_REQ_MEMORY, SBX_CTL_MEMORY, ROFF(memory_bytes), POFF(memory_bytes), "bytes"},
+        {SBX_REQ_CPU, SBX_CTL_CPU, ROFF(cpu_millicores), POFF(cpu_millicores), "millicores"},
+        {SBX_REQ_PIDS, SBX_CTL_PIDS, ROFF(pids_max), POFF(pids_max), "processes"},
+        {SBX_REQ_OUTPUT, SBX_CTL_OUTPUT, ROFF(output_bytes), POFF(output_bytes), "bytes"},
+        {SBX_REQ_FILE_SIZE, SBX_CTL_FILE_SIZE, ROFF(file_size_bytes), POFF(file_size_bytes),
+                "bytes"},
+        {SBX_REQ_WORKSPACE, SBX_CTL_WORKSPACE, ROFF(workspace_bytes), POFF(workspace_bytes),
+                "bytes"},
 };
 
 static uint64_t get_u64(const void *base, size_t off)
@@ -88,12 +90,11 @@ int policy_resolve(const struct settings *s, const struct sbx_req_limits *req,
         v = get_u64(req, f->req_off);
         ceiling = get_u64(&s->ceilings, f->pol_off);
         if (v == 0)
-            return sbx_error_set_field(err, SBX_E_INVALID, name, "%s must be greater than 0",
-                    name);
+            return sbx_error_set_field(err, SBX_E_INVALID, name, "%s must be greater than 0", name);
         if (v > ceiling)
             return sbx_error_set_field(err, SBX_E_UNSUPPORTED, name,
-                    "%s %" PRIu64 " %s is above the configured ceiling of %" PRIu64 " %s", name,
-                    v, f->unit, ceiling, f->unit);
+                    "%s %" PRIu64 " %s is above the configured ceiling of %" PRIu64 " %s", name, v,
+                    f->unit, ceiling, f->unit);
         set_u64(&p, f->pol_off, v);
         explicit_mask |= 1u << f->ctl;
     }
@@ -141,8 +142,8 @@ int policy_check(const struct sbx_policy *p, uint32_t explicit_mask, const struc
 {
     static const enum sbx_control always[] = {SBX_CTL_WALL_TIME, SBX_CTL_OUTPUT, SBX_CTL_ENV,
             SBX_CTL_SECCOMP, SBX_CTL_NO_NEW_PRIVS, SBX_CTL_UNPRIVILEGED};
-    static const enum sbx_control limits[] = {SBX_CTL_MEMORY, SBX_CTL_CPU, SBX_CTL_PIDS,
-            SBX_CTL_FILE_SIZE, SBX_CTL_WORKSPACE};
+    static const enum sbx_control limits[] = {
+            SBX_CTL_MEMORY, SBX_CTL_CPU, SBX_CTL_PIDS, SBX_CTL_FILE_SIZE, SBX_CTL_WORKSPACE};
     enum sbx_control net = network_control(p->network);
 
     for (size_t i = 0; i < sizeof(always) / sizeof(always[0]); i++) {
@@ -164,8 +165,7 @@ int policy_check(const struct sbx_policy *p, uint32_t explicit_mask, const struc
         if (caps->level[c] == SBX_ENF_NONE && (explicit_mask & (1u << c)))
             return refuse(err, c, backend, caps);
         if (caps->level[c] == SBX_ENF_NONE)
-            r = strv_pushf(warnings, "%s limit not enforced: %s", control_names[c],
-                    caps->note[c]);
+            r = strv_pushf(warnings, "%s limit not enforced: %s", control_names[c], caps->note[c]);
         else
             r = strv_pushf(warnings, "%s limit enforced by a fallback: %s", control_names[c],
                     caps->note[c]);
@@ -190,7 +190,7 @@ struct json_object *policy_to_json(const struct sbx_policy *p)
     json_object_object_add(o, "workspace_bytes", json_object_new_uint64(p->workspace_bytes));
     json_object_object_add(o, "open_files_max", json_object_new_uint64(p->open_files_max));
     json_object_object_add(o, "network", json_object_new_string(network_str(p->network)));
-    json_object_object_add(o, "read_only_system",
-            json_object_new_boolean(p->read_only_system != 0));
+    json_object_object_add(
+            o, "read_only_system", json_object_new_boolean(p->read_only_system != 0));
     return o;
 }

@@ -9,13 +9,12 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <json-c/json.h>
 
 #include "cgroup.h"
 #include "cleanup.h"
@@ -62,9 +61,9 @@ static struct json_object *plugin_json(struct sbx_runtime *rt, struct plugin *pl
     if (!o || asprintf(&path, "%s/%s", pl->dir, pl->file) < 0)
         return o;
     json_object_object_add(o, "name", json_object_new_string(pl->name));
-    json_object_object_add(o, "kind", m ? json_object_new_string(m->kind == SBX_KIND_BACKEND
-                                                                 ? "backend" : "language")
-                                        : NULL);
+    json_object_object_add(o, "kind",
+            m ? json_object_new_string(m->kind == SBX_KIND_BACKEND ? "backend" : "language")
+              : NULL);
     json_object_object_add(o, "version", m ? json_object_new_string(m->version) : NULL);
     json_object_object_add(o, "status", json_object_new_string(state_names[pl->state]));
     json_object_object_add(o, "error", pl->error ? json_object_new_string(pl->error) : NULL);
@@ -86,8 +85,7 @@ static struct json_object *plugin_json(struct sbx_runtime *rt, struct plugin *pl
         json_object_object_add(o, "source_file", json_object_new_string(m->lang->source_file));
         json_object_object_add(o, "run", strv_json(m->lang->run));
         json_object_object_add(o, "package_manager",
-                m->lang->package_manager ? json_object_new_string(m->lang->package_manager)
-                                         : NULL);
+                m->lang->package_manager ? json_object_new_string(m->lang->package_manager) : NULL);
     }
     return o;
 }
@@ -142,8 +140,7 @@ static void check_userns(struct json_object *a)
         check(a, "user_namespaces", "fail", detail,
                 "sysctl -w user.max_user_namespaces=15000 kernel.unprivileged_userns_clone=1");
     else if (apparmor == 1)
-        check(a, "user_namespaces", "warn",
-                "AppArmor restricts unprivileged user namespaces",
+        check(a, "user_namespaces", "warn", "AppArmor restricts unprivileged user namespaces",
                 "sysctl -w kernel.apparmor_restrict_unprivileged_userns=0, or an AppArmor "
                 "profile for bwrap");
     else
@@ -167,7 +164,8 @@ static void check_cgroups(struct sbx_runtime *rt, struct json_object *a)
     if (mode != CG_V2)
         check(a, "cgroup_v2_code", "warn",
                 "the cgroup v2 code path is unverified on this host (only unit-tested against "
-                "a fake cgroupfs tree)", NULL);
+                "a fake cgroupfs tree)",
+                NULL);
 }
 
 static void check_seccomp(struct json_object *a)
@@ -200,7 +198,8 @@ static void check_runtimes(struct sbx_runtime *rt, struct json_object *a)
             snprintf(name, sizeof(name), "runtime:%s", pl->name);
             if (bin[0] == '/' && access(bin, X_OK) != 0) {
                 snprintf(detail, sizeof(detail), "%s: %s", bin, strerror(errno));
-                check(a, name, "fail", detail, "install the language's toolchain "
+                check(a, name, "fail", detail,
+                        "install the language's toolchain "
                         "(scripts/install-deps.sh does for the in-tree languages)");
             } else {
                 snprintf(detail, sizeof(detail), "%s found", bin);

@@ -43,8 +43,13 @@
 
 /* Canonical backend names and their aliases, installed or not. */
 static const char *const known_backends[][2] = {
-    {"bwrap", "bubblewrap"}, {"nsjail", NULL}, {"docker", NULL}, {"podman", NULL},
-    {"kubernetes", "k8s"}, {"mxc", NULL}, {"wsl2", NULL},
+        {"bwrap", "bubblewrap"},
+        {"nsjail", NULL},
+        {"docker", NULL},
+        {"podman", NULL},
+        {"kubernetes", "k8s"},
+        {"mxc", NULL},
+        {"wsl2", NULL},
 };
 
 struct sbx_cancel {
@@ -244,11 +249,12 @@ static int pick_backend(struct run *r)
     for (size_t i = 0; i < sizeof(known_backends) / sizeof(known_backends[0]); i++) {
         if (strcmp(name, known_backends[i][0]) == 0 ||
                 (known_backends[i][1] && strcmp(name, known_backends[i][1]) == 0))
-            return refuse(r, "backend '%s' is not installed here (no plugin found); "
-                    "available: %s", known_backends[i][0], avail && *avail ? avail : "none");
+            return refuse(r,
+                    "backend '%s' is not installed here (no plugin found); "
+                    "available: %s",
+                    known_backends[i][0], avail && *avail ? avail : "none");
     }
-    return refuse(r, "unknown backend '%s'; available: %s", name,
-            avail && *avail ? avail : "none");
+    return refuse(r, "unknown backend '%s'; available: %s", name, avail && *avail ? avail : "none");
 }
 
 static int pick_language(struct run *r)
@@ -264,8 +270,8 @@ static int pick_language(struct run *r)
     if (pl)
         return refuse(r, "language '%s' is installed but broken: %s", name,
                 pl->error ? pl->error : "unknown error");
-    return refuse(r, "unknown language '%s'; available: %s", name,
-            avail && *avail ? avail : "none");
+    return refuse(
+            r, "unknown language '%s'; available: %s", name, avail && *avail ? avail : "none");
 }
 
 static int check_request(struct run *r)
@@ -333,8 +339,8 @@ static int open_box(struct run *r, struct sbx_error **err)
 }
 
 /* Map how the last exec ended onto status, exit code and limit. */
-static void classify(struct run *r, int end, const struct agentc_exit *ex,
-        const struct sbx_box_stats *st)
+static void classify(
+        struct run *r, int end, const struct agentc_exit *ex, const struct sbx_box_stats *st)
 {
     struct sbx_execution *e = r->ex;
 
@@ -403,8 +409,8 @@ static int exec_phases(struct run *r, int *ret_end, struct agentc_exit *ex, stru
     if (end == 0)
         end = agentc_limits(r->ac, lims, run_limits(r, lims), deadline);
     if (end == 0)
-        end = agentc_put(r->ac, r->plan->source_name, 0644, r->req->code, r->req->code_len,
-                deadline);
+        end = agentc_put(
+                r->ac, r->plan->source_name, 0644, r->req->code, r->req->code_len, deadline);
     if (end == AGENTC_TIMEOUT || end == AGENTC_LOST || end == SBX_E_IO)
         return sbx_error_set(err, SBX_E_BACKEND, 0, "setting up the sandbox failed: %s",
                 end == AGENTC_TIMEOUT ? "timed out" : agentc_last_error(r->ac));
@@ -424,9 +430,8 @@ static int exec_phases(struct run *r, int *ret_end, struct agentc_exit *ex, stru
             return 0;
         }
     }
-    end = agentc_exec(r->ac, r->plan->run, r->env,
-            r->req->stdin_data ? r->req->stdin_data : "", r->req->stdin_data ? r->req->stdin_len : 0,
-            deadline, &r->sink, ex);
+    end = agentc_exec(r->ac, r->plan->run, r->env, r->req->stdin_data ? r->req->stdin_data : "",
+            r->req->stdin_data ? r->req->stdin_len : 0, deadline, &r->sink, ex);
     if (end < 0)
         return sbx_error_set(err, SBX_E_BACKEND, 0, "%s", agentc_last_error(r->ac));
     mark(r, "program ended");
@@ -452,8 +457,8 @@ static int close_box(struct run *r, struct sbx_box_stats *st, struct sbx_error *
     return 0;
 }
 
-static int take_capture(struct capture *c, char **ret_buf, size_t *ret_len, uint64_t *ret_total,
-        bool *ret_trunc)
+static int take_capture(
+        struct capture *c, char **ret_buf, size_t *ret_len, uint64_t *ret_total, bool *ret_trunc)
 {
     *ret_buf = dynbuf_take(&c->buf, ret_len);
     *ret_total = c->total;

@@ -73,8 +73,8 @@ void loader_unload_all(struct sbx_runtime *rt);
 /* A usable plugin of that kind by name or alias, or NULL. */
 struct plugin *registry_find(struct sbx_runtime *rt, enum sbx_plugin_kind kind, const char *name);
 /* Any plugin (even broken) of that kind by name or alias, or NULL. */
-struct plugin *registry_find_any(struct sbx_runtime *rt, enum sbx_plugin_kind kind,
-        const char *name);
+struct plugin *registry_find_any(
+        struct sbx_runtime *rt, enum sbx_plugin_kind kind, const char *name);
 /* "bwrap, nsjail" (usable plugins of a kind). (transfer full) */
 char *registry_names(struct sbx_runtime *rt, enum sbx_plugin_kind kind);
 

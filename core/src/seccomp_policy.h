@@ -23,10 +23,10 @@
 
 enum seccomp_action { SECCOMP_RULE_ALLOW = 0, SECCOMP_RULE_ERRNO = 1 };
 enum seccomp_op {
-    SECCOMP_OP_EQ = 0,       /* (uint32)arg == value */
-    SECCOMP_OP_MASK_EQ = 1,  /* (arg & mask) == value, 64-bit */
-    SECCOMP_OP_IN = 2,       /* (uint32)arg is one of values */
-    SECCOMP_OP_NOT_IN = 3,   /* (uint32)arg is none of values */
+    SECCOMP_OP_EQ = 0,      /* (uint32)arg == value */
+    SECCOMP_OP_MASK_EQ = 1, /* (arg & mask) == value, 64-bit */
+    SECCOMP_OP_IN = 2,      /* (uint32)arg is one of values */
+    SECCOMP_OP_NOT_IN = 3,  /* (uint32)arg is none of values */
 };
 
 #define SECCOMP_MAX_VALUES 8
@@ -60,16 +60,16 @@ const char *seccomp_policy_text(void);
 /* Parse a list (format: top of policy.list). SBX_E_INVALID with a message
  * naming "policy.list:LINE" for any malformed or conflicting line,
  * SBX_E_LIMIT past 1 MiB or 2048 rules, SBX_E_NOMEM. (transfer full) */
-int seccomp_policy_parse(const char *text, size_t len, struct seccomp_policy **ret,
-        struct sbx_error **err);
+int seccomp_policy_parse(
+        const char *text, size_t len, struct seccomp_policy **ret, struct sbx_error **err);
 struct seccomp_policy *seccomp_policy_free(struct seccomp_policy *p);
 /* Compile to a BPF program (struct sock_filter array bytes) for the native
  * architecture. Syscalls that this libseccomp or architecture does not know
  * are skipped. SBX_E_LIMIT past the kernel's 4096 instructions,
  * SBX_E_INTERNAL if libseccomp refuses a rule, SBX_E_IO, SBX_E_NOMEM.
  * (transfer full) */
-int seccomp_policy_compile(const struct seccomp_policy *p, void **ret_bpf, size_t *ret_len,
-        struct sbx_error **err);
+int seccomp_policy_compile(
+        const struct seccomp_policy *p, void **ret_bpf, size_t *ret_len, struct sbx_error **err);
 /* The list expanded into the only comparison the compiled filter uses,
  * (arg & mask) == value, so that what is allowed never depends on how a
  * backend compares 32-bit arguments (libseccomp's 32-bit operators also
@@ -88,8 +88,8 @@ struct seccomp_flat_rule {
     enum seccomp_action action;
     int errno_value;
     struct seccomp_atom atoms[SECCOMP_MAX_ARGS]; /* all must hold; one per arg */
-    size_t n_atoms;                               /* 0: the whole syscall */
-    unsigned line;                                /* the list line it came from */
+    size_t n_atoms;                              /* 0: the whole syscall */
+    unsigned line;                               /* the list line it came from */
 };
 
 struct seccomp_flat {
@@ -99,8 +99,8 @@ struct seccomp_flat {
 
 /* Expand a parsed list. SBX_E_LIMIT if a line expands to too many rules,
  * SBX_E_NOMEM. (transfer full) */
-int seccomp_policy_expand(const struct seccomp_policy *p, struct seccomp_flat **ret,
-        struct sbx_error **err);
+int seccomp_policy_expand(
+        const struct seccomp_policy *p, struct seccomp_flat **ret, struct sbx_error **err);
 struct seccomp_flat *seccomp_flat_free(struct seccomp_flat *f);
 
 /* The embedded policy, parsed and compiled once per process (thread-safe).

@@ -6,6 +6,8 @@
  * onto the same policy fields as our LLM_SANDBOX_* names. A bad value is
  * an SBX_E_INVALID error naming the variable. Does no other I/O.
  */
+#include "settings.h"
+
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +15,6 @@
 #include "cleanup.h"
 #include "error.h"
 #include "log.h"
-#include "settings.h"
 #include "util.h"
 
 #define MIB (1024ull * 1024ull)
@@ -38,17 +39,17 @@ void settings_init_defaults(struct settings *s)
 {
     memset(s, 0, sizeof(*s));
     s->defaults = (struct sbx_policy){
-        .size = sizeof(struct sbx_policy),
-        .network = SBX_NET_OFF,
-        .wall_time_ms = 30000,
-        .memory_bytes = 512 * MIB,
-        .cpu_millicores = 1000,
-        .pids_max = 256,
-        .output_bytes = 1 * MIB,
-        .file_size_bytes = 256 * MIB,
-        .workspace_bytes = 512 * MIB,
-        .open_files_max = 1024,
-        .read_only_system = 1,
+            .size = sizeof(struct sbx_policy),
+            .network = SBX_NET_OFF,
+            .wall_time_ms = 30000,
+            .memory_bytes = 512 * MIB,
+            .cpu_millicores = 1000,
+            .pids_max = 256,
+            .output_bytes = 1 * MIB,
+            .file_size_bytes = 256 * MIB,
+            .workspace_bytes = 512 * MIB,
+            .open_files_max = 1024,
+            .read_only_system = 1,
     };
     s->ceilings = s->defaults;
     s->ceilings.wall_time_ms = 300000;
@@ -96,29 +97,29 @@ static int parse_kind(enum kind k, const char *v, uint64_t *ret)
 }
 
 struct limit_var {
-    const char *ref;     /* reference implementation's name, or NULL */
-    const char *name;    /* ours: the default */
-    const char *max;     /* ours: the ceiling */
+    const char *ref;  /* reference implementation's name, or NULL */
+    const char *name; /* ours: the default */
+    const char *max;  /* ours: the ceiling */
     enum kind kind;
-    size_t offset;       /* of the uint64_t in struct sbx_policy */
+    size_t offset; /* of the uint64_t in struct sbx_policy */
     enum sbx_control ctl;
 };
 
 #define OFF(f) offsetof(struct sbx_policy, f)
 static const struct limit_var limit_vars[] = {
-    {NULL, "LLM_SANDBOX_TIMEOUT", "LLM_SANDBOX_MAX_TIMEOUT", K_SECONDS, OFF(wall_time_ms),
-            SBX_CTL_WALL_TIME},
-    {"SANDBOX_MEMORY", "SANDBOX_MEM_LIMIT", "LLM_SANDBOX_MAX_MEMORY", K_SIZE, OFF(memory_bytes),
-            SBX_CTL_MEMORY},
-    {"SANDBOX_CPUS", "SANDBOX_CPU_COUNT", "LLM_SANDBOX_MAX_CPUS", K_CORES, OFF(cpu_millicores),
-            SBX_CTL_CPU},
-    {NULL, "LLM_SANDBOX_PIDS", "LLM_SANDBOX_MAX_PIDS", K_COUNT, OFF(pids_max), SBX_CTL_PIDS},
-    {NULL, "LLM_SANDBOX_OUTPUT_BYTES", "LLM_SANDBOX_MAX_OUTPUT_BYTES", K_SIZE, OFF(output_bytes),
-            SBX_CTL_OUTPUT},
-    {NULL, "LLM_SANDBOX_FILE_SIZE", "LLM_SANDBOX_MAX_FILE_SIZE", K_SIZE, OFF(file_size_bytes),
-            SBX_CTL_FILE_SIZE},
-    {NULL, "LLM_SANDBOX_WORKSPACE_SIZE", "LLM_SANDBOX_MAX_WORKSPACE_SIZE", K_SIZE,
-            OFF(workspace_bytes), SBX_CTL_WORKSPACE},
+        {NULL, "LLM_SANDBOX_TIMEOUT", "LLM_SANDBOX_MAX_TIMEOUT", K_SECONDS, OFF(wall_time_ms),
+                SBX_CTL_WALL_TIME},
+        {"SANDBOX_MEMORY", "SANDBOX_MEM_LIMIT", "LLM_SANDBOX_MAX_MEMORY", K_SIZE, OFF(memory_bytes),
+                SBX_CTL_MEMORY},
+        {"SANDBOX_CPUS", "SANDBOX_CPU_COUNT", "LLM_SANDBOX_MAX_CPUS", K_CORES, OFF(cpu_millicores),
+                SBX_CTL_CPU},
+        {NULL, "LLM_SANDBOX_PIDS", "LLM_SANDBOX_MAX_PIDS", K_COUNT, OFF(pids_max), SBX_CTL_PIDS},
+        {NULL, "LLM_SANDBOX_OUTPUT_BYTES", "LLM_SANDBOX_MAX_OUTPUT_BYTES", K_SIZE,
+                OFF(output_bytes), SBX_CTL_OUTPUT},
+        {NULL, "LLM_SANDBOX_FILE_SIZE", "LLM_SANDBOX_MAX_FILE_SIZE", K_SIZE, OFF(file_size_bytes),
+                SBX_CTL_FILE_SIZE},
+        {NULL, "LLM_SANDBOX_WORKSPACE_SIZE", "LLM_SANDBOX_MAX_WORKSPACE_SIZE", K_SIZE,
+                OFF(workspace_bytes), SBX_CTL_WORKSPACE},
 };
 
 static uint64_t *field(struct sbx_policy *p, size_t off)
@@ -134,10 +135,11 @@ static int load_limit(struct settings *s, const struct limit_var *lv, struct sbx
     v = lv->ref ? env2(lv->ref, lv->name, &name) : env(lv->name);
     if (v) {
         if (parse_kind(lv->kind, v, &val) < 0 || (val == 0 && lv->kind != K_CORES))
-            return sbx_error_set_field(err, SBX_E_INVALID, name,
-                    "%s='%s' is not a valid %s", name, v,
-                    lv->kind == K_SIZE ? "size (e.g. 512M, 1G)" :
-                    lv->kind == K_COUNT ? "positive count" : "positive number");
+            return sbx_error_set_field(err, SBX_E_INVALID, name, "%s='%s' is not a valid %s", name,
+                    v,
+                    lv->kind == K_SIZE    ? "size (e.g. 512M, 1G)"
+                    : lv->kind == K_COUNT ? "positive count"
+                                          : "positive number");
         *field(&s->defaults, lv->offset) = val;
         if (*field(&s->ceilings, lv->offset) < val)
             *field(&s->ceilings, lv->offset) = val;
@@ -146,8 +148,8 @@ static int load_limit(struct settings *s, const struct limit_var *lv, struct sbx
     v = env(lv->max);
     if (v) {
         if (parse_kind(lv->kind, v, &max) < 0 || max == 0)
-            return sbx_error_set_field(err, SBX_E_INVALID, lv->max, "%s='%s' is not valid",
-                    lv->max, v);
+            return sbx_error_set_field(
+                    err, SBX_E_INVALID, lv->max, "%s='%s' is not valid", lv->max, v);
         if (max < *field(&s->defaults, lv->offset))
             return sbx_error_set_field(err, SBX_E_INVALID, lv->max,
                     "%s='%s' is below the configured default", lv->max, v);
@@ -185,10 +187,11 @@ static int load_network(struct settings *s, struct sbx_error **err)
                 "LLM_SANDBOX_NETWORK=%s needs the filtering proxy, which this version lacks",
                 network_str((uint32_t)net));
     if (net == SBX_NET_HOST && !s->allow_host_network)
-        return sbx_error_set_field(err, SBX_E_UNSUPPORTED, v ? "LLM_SANDBOX_NETWORK"
-                                                            : "SANDBOX_NETWORK_MODE",
+        return sbx_error_set_field(err, SBX_E_UNSUPPORTED,
+                v ? "LLM_SANDBOX_NETWORK" : "SANDBOX_NETWORK_MODE",
                 "%s=host: sharing the host's network needs LLM_SANDBOX_ALLOW_HOST_NETWORK=1 "
-                "as well", v ? "LLM_SANDBOX_NETWORK" : "SANDBOX_NETWORK_MODE");
+                "as well",
+                v ? "LLM_SANDBOX_NETWORK" : "SANDBOX_NETWORK_MODE");
     s->defaults.network = (uint32_t)net;
     s->ceilings.network = (uint32_t)net;
     s->explicit_mask |= 1u << SBX_CTL_NET_OFF;
@@ -200,8 +203,8 @@ static int load_bool(const char *name, bool *ret, struct sbx_error **err)
     const char *v = env(name);
 
     if (v && parse_bool(v, ret) < 0)
-        return sbx_error_set_field(err, SBX_E_INVALID, name,
-                "%s='%s' must be true or false", name, v);
+        return sbx_error_set_field(
+                err, SBX_E_INVALID, name, "%s='%s' must be true or false", name, v);
     return 0;
 }
 

@@ -20,9 +20,9 @@
 #include <llm-sandbox/sbx.h>
 
 struct settings {
-    char *backend;          /* BACKEND (canonical or alias), default "bwrap" */
-    char *language;         /* LLM_SANDBOX_DEFAULT_LANGUAGE, default "python" */
-    char **plugin_path;     /* LLM_SANDBOX_PLUGIN_PATH, NULL-terminated */
+    char *backend;      /* BACKEND (canonical or alias), default "bwrap" */
+    char *language;     /* LLM_SANDBOX_DEFAULT_LANGUAGE, default "python" */
+    char **plugin_path; /* LLM_SANDBOX_PLUGIN_PATH, NULL-terminated */
     struct sbx_policy defaults;
     struct sbx_policy ceilings; /* network: the widest mode allowed */
     uint32_t explicit_mask;     /* bit per enum sbx_control set by the operator */
@@ -33,9 +33,9 @@ struct settings {
     uint32_t sandbox_gid;       /* LLM_SANDBOX_GID */
     bool cgroup_v1;             /* LLM_SANDBOX_CGROUP=auto|v1|v2|off */
     bool cgroup_v2;
-    int log_level;              /* LLM_SANDBOX_LOG_LEVEL */
-    uint64_t max_code_bytes;    /* LLM_SANDBOX_MAX_CODE_BYTES, default 1 MiB */
-    uint64_t max_stdin_bytes;   /* LLM_SANDBOX_MAX_STDIN_BYTES, default 16 MiB */
+    int log_level;            /* LLM_SANDBOX_LOG_LEVEL */
+    uint64_t max_code_bytes;  /* LLM_SANDBOX_MAX_CODE_BYTES, default 1 MiB */
+    uint64_t max_stdin_bytes; /* LLM_SANDBOX_MAX_STDIN_BYTES, default 16 MiB */
 };
 
 /* Built-in defaults only (no environment). */

@@ -3,6 +3,8 @@
  * util.c: number and size parsing with explicit overflow checks, name
  * grammars, UTF-8 repair, string vectors. No I/O; see util.h for contracts.
  */
+#include "util.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -12,8 +14,6 @@
 #include <strings.h>
 
 #include <llm-sandbox/plugin.h>
-
-#include "util.h"
 
 int parse_u64(const char *s, uint64_t *ret)
 {
@@ -83,8 +83,20 @@ int parse_size(const char *s, uint64_t *ret_bytes)
         const char *suffix;
         unsigned shift;
     } units[] = {
-        {"", 0}, {"b", 0}, {"k", 10}, {"kb", 10}, {"kib", 10}, {"m", 20}, {"mb", 20},
-        {"mib", 20}, {"g", 30}, {"gb", 30}, {"gib", 30}, {"t", 40}, {"tb", 40}, {"tib", 40},
+            {"", 0},
+            {"b", 0},
+            {"k", 10},
+            {"kb", 10},
+            {"kib", 10},
+            {"m", 20},
+            {"mb", 20},
+            {"mib", 20},
+            {"g", 30},
+            {"gb", 30},
+            {"gib", 30},
+            {"t", 40},
+            {"tb", 40},
+            {"tib", 40},
     };
     const char *p = s;
     uint64_t v = 0;

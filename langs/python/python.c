@@ -111,18 +111,18 @@ static int python_check_library(void *state, const char *spec, struct sbx_err *e
 }
 
 static const struct sbx_language_ops ops = {
-    .size = sizeof(struct sbx_language_ops),
-    .check_library = python_check_library,
+        .size = sizeof(struct sbx_language_ops),
+        .check_library = python_check_library,
 };
 
 static const struct sbx_plugin descriptor = {
-    .abi_major = SBX_ABI_MAJOR,
-    .abi_minor = SBX_ABI_MINOR,
-    .size = sizeof(struct sbx_plugin),
-    .kind = SBX_KIND_LANGUAGE,
-    .name = "python",
-    .version = "0.1.0",
-    .language = &ops,
+        .abi_major = SBX_ABI_MAJOR,
+        .abi_minor = SBX_ABI_MINOR,
+        .size = sizeof(struct sbx_plugin),
+        .kind = SBX_KIND_LANGUAGE,
+        .name = "python",
+        .version = "0.1.0",
+        .language = &ops,
 };
 
 SBX_PLUGIN_ENTRY

@@ -24,8 +24,8 @@ struct bwrap_state {
 };
 
 int bwrap_probe(void *state, struct sbx_caps *caps, struct sbx_err *err);
-int bwrap_box_open(void *state, const struct sbx_box_spec *spec, void **ret_box,
-        struct sbx_err *err);
+int bwrap_box_open(
+        void *state, const struct sbx_box_spec *spec, void **ret_box, struct sbx_err *err);
 int bwrap_box_poll_fd(void *box);
 int bwrap_box_write_fd(void *box);
 int64_t bwrap_box_read(void *box, void *buf, size_t len);
@@ -34,7 +34,6 @@ int bwrap_box_kill(void *box);
 int bwrap_box_close(void *box, struct sbx_box_stats *stats, struct sbx_err *err);
 
 /* Fill err and return rc (plugins cannot use the core's helpers). */
-int bwrap_fail(struct sbx_err *err, int rc, int sys_errno, const char *fmt, ...)
-        SBX_PRINTF(4, 5);
+int bwrap_fail(struct sbx_err *err, int rc, int sys_errno, const char *fmt, ...) SBX_PRINTF(4, 5);
 
 #endif

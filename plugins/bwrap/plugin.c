@@ -6,8 +6,8 @@
 
 #include "bwrap.h"
 
-static int bwrap_init(const struct sbx_host *h, const char *name, void **ret_state,
-        struct sbx_err *err)
+static int bwrap_init(
+        const struct sbx_host *h, const char *name, void **ret_state, struct sbx_err *err)
 {
     struct bwrap_state *st = calloc(1, sizeof(*st));
 
@@ -25,30 +25,30 @@ static void bwrap_fini(void *state)
 }
 
 static const struct sbx_backend_ops ops = {
-    .size = sizeof(struct sbx_backend_ops),
-    .probe = bwrap_probe,
-    .box_open = bwrap_box_open,
-    .box_poll_fd = bwrap_box_poll_fd,
-    .box_read = bwrap_box_read,
-    .box_write = bwrap_box_write,
-    .box_write_fd = bwrap_box_write_fd,
-    .box_kill = bwrap_box_kill,
-    .box_close = bwrap_box_close,
+        .size = sizeof(struct sbx_backend_ops),
+        .probe = bwrap_probe,
+        .box_open = bwrap_box_open,
+        .box_poll_fd = bwrap_box_poll_fd,
+        .box_read = bwrap_box_read,
+        .box_write = bwrap_box_write,
+        .box_write_fd = bwrap_box_write_fd,
+        .box_kill = bwrap_box_kill,
+        .box_close = bwrap_box_close,
 };
 
 static const char *const names[] = {"bwrap", NULL};
 
 static const struct sbx_plugin descriptor = {
-    .abi_major = SBX_ABI_MAJOR,
-    .abi_minor = SBX_ABI_MINOR,
-    .size = sizeof(struct sbx_plugin),
-    .kind = SBX_KIND_BACKEND,
-    .name = "bwrap",
-    .version = "0.1.0",
-    .backend_names = names,
-    .init = bwrap_init,
-    .fini = bwrap_fini,
-    .backend = &ops,
+        .abi_major = SBX_ABI_MAJOR,
+        .abi_minor = SBX_ABI_MINOR,
+        .size = sizeof(struct sbx_plugin),
+        .kind = SBX_KIND_BACKEND,
+        .name = "bwrap",
+        .version = "0.1.0",
+        .backend_names = names,
+        .init = bwrap_init,
+        .fini = bwrap_fini,
+        .backend = &ops,
 };
 
 SBX_PLUGIN_ENTRY

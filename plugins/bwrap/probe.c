@@ -18,8 +18,8 @@
 
 static const char *const bwrap_dirs[] = {"/usr/bin", "/usr/local/bin", "/bin"};
 
-static bool find_tool(const struct sbx_host *h, const char *setting, const char *name, char *out,
-        size_t len)
+static bool find_tool(
+        const struct sbx_host *h, const char *setting, const char *name, char *out, size_t len)
 {
     const char *v = h->setting(h, setting);
 
@@ -57,7 +57,7 @@ static void inspect_tops(struct bwrap_state *st)
 
     st->n_tops = 0;
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-        char (*slot)[32] = st->top_store[st->n_tops];
+        char(*slot)[32] = st->top_store[st->n_tops];
         ssize_t n;
 
         if (lstat(names[i], &s) < 0)
@@ -97,12 +97,22 @@ static bool tun_usable(const struct sbx_host *h)
 static int trial_box(struct bwrap_state *st, struct sbx_err *err)
 {
     static const char *const env[] = {"PATH=/usr/bin:/bin", NULL};
-    struct sbx_policy pol = {.size = sizeof(pol), .network = SBX_NET_OFF, .wall_time_ms = 5000,
-            .memory_bytes = 64u << 20, .cpu_millicores = 1000, .pids_max = 16,
-            .output_bytes = 4096, .file_size_bytes = 1u << 20, .workspace_bytes = 1u << 20,
-            .open_files_max = 64, .read_only_system = 1};
-    struct sbx_box_spec spec = {.size = sizeof(spec), .policy = &pol, .language = "probe",
-            .envp = env, .cancel_fd = -1};
+    struct sbx_policy pol = {.size = sizeof(pol),
+            .network = SBX_NET_OFF,
+            .wall_time_ms = 5000,
+            .memory_bytes = 64u << 20,
+            .cpu_millicores = 1000,
+            .pids_max = 16,
+            .output_bytes = 4096,
+            .file_size_bytes = 1u << 20,
+            .workspace_bytes = 1u << 20,
+            .open_files_max = 64,
+            .read_only_system = 1};
+    struct sbx_box_spec spec = {.size = sizeof(spec),
+            .policy = &pol,
+            .language = "probe",
+            .envp = env,
+            .cancel_fd = -1};
     struct sbx_box_stats stats = {.size = sizeof(stats)};
     char byte, id[96];
     void *box = NULL;
@@ -154,22 +164,26 @@ int bwrap_probe(void *state, struct sbx_caps *caps, struct sbx_err *err)
 
     snprintf(note, sizeof(note), "bubblewrap %s: new user, pid, ipc, uts, mount, cgroup, net ns",
             st->version);
-    cap(caps, SBX_CTL_WALL_TIME, SBX_ENF_FULL, "core deadline, then SIGKILL of the cgroup and pid 1");
+    cap(caps, SBX_CTL_WALL_TIME, SBX_ENF_FULL,
+            "core deadline, then SIGKILL of the cgroup and pid 1");
     cap(caps, SBX_CTL_OUTPUT, SBX_ENF_FULL, "capped by the core while streaming");
     cap(caps, SBX_CTL_FILE_SIZE, SBX_ENF_FULL, "RLIMIT_FSIZE");
     cap(caps, SBX_CTL_WORKSPACE, SBX_ENF_FULL,
             "tmpfs /workspace, /tmp, /dev/shm; RAM, so at most 3/4 of the memory limit each");
     cap(caps, SBX_CTL_NET_OFF, SBX_ENF_FULL, "empty network namespace (loopback only)");
     if (st->pasta[0] && st->tun_ok)
-        cap(caps, SBX_CTL_NET_ON, SBX_ENF_FULL, "own namespace, pasta user-mode NAT, no host loopback");
+        cap(caps, SBX_CTL_NET_ON, SBX_ENF_FULL,
+                "own namespace, pasta user-mode NAT, no host loopback");
     else
-        cap(caps, SBX_CTL_NET_ON, SBX_ENF_NONE, !st->pasta[0]
-                ? "pasta not found (install Debian's passt package)"
-                : "/dev/net/tun is not usable by the sandbox uid (Debian's default mode is 0666)");
+        cap(caps, SBX_CTL_NET_ON, SBX_ENF_NONE,
+                !st->pasta[0] ? "pasta not found (install Debian's passt package)"
+                              : "/dev/net/tun is not usable by the sandbox uid (Debian's default "
+                                "mode is 0666)");
     cap(caps, SBX_CTL_NET_HOST, SBX_ENF_FULL, "host network namespace (operator override only)");
     cap(caps, SBX_CTL_NET_REGISTRIES, SBX_ENF_NONE, "needs the filtering proxy (not built yet)");
     cap(caps, SBX_CTL_NET_ALLOWLIST, SBX_ENF_NONE, "needs the filtering proxy (not built yet)");
-    cap(caps, SBX_CTL_READ_ONLY_SYSTEM, SBX_ENF_FULL, "read-only /usr binds, root tmpfs remounted read-only");
+    cap(caps, SBX_CTL_READ_ONLY_SYSTEM, SBX_ENF_FULL,
+            "read-only /usr binds, root tmpfs remounted read-only");
     cap(caps, SBX_CTL_ENV, SBX_ENF_FULL, "bwrap is executed with only the sandbox environment");
     cap(caps, SBX_CTL_SECCOMP, SBX_ENF_FULL, "bwrap --seccomp with the core's policy");
     cap(caps, SBX_CTL_NO_NEW_PRIVS, SBX_ENF_FULL, note);

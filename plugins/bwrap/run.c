@@ -90,9 +90,12 @@ static int fds_open(const struct sbx_host *h, bool net_on, struct box_fds *f, st
 {
     int p[2];
 
-    if (h->seccomp_bpf_fd(h, &f->fd[FD_SECCOMP], err) < 0 || h->agent_fd(h, &f->fd[FD_AGENT], err) < 0 ||
-            h->memfd_new(h, "passwd", passwd_data, sizeof(passwd_data) - 1, &f->fd[FD_PASSWD], err) < 0 ||
-            h->memfd_new(h, "group", group_data, sizeof(group_data) - 1, &f->fd[FD_GROUP], err) < 0 ||
+    if (h->seccomp_bpf_fd(h, &f->fd[FD_SECCOMP], err) < 0 ||
+            h->agent_fd(h, &f->fd[FD_AGENT], err) < 0 ||
+            h->memfd_new(h, "passwd", passwd_data, sizeof(passwd_data) - 1, &f->fd[FD_PASSWD],
+                    err) < 0 ||
+            h->memfd_new(h, "group", group_data, sizeof(group_data) - 1, &f->fd[FD_GROUP], err) <
+                    0 ||
             h->memfd_new(h, "hosts", hosts_data, sizeof(hosts_data) - 1, &f->fd[FD_HOSTS], err) < 0)
         return err->rc;
     if (pipe2(p, O_CLOEXEC) < 0)
@@ -124,8 +127,8 @@ static int read_child_pid(int fd, int *ret_pid, struct sbx_err *err)
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)
-            return bwrap_fail(err, SBX_E_BACKEND, errno, "reading bwrap's info: %s",
-                    strerror(errno));
+            return bwrap_fail(
+                    err, SBX_E_BACKEND, errno, "reading bwrap's info: %s", strerror(errno));
         if (n == 0)
             break;
         o += (size_t)n;
@@ -180,16 +183,23 @@ static int attach_pasta(struct bwrap_box *b, struct box_fds *f, const struct sbx
         r = errno;
         if (netns >= 0)
             close(netns);
-        return bwrap_fail(err, SBX_E_BACKEND, r, "cannot open the sandbox's namespaces: %s",
-                strerror(r));
+        return bwrap_fail(
+                err, SBX_E_BACKEND, r, "cannot open the sandbox's namespaces: %s", strerror(r));
     }
     const char *argv[] = {b->st->pasta, "--config-net", "--foreground", "--quiet", "-t", "none",
-            "-u", "none", "-T", "none", "-U", "none", "--no-map-gw", "--userns",
-            "/proc/self/fd/3", "--netns", "/proc/self/fd/4", NULL};
+            "-u", "none", "-T", "none", "-U", "none", "--no-map-gw", "--userns", "/proc/self/fd/3",
+            "--netns", "/proc/self/fd/4", NULL};
     struct sbx_fd_map map[] = {{userns, 3}, {netns, 4}};
-    struct sbx_spawn sp = {.size = sizeof(sp), .path = b->st->pasta, .argv = argv,
-            .envp = spec->envp, .stdin_fd = SBX_FD_NULL, .stdout_fd = SBX_FD_NULL,
-            .stderr_fd = SBX_FD_NULL, .fds = map, .n_fds = 2, .cgroup = b->cg,
+    struct sbx_spawn sp = {.size = sizeof(sp),
+            .path = b->st->pasta,
+            .argv = argv,
+            .envp = spec->envp,
+            .stdin_fd = SBX_FD_NULL,
+            .stdout_fd = SBX_FD_NULL,
+            .stderr_fd = SBX_FD_NULL,
+            .fds = map,
+            .n_fds = 2,
+            .cgroup = b->cg,
             .flags = SBX_SPAWN_DROP_PRIVS | SBX_SPAWN_PDEATHSIG};
 
     r = h->proc_spawn(h, &sp, &b->pasta, err);
@@ -228,17 +238,31 @@ static int spawn_bwrap(struct bwrap_box *b, const struct sbx_box_spec *spec, str
             map[n++] = (struct sbx_fd_map){f->fd[i], child[i]};
         }
     }
-    struct bwrap_input in = {.policy = spec->policy, .tops = b->st->tops, .n_tops = b->st->n_tops,
-            .ro_paths = spec->ro_paths, .seccomp_fd = child[FD_SECCOMP],
-            .agent_fd = child[FD_AGENT], .passwd_fd = child[FD_PASSWD],
-            .group_fd = child[FD_GROUP], .hosts_fd = child[FD_HOSTS],
-            .info_fd = child[FD_INFO], .block_fd = child[FD_BLOCK], .sandbox_uid = uid,
+    struct bwrap_input in = {.policy = spec->policy,
+            .tops = b->st->tops,
+            .n_tops = b->st->n_tops,
+            .ro_paths = spec->ro_paths,
+            .seccomp_fd = child[FD_SECCOMP],
+            .agent_fd = child[FD_AGENT],
+            .passwd_fd = child[FD_PASSWD],
+            .group_fd = child[FD_GROUP],
+            .hosts_fd = child[FD_HOSTS],
+            .info_fd = child[FD_INFO],
+            .block_fd = child[FD_BLOCK],
+            .sandbox_uid = uid,
             .sandbox_gid = gid};
     r = bwrap_translate(&in, argv, err);
     if (r == 0) {
-        struct sbx_spawn sp = {.size = sizeof(sp), .path = b->st->bwrap, .argv = argv->argv,
-                .envp = spec->envp, .stdin_fd = SBX_FD_PIPE, .stdout_fd = SBX_FD_PIPE,
-                .stderr_fd = SBX_FD_PIPE, .fds = map, .n_fds = n, .cgroup = b->cg,
+        struct sbx_spawn sp = {.size = sizeof(sp),
+                .path = b->st->bwrap,
+                .argv = argv->argv,
+                .envp = spec->envp,
+                .stdin_fd = SBX_FD_PIPE,
+                .stdout_fd = SBX_FD_PIPE,
+                .stderr_fd = SBX_FD_PIPE,
+                .fds = map,
+                .n_fds = n,
+                .cgroup = b->cg,
                 .flags = SBX_SPAWN_DROP_PRIVS | SBX_SPAWN_PDEATHSIG};
 
         r = h->proc_spawn(h, &sp, &b->proc, err);
@@ -247,8 +271,8 @@ static int spawn_bwrap(struct bwrap_box *b, const struct sbx_box_spec *spec, str
     return r;
 }
 
-int bwrap_box_open(void *state, const struct sbx_box_spec *spec, void **ret_box,
-        struct sbx_err *err)
+int bwrap_box_open(
+        void *state, const struct sbx_box_spec *spec, void **ret_box, struct sbx_err *err)
 {
     struct bwrap_state *st = state;
     const struct sbx_host *h = st->h;
@@ -352,8 +376,8 @@ static void await_agent(const struct bwrap_box *b)
     struct pollfd pfd = {.fd = b->agent_pidfd, .events = POLLIN};
 
     if (b->agent_pidfd >= 0 && poll(&pfd, 1, 5000) == 0)
-        b->st->h->log(b->st->h, SBX_LOG_WARN, "sandbox agent %d still exiting after 5 s",
-                b->agent_pid);
+        b->st->h->log(
+                b->st->h, SBX_LOG_WARN, "sandbox agent %d still exiting after 5 s", b->agent_pid);
 }
 
 /* bwrap's own diagnostics, for the error when the box failed early. */

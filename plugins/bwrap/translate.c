@@ -41,15 +41,24 @@
  * path the sandbox could have written, so a planted symlink cannot redirect a bind
  * (bubblewrap < 0.12 follows symlinks while setting up).
  */
+#include "translate.h"
+
 #include <stdio.h>
 #include <string.h>
 
-#include "translate.h"
-
 static const char *const etc_files[] = {
-    "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime",
-    "/etc/alternatives", "/etc/ssl", "/etc/ca-certificates", "/etc/protocols", "/etc/services",
-    "/etc/mime.types", "/etc/os-release", "/etc/nsswitch.conf",
+        "/etc/ld.so.cache",
+        "/etc/ld.so.conf",
+        "/etc/ld.so.conf.d",
+        "/etc/localtime",
+        "/etc/alternatives",
+        "/etc/ssl",
+        "/etc/ca-certificates",
+        "/etc/protocols",
+        "/etc/services",
+        "/etc/mime.types",
+        "/etc/os-release",
+        "/etc/nsswitch.conf",
 };
 
 struct builder {
@@ -101,8 +110,8 @@ static void add_fd(struct builder *b, const char *opt, int fd)
     add_num(b, (unsigned long long)fd);
 }
 
-static void add_tmpfs(struct builder *b, unsigned long long size, const char *mode,
-        const char *dest)
+static void add_tmpfs(
+        struct builder *b, unsigned long long size, const char *mode, const char *dest)
 {
     add2(b, "--perms", mode);
     add(b, "--size");

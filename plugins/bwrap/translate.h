@@ -30,8 +30,8 @@ struct bwrap_input {
     const char *const *ro_paths; /* language host paths, NULL-terminated or NULL */
     /* fd numbers as bwrap will see them; -1 when absent */
     int seccomp_fd, agent_fd, passwd_fd, group_fd, hosts_fd;
-    int info_fd;  /* bwrap reports the agent's pid here */
-    int block_fd; /* network on: bwrap waits here until pasta is attached */
+    int info_fd;                       /* bwrap reports the agent's pid here */
+    int block_fd;                      /* network on: bwrap waits here until pasta is attached */
     uint32_t sandbox_uid, sandbox_gid; /* ids inside the sandbox */
 };
 

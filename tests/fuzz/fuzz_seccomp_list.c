@@ -108,8 +108,8 @@ static int flat_verdict(const struct seccomp_flat *fl, const char *name, const u
 
 /* Interesting values for one argument of name: the list's own, their
  * neighbours, and each with the high half set. */
-static size_t candidates(const struct seccomp_policy *p, const char *name, unsigned arg,
-        uint64_t *out, size_t cap)
+static size_t candidates(
+        const struct seccomp_policy *p, const char *name, unsigned arg, uint64_t *out, size_t cap)
 {
     size_t n = 0;
 
@@ -127,8 +127,7 @@ static size_t candidates(const struct seccomp_policy *p, const char *name, unsig
                 out[n++] = c->values[j];
                 out[n++] = c->values[j] + 1;
                 out[n++] = c->values[j] | UINT64_C(0xFFFFFFFF00000000);
-                out[n++] = c->op == SECCOMP_OP_MASK_EQ ? c->values[j] | ~c->mask
-                                                       : c->values[j] ^ 1;
+                out[n++] = c->op == SECCOMP_OP_MASK_EQ ? c->values[j] | ~c->mask : c->values[j] ^ 1;
             }
         }
     }

@@ -71,8 +71,7 @@ static int replay_dir(const char *path, size_t *count)
         char shown[4096];
         struct stat st;
 
-        if (e->d_name[0] == '.' || fstatat(dirfd(d), e->d_name, &st, 0) < 0 ||
-                !S_ISREG(st.st_mode))
+        if (e->d_name[0] == '.' || fstatat(dirfd(d), e->d_name, &st, 0) < 0 || !S_ISREG(st.st_mode))
             continue;
         snprintf(shown, sizeof(shown), "%s/%s", path, e->d_name);
         if (replay_file(dirfd(d), e->d_name, shown) < 0)

@@ -45,8 +45,8 @@ static int demo_fail(struct sbx_err *err, enum sbx_rc rc, const char *field, con
     return (int)rc;
 }
 
-static int demo_init(const struct sbx_host *host, const char *name, void **ret_state,
-        struct sbx_err *err)
+static int demo_init(
+        const struct sbx_host *host, const char *name, void **ret_state, struct sbx_err *err)
 {
     const char *path;
 
@@ -95,8 +95,8 @@ static int demo_probe(void *state, struct sbx_caps *caps, struct sbx_err *err)
     return SBX_OK;
 }
 
-static int demo_box_open(void *state, const struct sbx_box_spec *spec, void **ret_box,
-        struct sbx_err *err)
+static int demo_box_open(
+        void *state, const struct sbx_box_spec *spec, void **ret_box, struct sbx_err *err)
 {
     struct demo_state *s = (struct demo_state *)state;
     const struct sbx_host *h = s->host;
@@ -198,8 +198,8 @@ static int demo_check_library(void *state, const char *spec, struct sbx_err *err
     return SBX_OK;
 }
 
-static int demo_prepare(void *state, const struct sbx_lang_job *job,
-        const struct sbx_plan_ops *ops, struct sbx_plan *plan, struct sbx_err *err)
+static int demo_prepare(void *state, const struct sbx_lang_job *job, const struct sbx_plan_ops *ops,
+        struct sbx_plan *plan, struct sbx_err *err)
 {
     (void)state;
     if (job->size < sizeof(struct sbx_lang_job) || ops->size < sizeof(struct sbx_plan_ops))
@@ -209,33 +209,33 @@ static int demo_prepare(void *state, const struct sbx_lang_job *job,
     return ops->set_var(plan, "mode", "plain");
 }
 
-static const struct sbx_backend_ops demo_backend_ops = {
-    (uint32_t)sizeof(struct sbx_backend_ops), 0, demo_probe, demo_box_open, demo_box_poll_fd,
-    demo_box_read, demo_box_write, demo_box_poll_fd, demo_box_kill, demo_box_close};
+static const struct sbx_backend_ops demo_backend_ops = {(uint32_t)sizeof(struct sbx_backend_ops), 0,
+        demo_probe, demo_box_open, demo_box_poll_fd, demo_box_read, demo_box_write,
+        demo_box_poll_fd, demo_box_kill, demo_box_close};
 
 static const struct sbx_language_ops demo_language_ops = {
-    (uint32_t)sizeof(struct sbx_language_ops), 0, demo_check_library, demo_prepare};
+        (uint32_t)sizeof(struct sbx_language_ops), 0, demo_check_library, demo_prepare};
 
 static const char *const demo_backend_names[] = {"demo", "demo_alias", NULL};
 
 static const struct sbx_plugin demo_descriptors[] = {
-    {SBX_ABI_MAJOR, SBX_ABI_MINOR, (uint32_t)sizeof(struct sbx_plugin),
-            (uint32_t)SBX_KIND_BACKEND, "demo", "0.1.0", demo_backend_names, demo_init,
-            demo_fini, &demo_backend_ops, NULL},
-    {SBX_ABI_MAJOR, SBX_ABI_MINOR, (uint32_t)sizeof(struct sbx_plugin),
-            (uint32_t)SBX_KIND_LANGUAGE, "demo_lang", "0.1.0", NULL, NULL, NULL, NULL,
-            &demo_language_ops},
+        {SBX_ABI_MAJOR, SBX_ABI_MINOR, (uint32_t)sizeof(struct sbx_plugin),
+                (uint32_t)SBX_KIND_BACKEND, "demo", "0.1.0", demo_backend_names, demo_init,
+                demo_fini, &demo_backend_ops, NULL},
+        {SBX_ABI_MAJOR, SBX_ABI_MINOR, (uint32_t)sizeof(struct sbx_plugin),
+                (uint32_t)SBX_KIND_LANGUAGE, "demo_lang", "0.1.0", NULL, NULL, NULL, NULL,
+                &demo_language_ops},
 };
 
 /* The enums and macros a plugin may also need, all in one place. */
-static const int demo_constants[] = {
-    SBX_E_INVALID, SBX_E_UNSUPPORTED, SBX_E_UNAVAILABLE, SBX_E_BACKEND, SBX_E_LIMIT, SBX_E_ABI,
-    SBX_E_NOMEM, SBX_E_CANCELLED, SBX_E_IO, SBX_E_INTERNAL, SBX_NET_REGISTRIES, SBX_NET_ALLOWLIST,
-    SBX_NET_ON, SBX_NET_HOST, SBX_CTL_WALL_TIME, SBX_CTL_CPU, SBX_CTL_PIDS, SBX_CTL_OUTPUT,
-    SBX_CTL_FILE_SIZE, SBX_CTL_WORKSPACE, SBX_CTL_NET_OFF, SBX_CTL_NET_REGISTRIES,
-    SBX_CTL_NET_ALLOWLIST, SBX_CTL_NET_ON, SBX_CTL_READ_ONLY_SYSTEM, SBX_CTL_ENV,
-    SBX_CTL_SECCOMP, SBX_CTL_NO_NEW_PRIVS, SBX_CTL_UNPRIVILEGED, SBX_LOG_ERROR, SBX_LOG_WARN,
-    (int)sizeof(SBX_PLUGIN_ENTRY_SYMBOL)};
+static const int demo_constants[] = {SBX_E_INVALID, SBX_E_UNSUPPORTED, SBX_E_UNAVAILABLE,
+        SBX_E_BACKEND, SBX_E_LIMIT, SBX_E_ABI, SBX_E_NOMEM, SBX_E_CANCELLED, SBX_E_IO,
+        SBX_E_INTERNAL, SBX_NET_REGISTRIES, SBX_NET_ALLOWLIST, SBX_NET_ON, SBX_NET_HOST,
+        SBX_CTL_WALL_TIME, SBX_CTL_CPU, SBX_CTL_PIDS, SBX_CTL_OUTPUT, SBX_CTL_FILE_SIZE,
+        SBX_CTL_WORKSPACE, SBX_CTL_NET_OFF, SBX_CTL_NET_REGISTRIES, SBX_CTL_NET_ALLOWLIST,
+        SBX_CTL_NET_ON, SBX_CTL_READ_ONLY_SYSTEM, SBX_CTL_ENV, SBX_CTL_SECCOMP,
+        SBX_CTL_NO_NEW_PRIVS, SBX_CTL_UNPRIVILEGED, SBX_LOG_ERROR, SBX_LOG_WARN,
+        (int)sizeof(SBX_PLUGIN_ENTRY_SYMBOL)};
 
 typedef char demo_ctl_fits[SBX_CTL_COUNT <= SBX_CTL_MAX ? 1 : -1];
 

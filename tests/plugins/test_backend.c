@@ -30,8 +30,8 @@ static int probe(void *state, struct sbx_caps *caps, struct sbx_err *err)
 }
 
 #ifndef TEST_MISSING_OPS
-static int box_open(void *state, const struct sbx_box_spec *spec, void **ret_box,
-        struct sbx_err *err)
+static int box_open(
+        void *state, const struct sbx_box_spec *spec, void **ret_box, struct sbx_err *err)
 {
     (void)state;
     (void)spec;
@@ -79,30 +79,30 @@ static int box_close(void *box, struct sbx_box_stats *stats, struct sbx_err *err
 }
 
 static const struct sbx_backend_ops ops = {
-    .size = sizeof(struct sbx_backend_ops),
-    .probe = probe,
+        .size = sizeof(struct sbx_backend_ops),
+        .probe = probe,
 #ifndef TEST_MISSING_OPS
-    .box_open = box_open,
+        .box_open = box_open,
 #endif
-    .box_poll_fd = box_fd,
-    .box_read = box_read,
-    .box_write = box_write,
-    .box_write_fd = box_fd,
-    .box_kill = box_kill,
-    .box_close = box_close,
+        .box_poll_fd = box_fd,
+        .box_read = box_read,
+        .box_write = box_write,
+        .box_write_fd = box_fd,
+        .box_kill = box_kill,
+        .box_close = box_close,
 };
 
 static const char *const names[] = {TEST_NAME, NULL};
 
 static const struct sbx_plugin descriptor = {
-    .abi_major = SBX_ABI_MAJOR,
-    .abi_minor = SBX_ABI_MINOR,
-    .size = sizeof(struct sbx_plugin),
-    .kind = SBX_KIND_BACKEND,
-    .name = TEST_NAME,
-    .version = "1.0.0",
-    .backend_names = names,
-    .backend = &ops,
+        .abi_major = SBX_ABI_MAJOR,
+        .abi_minor = SBX_ABI_MINOR,
+        .size = sizeof(struct sbx_plugin),
+        .kind = SBX_KIND_BACKEND,
+        .name = TEST_NAME,
+        .version = "1.0.0",
+        .backend_names = names,
+        .backend = &ops,
 };
 
 SBX_PLUGIN_ENTRY

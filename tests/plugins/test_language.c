@@ -45,8 +45,8 @@ static int check_library(void *state, const char *spec, struct sbx_err *err)
 
 #ifdef TEST_INIT_FAILS
 /* The message the loader must pass on as "init failed: <message>". */
-static int init_fail(const struct sbx_host *host, const char *name, void **ret_state,
-        struct sbx_err *err)
+static int init_fail(
+        const struct sbx_host *host, const char *name, void **ret_state, struct sbx_err *err)
 {
     (void)host;
     (void)name;
@@ -58,21 +58,21 @@ static int init_fail(const struct sbx_host *host, const char *name, void **ret_s
 #endif
 
 static const struct sbx_language_ops ops = {
-    .size = sizeof(struct sbx_language_ops),
-    .check_library = check_library,
+        .size = sizeof(struct sbx_language_ops),
+        .check_library = check_library,
 };
 
 static const struct sbx_plugin descriptor = {
-    .abi_major = TEST_ABI_MAJOR,
-    .abi_minor = TEST_ABI_MINOR,
-    .size = sizeof(struct sbx_plugin),
-    .kind = SBX_KIND_LANGUAGE,
-    .name = TEST_NAME,
-    .version = TEST_VERSION,
+        .abi_major = TEST_ABI_MAJOR,
+        .abi_minor = TEST_ABI_MINOR,
+        .size = sizeof(struct sbx_plugin),
+        .kind = SBX_KIND_LANGUAGE,
+        .name = TEST_NAME,
+        .version = TEST_VERSION,
 #ifdef TEST_INIT_FAILS
-    .init = init_fail,
+        .init = init_fail,
 #endif
-    .language = &ops,
+        .language = &ops,
 };
 
 #ifdef TEST_NO_ENTRY

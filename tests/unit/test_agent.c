@@ -13,12 +13,16 @@
 #include <ftw.h>
 #include <poll.h>
 #include <pthread.h>
+/* clang-format off */
 #include <setjmp.h>
-#include <signal.h>
 #include <stdarg.h>
-#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include <cmocka.h>
+/* clang-format on */
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,9 +31,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-/* clang-format off: cmocka.h needs stdarg.h, stddef.h and setjmp.h first */
-#include <cmocka.h>
-/* clang-format on */
 
 #include "proto.h"
 
@@ -178,8 +179,8 @@ static void send_u32(struct agent *a, uint8_t type, uint32_t v)
     send_frame(a, type, 0, p, sizeof p);
 }
 
-static void send_put(struct agent *a, const char *path, uint32_t mode, const char *data,
-                     uint8_t flags)
+static void send_put(
+        struct agent *a, const char *path, uint32_t mode, const char *data, uint8_t flags)
 {
     struct buf b = {0};
     unsigned char h[8];
@@ -203,7 +204,7 @@ static uint32_t count(const char *const *v)
 }
 
 static void send_exec(struct agent *a, uint32_t flags, const char *const *argv,
-                      const char *const *env, const char *cwd)
+        const char *const *env, const char *cwd)
 {
     struct buf b = {0};
     unsigned char h[12];
@@ -256,14 +257,13 @@ static void collect(struct agent *a, struct result *r)
             r->stime_us = agent_get_u64(f.p + 24);
             r->maxrss_kb = agent_get_u64(f.p + 32);
             return;
-        default:
-            fail_msg("unexpected frame type %u", f.type);
+        default: fail_msg("unexpected frame type %u", f.type);
         }
     }
 }
 
 static void run(struct agent *a, uint32_t flags, const char *const *argv, const char *const *env,
-                const char *cwd, struct result *r)
+        const char *cwd, struct result *r)
 {
     memset(r, 0, sizeof *r);
     send_exec(a, flags, argv, env, cwd);
@@ -302,10 +302,8 @@ static void agent_start(struct agent *a, const struct agent_opts *o)
     argv[n++] = BWRAP;
     if (geteuid() != 0)
         argv[n++] = "--unshare-user";
-    const char *base[] = {
-            "--dev-bind",    "/",      "/",    "--unshare-pid", "--die-with-parent", "--tmpfs",
-            "/tmp",          "--bind", a->dir, a->dir,          "--ro-bind",         agent_path,
-            "/tmp/sbx-agent"};
+    const char *base[] = {"--dev-bind", "/", "/", "--unshare-pid", "--die-with-parent", "--tmpfs",
+            "/tmp", "--bind", a->dir, a->dir, "--ro-bind", agent_path, "/tmp/sbx-agent"};
     for (size_t i = 0; i < sizeof base / sizeof base[0]; i++)
         argv[n++] = base[i];
     if (!o || !o->not_pid1)
@@ -515,8 +513,8 @@ static void test_put_nested(void **state)
 
 static void test_put_rejects_bad_paths(void **state)
 {
-    static const char *const bad[] = {"../x", "/etc/x", "a/../../x", "",   "a//b", "a/",
-                                      ".",    "./x",    "a/./b",     "..", NULL};
+    static const char *const bad[] = {
+            "../x", "/etc/x", "a/../../x", "", "a//b", "a/", ".", "./x", "a/./b", "..", NULL};
     char longp[5000];
     struct agent a;
     unsigned char h[8 + 3];
@@ -821,8 +819,8 @@ static void test_stdin_forwarding(void **state)
 
 static void test_large_output(void **state)
 {
-    const char *const argv[] = {"/bin/sh", "-c",
-                                "head -c 5000000 /dev/zero; head -c 3000 /dev/zero >&2", NULL};
+    const char *const argv[] = {
+            "/bin/sh", "-c", "head -c 5000000 /dev/zero; head -c 3000 /dev/zero >&2", NULL};
     struct agent a;
     struct result r;
 
@@ -930,10 +928,10 @@ static void test_file_size(void **state)
 {
     const char *const dd[] = {"dd", "if=/dev/zero", "of=big", "bs=65536", "count=32", NULL};
     const char *const rm[] = {"rm", "-f", "big", NULL};
-    const char *const py[] = {"/usr/bin/python3", "-c", "open('f', 'wb').write(b'x' * 2000000)",
-                              NULL};
-    const char *const tmp[] = {"sh", "-c",
-                               "rm -f f; trap '' XFSZ; head -c 2000000 /dev/zero > /tmp/t", NULL};
+    const char *const py[] = {
+            "/usr/bin/python3", "-c", "open('f', 'wb').write(b'x' * 2000000)", NULL};
+    const char *const tmp[] = {
+            "sh", "-c", "rm -f f; trap '' XFSZ; head -c 2000000 /dev/zero > /tmp/t", NULL};
     const char *const fail[] = {"sh", "-c", "rm -f /tmp/t; exit 1", NULL};
     const struct agent_opts o = {.fsize = 1000000};
     struct agent a;
@@ -987,7 +985,8 @@ static void send_limits(struct agent *a, const uint32_t *res, const uint64_t *va
 
 static void test_limits(void **state)
 {
-    const char *const show[] = {"/bin/sh", "-c", "ulimit -H -n; ulimit -n; ulimit -H -f; ulimit -c", NULL};
+    const char *const show[] = {
+            "/bin/sh", "-c", "ulimit -H -n; ulimit -n; ulimit -H -f; ulimit -c", NULL};
     const char *const sleeper[] = {"/bin/sleep", "5", NULL};
     const uint32_t res[] = {AGENT_RLIMIT_NOFILE, AGENT_RLIMIT_FSIZE, AGENT_RLIMIT_CORE};
     const uint64_t val[] = {64, 1024 * 512, 0};
@@ -1070,14 +1069,22 @@ static void test_not_pid1(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-            cmocka_unit_test(test_ready_and_quit),   cmocka_unit_test(test_put_and_cat),
-            cmocka_unit_test(test_put_nested),       cmocka_unit_test(test_put_rejects_bad_paths),
-            cmocka_unit_test(test_put_symlinks),     cmocka_unit_test(test_stderr_exit_code_env),
-            cmocka_unit_test(test_killed_by_signal), cmocka_unit_test(test_background_child),
-            cmocka_unit_test(test_exec_failures),    cmocka_unit_test(test_stdin_forwarding),
-            cmocka_unit_test(test_large_output),     cmocka_unit_test(test_malformed_frames),
-            cmocka_unit_test(test_workspace_full),   cmocka_unit_test(test_file_size),
-            cmocka_unit_test(test_not_pid1),         cmocka_unit_test(test_limits),
+            cmocka_unit_test(test_ready_and_quit),
+            cmocka_unit_test(test_put_and_cat),
+            cmocka_unit_test(test_put_nested),
+            cmocka_unit_test(test_put_rejects_bad_paths),
+            cmocka_unit_test(test_put_symlinks),
+            cmocka_unit_test(test_stderr_exit_code_env),
+            cmocka_unit_test(test_killed_by_signal),
+            cmocka_unit_test(test_background_child),
+            cmocka_unit_test(test_exec_failures),
+            cmocka_unit_test(test_stdin_forwarding),
+            cmocka_unit_test(test_large_output),
+            cmocka_unit_test(test_malformed_frames),
+            cmocka_unit_test(test_workspace_full),
+            cmocka_unit_test(test_file_size),
+            cmocka_unit_test(test_not_pid1),
+            cmocka_unit_test(test_limits),
     };
     const char *env = secure_getenv("SBX_AGENT");
     struct sigaction sa;

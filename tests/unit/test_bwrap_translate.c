@@ -5,40 +5,60 @@
  * tests/golden/bwrap/<case>.argv; a change in translation shows up as a
  * diff to review. SBX_UPDATE_GOLDEN=1 rewrites the files instead.
  */
+/* clang-format off */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include <cmocka.h>
+/* clang-format on */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* clang-format off */
-#include <cmocka.h>
-/* clang-format on */
-
 #include "translate.h"
 
 static const struct bwrap_top merged[] = {
-    {"/bin", "usr/bin"}, {"/sbin", "usr/sbin"}, {"/lib", "usr/lib"}, {"/lib64", "usr/lib64"},
+        {"/bin", "usr/bin"},
+        {"/sbin", "usr/sbin"},
+        {"/lib", "usr/lib"},
+        {"/lib64", "usr/lib64"},
 };
 static const struct bwrap_top split[] = {{"/bin", NULL}, {"/lib", NULL}, {"/lib64", "usr/lib64"}};
 
 static struct sbx_policy base_policy(void)
 {
-    return (struct sbx_policy){.size = sizeof(struct sbx_policy), .network = SBX_NET_OFF,
-            .wall_time_ms = 30000, .memory_bytes = 512u << 20, .cpu_millicores = 1000,
-            .pids_max = 256, .output_bytes = 1u << 20, .file_size_bytes = 256u << 20,
-            .workspace_bytes = 512u << 20, .open_files_max = 1024, .read_only_system = 1};
+    return (struct sbx_policy){.size = sizeof(struct sbx_policy),
+            .network = SBX_NET_OFF,
+            .wall_time_ms = 30000,
+            .memory_bytes = 512u << 20,
+            .cpu_millicores = 1000,
+            .pids_max = 256,
+            .output_bytes = 1u << 20,
+            .file_size_bytes = 256u << 20,
+            .workspace_bytes = 512u << 20,
+            .open_files_max = 1024,
+            .read_only_system = 1};
 }
 
 static struct bwrap_input base_input(const struct sbx_policy *p)
 {
     static const char *const ro[] = {"/etc/python3", NULL};
 
-    return (struct bwrap_input){.policy = p, .tops = merged, .n_tops = 4, .ro_paths = ro,
-            .seccomp_fd = 3, .agent_fd = 4, .passwd_fd = 5, .group_fd = 6, .hosts_fd = 7,
-            .info_fd = 8, .block_fd = -1, .sandbox_uid = 1000, .sandbox_gid = 1000};
+    return (struct bwrap_input){.policy = p,
+            .tops = merged,
+            .n_tops = 4,
+            .ro_paths = ro,
+            .seccomp_fd = 3,
+            .agent_fd = 4,
+            .passwd_fd = 5,
+            .group_fd = 6,
+            .hosts_fd = 7,
+            .info_fd = 8,
+            .block_fd = -1,
+            .sandbox_uid = 1000,
+            .sandbox_gid = 1000};
 }
 
 static char *join(const struct bwrap_argv *av)
@@ -223,12 +243,12 @@ static void test_refusals(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_default),
-        cmocka_unit_test(test_network_on),
-        cmocka_unit_test(test_network_host_writable),
-        cmocka_unit_test(test_invariants),
-        cmocka_unit_test(test_tmpfs_sizes),
-        cmocka_unit_test(test_refusals),
+            cmocka_unit_test(test_default),
+            cmocka_unit_test(test_network_on),
+            cmocka_unit_test(test_network_host_writable),
+            cmocka_unit_test(test_invariants),
+            cmocka_unit_test(test_tmpfs_sizes),
+            cmocka_unit_test(test_refusals),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

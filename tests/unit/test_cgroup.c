@@ -22,12 +22,14 @@
 #include <unistd.h>
 
 /* cmocka needs these four before it */
+/* clang-format off */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include <cmocka.h>
+/* clang-format on */
 
 #include "cgroup.h"
 #include "error.h"
@@ -184,8 +186,8 @@ static struct cg_service *service_or_fail(const struct cg_options *o)
 
 static struct sbx_policy policy(uint64_t mem, uint64_t mc, uint64_t pids)
 {
-    struct sbx_policy p = {.size = sizeof(p), .memory_bytes = mem, .cpu_millicores = mc,
-            .pids_max = pids};
+    struct sbx_policy p = {
+            .size = sizeof(p), .memory_bytes = mem, .cpu_millicores = mc, .pids_max = pids};
 
     return p;
 }
@@ -339,10 +341,10 @@ static void test_v1_group(void **state)
     recording = true;
     assert_int_equal(cg_group_new(s, "p5t6-7", &p, &g, &err), 0);
     recording = false;
-    assert_string_equal(get(f, "cg/memory/api/x1/llm-sandbox/p5t6-7/memory.limit_in_bytes"),
-            "67108864");
-    assert_string_equal(get(f, "cg/memory/api/x1/llm-sandbox/p5t6-7/memory.memsw.limit_in_bytes"),
-            "67108864");
+    assert_string_equal(
+            get(f, "cg/memory/api/x1/llm-sandbox/p5t6-7/memory.limit_in_bytes"), "67108864");
+    assert_string_equal(
+            get(f, "cg/memory/api/x1/llm-sandbox/p5t6-7/memory.memsw.limit_in_bytes"), "67108864");
     assert_true(written_at("memory.limit_in_bytes") >= 0);
     assert_true(written_at("memory.memsw.limit_in_bytes") > written_at("memory.limit_in_bytes"));
     assert_false(exists(f, "cg/memory/api/x1/llm-sandbox/p5t6-7/memory.swappiness"));
@@ -555,10 +557,10 @@ static void test_caps_none_truncated(void **state)
     assert_int_equal(c.level[SBX_CTL_MEMORY], SBX_ENF_FALLBACK);
     assert_int_equal(c.level[SBX_CTL_PIDS], SBX_ENF_FALLBACK);
     assert_int_equal(c.level[SBX_CTL_CPU], SBX_ENF_NONE);
-    assert_true(strncmp(c.note[SBX_CTL_MEMORY], "RLIMIT_AS per process (no writable cgroup: ",
-                        43) == 0);
-    assert_true(strncmp(c.note[SBX_CTL_PIDS], "RLIMIT_NPROC per uid (no writable cgroup: ", 42) ==
-                0);
+    assert_true(strncmp(c.note[SBX_CTL_MEMORY],
+                        "RLIMIT_AS per process (no writable cgroup: ", 43) == 0);
+    assert_true(
+            strncmp(c.note[SBX_CTL_PIDS], "RLIMIT_NPROC per uid (no writable cgroup: ", 42) == 0);
     assert_true(strncmp(c.note[SBX_CTL_CPU], "no writable cgroup: ", 20) == 0);
     for (int i = SBX_CTL_MEMORY; i <= SBX_CTL_PIDS; i++) {
         size_t n = strlen(c.note[i]);
@@ -599,8 +601,8 @@ static void test_sweep(void **state)
 {
     struct fixture *f = *state;
     char mount[4096], self[4096], live[64], stale[64], rel[128];
-    static const char *const parents[] = {"cg/memory/api/x1/llm-sandbox/", "cg/pids/llm-sandbox/",
-            "cg/cpu/llm-sandbox/"};
+    static const char *const parents[] = {
+            "cg/memory/api/x1/llm-sandbox/", "cg/pids/llm-sandbox/", "cg/cpu/llm-sandbox/"};
     struct cg_options o = fake_opts(f, mount, self);
     struct cg_service *s;
     uint64_t start = self_starttime();
@@ -650,8 +652,10 @@ struct real {
 
 static int setup_real(void **state)
 {
-    struct cg_options o = {.mount_root = "/sys/fs/cgroup", .self_cgroup = "/proc/self/cgroup",
-            .allow_v2 = true, .allow_v1 = true};
+    struct cg_options o = {.mount_root = "/sys/fs/cgroup",
+            .self_cgroup = "/proc/self/cgroup",
+            .allow_v2 = true,
+            .allow_v1 = true};
     struct real *r = calloc(1, sizeof(*r));
     struct sbx_error *err = NULL;
 
@@ -687,8 +691,8 @@ static struct cg_service *real_service(void **state)
         skip();
     }
     if (cg_service_mode(r->s) != CG_V1) {
-        print_message("skipped: the real cgroup tests need v1; here: %s\n",
-                cg_service_describe(r->s));
+        print_message(
+                "skipped: the real cgroup tests need v1; here: %s\n", cg_service_describe(r->s));
         skip();
     }
     return r->s;
@@ -859,8 +863,10 @@ static void test_real_limits(void **state)
 /* Whatever this host offers, the report is consistent. */
 static void test_real_detect(void **state)
 {
-    struct cg_options o = {.mount_root = "/sys/fs/cgroup", .self_cgroup = "/proc/self/cgroup",
-            .allow_v2 = true, .allow_v1 = true};
+    struct cg_options o = {.mount_root = "/sys/fs/cgroup",
+            .self_cgroup = "/proc/self/cgroup",
+            .allow_v2 = true,
+            .allow_v1 = true};
     struct cg_service *s = NULL;
     struct sbx_error *err = NULL;
     struct sbx_caps c;

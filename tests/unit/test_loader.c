@@ -9,18 +9,21 @@
  * sbx_runtime (runtime.h) only to find the build's plugin directory and
  * agent. Exit 77 (skipped) when every test passed but bwrap is missing.
  */
-#include <limits.h>
-#include <regex.h>
+/* clang-format off */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+/* clang-format on */
+#include <json-c/json.h>
+#include <limits.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#include <cmocka.h>
-#include <json-c/json.h>
 
 #include <llm-sandbox/sbx.h>
 
@@ -43,30 +46,30 @@ struct loader_case {
 };
 
 static const struct loader_case cases[] = {
-    {"abi_major", "abi_major", "broken", {"abi_major.so", "ABI 2", NULL}, false},
-    {"abi_minor_newer", "abi_minor_newer", "broken", {"1.99", "upgrade", NULL}, false},
-    {"abi_manifest", "abi_manifest", "broken", {"manifest says plugin ABI 2.0", NULL}, false},
-    {"no_entry", "no_entry", "broken", {"no_entry.so", "does not export sbx_plugin_entry_v1"},
-            false},
-    {"name_mismatch", "name_mismatch", "broken",
-            {"manifest name 'name_mismatch' but library name 'other_name'", NULL}, false},
-    {"version_mismatch", "version_mismatch", "broken",
-            {"manifest version '1.0.0' but library version '2.0.0'", NULL}, false},
-    {"init_fails", "init_fails", "broken",
-            {"init failed: the test plugin refuses to start", NULL}, false},
-    {"missing_ops", "missing_ops", "broken", {"backend operations are missing", NULL}, false},
-    {"bad_yaml", "bad_yaml", "broken", {"YAML syntax error", NULL}, true},
-    {"unknown_key", "unknown_key", "broken", {"unknown key 'descripton'", NULL}, true},
-    {"missing_library", "missing_library", "broken",
-            {"missing_library.so", "No such file or directory", NULL}, false},
-    {"garbage_library", "garbage_library", "broken",
-            {"garbage_library.so", "invalid ELF header", "ldd"}, false},
-    {"wrong_filename", "wrong_filename", "broken",
-            {"wrong_filename.yaml", "must be named after the plugin ('right_name.yaml')", NULL},
-            false},
-    {"shadow", "python", "shadowed", {"'python'", "already found", NULL}, false},
-    {"data_only", "data_only", "ok", {NULL}, false},
-    {"ok_backend", "ok_backend", "ok", {NULL}, false},
+        {"abi_major", "abi_major", "broken", {"abi_major.so", "ABI 2", NULL}, false},
+        {"abi_minor_newer", "abi_minor_newer", "broken", {"1.99", "upgrade", NULL}, false},
+        {"abi_manifest", "abi_manifest", "broken", {"manifest says plugin ABI 2.0", NULL}, false},
+        {"no_entry", "no_entry", "broken", {"no_entry.so", "does not export sbx_plugin_entry_v1"},
+                false},
+        {"name_mismatch", "name_mismatch", "broken",
+                {"manifest name 'name_mismatch' but library name 'other_name'", NULL}, false},
+        {"version_mismatch", "version_mismatch", "broken",
+                {"manifest version '1.0.0' but library version '2.0.0'", NULL}, false},
+        {"init_fails", "init_fails", "broken",
+                {"init failed: the test plugin refuses to start", NULL}, false},
+        {"missing_ops", "missing_ops", "broken", {"backend operations are missing", NULL}, false},
+        {"bad_yaml", "bad_yaml", "broken", {"YAML syntax error", NULL}, true},
+        {"unknown_key", "unknown_key", "broken", {"unknown key 'descripton'", NULL}, true},
+        {"missing_library", "missing_library", "broken",
+                {"missing_library.so", "No such file or directory", NULL}, false},
+        {"garbage_library", "garbage_library", "broken",
+                {"garbage_library.so", "invalid ELF header", "ldd"}, false},
+        {"wrong_filename", "wrong_filename", "broken",
+                {"wrong_filename.yaml", "must be named after the plugin ('right_name.yaml')", NULL},
+                false},
+        {"shadow", "python", "shadowed", {"'python'", "already found", NULL}, false},
+        {"data_only", "data_only", "ok", {NULL}, false},
+        {"ok_backend", "ok_backend", "ok", {NULL}, false},
 };
 #define N_CASES (sizeof(cases) / sizeof(cases[0]))
 
@@ -240,8 +243,8 @@ static bool in_dir(struct json_object *entry, const char *case_dir)
 }
 
 /* The only entry named name in case_dir (NULL: outside every case dir). */
-static struct json_object *find_plugin(struct json_object *list, const char *name,
-        const char *case_dir)
+static struct json_object *find_plugin(
+        struct json_object *list, const char *name, const char *case_dir)
 {
     struct json_object *found = NULL;
 
@@ -287,8 +290,7 @@ static void assert_located(const char *error, const struct loader_case *c)
 }
 
 /* The verdict on one case's plugin, found in case_dir. */
-static void check_case(struct json_object *list, const struct loader_case *c,
-        const char *case_dir)
+static void check_case(struct json_object *list, const struct loader_case *c, const char *case_dir)
 {
     struct json_object *e = find_plugin(list, c->name, case_dir);
     const char *status = str_req(e, "status"), *error = str_of(e, "error");
@@ -439,8 +441,8 @@ static void test_all_doctor(void **state)
             if (!chk)
                 fail_msg("doctor has no check '%s'", name);
             assert_string_equal(str_req(chk, "status"), want);
-            assert_string_equal(str_req(chk, "detail"),
-                    str_req(find_plugin(plugins, c->name, "all"), "error"));
+            assert_string_equal(
+                    str_req(chk, "detail"), str_req(find_plugin(plugins, c->name, "all"), "error"));
             str_req(chk, "fix");
         }
     }
@@ -479,8 +481,8 @@ static void test_all_python_runs(void **state)
 {
     static const char code[] = "print(6*7)";
     struct fixture *f = *state;
-    struct sbx_request req = {.language = "python", .backend = "bwrap", .code = code,
-            .code_len = sizeof(code) - 1};
+    struct sbx_request req = {
+            .language = "python", .backend = "bwrap", .code = code, .code_len = sizeof(code) - 1};
     struct sbx_error *err = NULL;
     struct sbx_execution *ex;
 
@@ -510,8 +512,8 @@ int main(void)
     int failed;
 
     for (size_t i = 0; i < N_CASES; i++) {
-        tests[i] = (struct CMUnitTest)cmocka_unit_test_prestate_setup_teardown(test_case,
-                fixture_setup, fixture_teardown, (void *)&cases[i]);
+        tests[i] = (struct CMUnitTest)cmocka_unit_test_prestate_setup_teardown(
+                test_case, fixture_setup, fixture_teardown, (void *)&cases[i]);
         tests[i].name = cases[i].dir;
     }
     tests[N_CASES] = (struct CMUnitTest)TEST(test_all_report);

@@ -14,11 +14,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* clang-format off: cmocka needs these four before it */
+/* clang-format off */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+
 #include <cmocka.h>
 /* clang-format on */
 
@@ -28,40 +29,39 @@
 #define P "/x/t.yaml:"
 
 /* A valid backend header; line 7 is the first free line. */
-#define HEAD                                                                                      \
-    "name: t\n"                                                                                   \
-    "kind: backend\n"                                                                             \
-    "version: 1.0\n"                                                                              \
-    "abi: 1.0\n"                                                                                  \
-    "library: t.so\n"                                                                             \
+#define HEAD                                                                                       \
+    "name: t\n"                                                                                    \
+    "kind: backend\n"                                                                              \
+    "version: 1.0\n"                                                                               \
+    "abi: 1.0\n"                                                                                   \
+    "library: t.so\n"                                                                              \
     "description: d\n"
 
 /* A valid data-only language; line 9 continues its language mapping. */
-#define LHEAD                                                                                     \
-    "name: l\n"                                                                                   \
-    "kind: language\n"                                                                            \
-    "version: 1.0\n"                                                                              \
-    "abi: 1.0\n"                                                                                  \
-    "description: d\n"                                                                            \
-    "language:\n"                                                                                 \
-    "  source_file: main.x\n"                                                                     \
+#define LHEAD                                                                                      \
+    "name: l\n"                                                                                    \
+    "kind: language\n"                                                                             \
+    "version: 1.0\n"                                                                               \
+    "abi: 1.0\n"                                                                                   \
+    "description: d\n"                                                                             \
+    "language:\n"                                                                                  \
+    "  source_file: main.x\n"                                                                      \
     "  run: [x, \"{source_file}\"]\n"
 
-static const char backend_yaml[] =
-        "# the bwrap backend\n"
-        "name: bwrap\n"
-        "kind: backend\n"
-        "version: 0.1.0\n"
-        "abi: 1.0\n"
-        "library: sbx-bwrap.so\n"
-        "description: Bubblewrap sandboxes on the local host\n"
-        "aliases: [bubblewrap, bw]\n"
-        "requires:\n"
-        "  binaries:\n"
-        "    - name: bwrap\n"
-        "      min_version: 0.4.0\n"
-        "    - name: /usr/bin/true\n"
-        "  kernel: [user_namespaces, seccomp]\n";
+static const char backend_yaml[] = "# the bwrap backend\n"
+                                   "name: bwrap\n"
+                                   "kind: backend\n"
+                                   "version: 0.1.0\n"
+                                   "abi: 1.0\n"
+                                   "library: sbx-bwrap.so\n"
+                                   "description: Bubblewrap sandboxes on the local host\n"
+                                   "aliases: [bubblewrap, bw]\n"
+                                   "requires:\n"
+                                   "  binaries:\n"
+                                   "    - name: bwrap\n"
+                                   "      min_version: 0.4.0\n"
+                                   "    - name: /usr/bin/true\n"
+                                   "  kernel: [user_namespaces, seccomp]\n";
 
 static const char language_yaml[] =
         "name: python\n"
@@ -162,8 +162,8 @@ static void test_language(void **state)
     assert_non_null(l);
     assert_string_equal(l->source_file, "main.py");
     assert_strv(l->extensions, (const char *const[]){".py", ".pyw", NULL});
-    assert_strv(l->build,
-            (const char *const[]){"python3", "-m", "py_compile", "{source_file}", NULL});
+    assert_strv(
+            l->build, (const char *const[]){"python3", "-m", "py_compile", "{source_file}", NULL});
     assert_strv(l->run, (const char *const[]){"python3", "{source_file}", "--out={out_dir}", NULL});
     assert_strv(l->env, (const char *const[]){"PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1",
                                 "LANG=C.UTF-8", "EMPTY=", NULL});
@@ -232,133 +232,136 @@ struct bad_case {
 };
 
 static const struct bad_case bad_cases[] = {
-    {"unknown key", "name: t\nkind: backend\nnmae: x\n", P "3:1: ", "unknown key 'nmae'"},
-    {"unknown nested key", LHEAD "  sorce_file: x\n", P "9:3: ", "unknown key 'sorce_file'"},
-    {"unknown key shown safely", "\"a\\tb\": 1\n", P "1:1: ", "unknown key 'a?b'"},
-    {"sequence for name", "name: [a, b]\n", P "1:7: ",
-            "key 'name' must be a string, not a sequence"},
-    {"mapping for aliases", HEAD "aliases: {a: b}\n", P "7:10: ",
-            "key 'aliases' must be a sequence, not a mapping"},
-    {"mapping in a list of strings", HEAD "aliases:\n  - {a: b}\n", P "8:5: ",
-            "each entry of 'aliases' must be a string, not a mapping"},
-    {"non-scalar key", "[a]: b\n", P "1:1: ", "mapping keys must be strings"},
-    {"missing description",
-            "name: t\nkind: backend\nversion: 1.0\nabi: 1.0\nlibrary: t.so\n", P "1:1: ",
-            "missing required key 'description'"},
-    {"missing run", "name: l\nkind: language\nversion: 1.0\nabi: 1.0\ndescription: d\n"
-                    "language:\n  source_file: a.x\n",
-            P "7:3: ", "missing required key 'run'"},
-    {"bad name", "name: Bad-Name\n", P "1:7: ", "key 'name' must be a name matching"},
-    {"name too long", "name: abcdefghijabcdefghijabcdefghijabc\n", P "1:7: ",
-            "key 'name' must be a name"},
-    {"bad alias name", HEAD "aliases: [ok, 9lives]\n", P "7:15: ",
-            "each entry of 'aliases' must be a name"},
-    {"bad kind", "name: t\nkind: frontend\n", P "2:7: ",
-            "key 'kind' must be 'backend' or 'language'"},
-    {"library with '/'", "name: t\nkind: backend\nversion: 1.0\nabi: 1.0\nlibrary: lib/t.so\n",
-            P "5:10: ", "key 'library' must be a file name ending in '.so'"},
-    {"library not .so", "name: t\nkind: backend\nversion: 1.0\nabi: 1.0\nlibrary: t.dll\n",
-            P "5:10: ", "key 'library' must be"},
-    {"hidden library", "name: t\nkind: backend\nversion: 1.0\nabi: 1.0\nlibrary: .t.so\n",
-            P "5:10: ", "key 'library' must be"},
-    {"backend without library",
-            "name: t\nkind: backend\nversion: 1.0\nabi: 1.0\ndescription: d\n", P "1:1: ",
-            "missing required key 'library'"},
-    {"language without section",
-            "name: l\nkind: language\nversion: 1.0\nabi: 1.0\ndescription: d\n", P "1:1: ",
-            "missing required key 'language'"},
-    {"language section in a backend", HEAD "language:\n  source_file: a\n  run: [a]\n",
-            P "7:1: ", "key 'language' is not allowed"},
-    {"duplicate key", HEAD "name: u\n", P "7:1: ", "duplicate key 'name'"},
-    {"duplicate nested key", LHEAD "  source_file: b.x\n", P "9:3: ",
-            "duplicate key 'source_file'"},
-    {"anchor", HEAD "aliases: &x [a]\n", P "7:10: ", "aliases and anchors are not allowed"},
-    {"alias", "name: t\nkind: backend\nversion: 1.0\nabi: 1.0\nlibrary: t.so\ndescription: *d\n",
-            P "6:14: ", "aliases and anchors are not allowed"},
-    {"tag", "name: !!str t\n", P "1:7: ", "tags are not allowed"},
-    {"local tag on a mapping", HEAD "requires: !x\n  kernel: []\n", P "7:11: ",
-            "tags are not allowed"},
-    {"unclosed flow sequence", "name: t\nkind: [backend\n", P "3:1: ", "YAML syntax error"},
-    {"bad indentation", "name: t\n  kind: x\n", P "2:7: ",
-            "YAML syntax error: mapping values are not allowed"},
-    {"tab indentation", "name: t\nrequires:\n\tkernel: []\n", P "3:1: ", "YAML syntax error"},
-    {"invalid UTF-8", "name: t\nkind: \xff\n", P "2:7: ", "YAML syntax error"},
-    {"two documents", HEAD "---\nname: u\n", P "7:1: ", "only one YAML document is allowed"},
-    {"too deep", HEAD "aliases: [[[[[[[[a]]]]]]]]\n", P "7:17: ", "nesting deeper than 8"},
-    {"bad version", "name: t\nkind: backend\nversion: 1.2.3.4.5\n", P "3:10: ",
-            "'version' must be a string like 1.2.3"},
-    {"version with a v", "name: t\nkind: backend\nversion: v1.0\n", P "3:10: ",
-            "'version' must be a string like 1.2.3"},
-    {"version with empty suffix", "name: t\nkind: backend\nversion: 1.0-\n", P "3:10: ",
-            "'version' must be"},
-    {"version with empty part", "name: t\nkind: backend\nversion: 1..2\n", P "3:10: ",
-            "'version' must be"},
-    {"abi without minor", "name: t\nkind: backend\nversion: 1.0\nabi: 1\n", P "4:6: ",
-            "key 'abi' must be a string like \"1.0\""},
-    {"abi with three parts", "name: t\nkind: backend\nversion: 1.0\nabi: 1.0.0\n", P "4:6: ",
-            "key 'abi' must be"},
-    {"abi not a number", "name: t\nkind: backend\nversion: 1.0\nabi: one.0\n", P "4:6: ",
-            "key 'abi' must be"},
-    {"empty description", "name: t\ndescription: \"\"\n", P "2:14: ",
-            "key 'description' must be one line of 1 to 500"},
-    {"two-line description", "name: t\ndescription: \"a\\nb\"\n", P "2:14: ",
-            "key 'description' must be one line of 1 to 500"},
-    {"NUL in a string", "name: t\ndescription: \"a\\0b\"\n", P "2:14: ",
-            "NUL characters are not allowed"},
-    {"bad kernel feature", HEAD "requires:\n  kernel: [selinux]\n", P "8:12: ",
-            "each entry of 'kernel' must be one of user_namespaces"},
-    {"binary without name", HEAD "requires:\n  binaries:\n    - min_version: 1.0\n", P "9:7: ",
-            "missing required key 'name'"},
-    {"binary with spaces", HEAD "requires:\n  binaries:\n    - name: \"rm -rf\"\n", P "9:13: ",
-            "key 'name' must be an absolute path or a command name"},
-    {"binary not a mapping", HEAD "requires:\n  binaries: [bwrap]\n", P "8:14: ",
-            "each entry of 'binaries' must be a mapping"},
-    {"binary min_version", HEAD "requires:\n  binaries:\n    - {name: a, min_version: 1.0-rc1}\n",
-            P "9:30: ", "key 'min_version' must be dotted numbers"},
-    {"env key invalid", LHEAD "  env:\n    1BAD: x\n", P "10:5: ",
-            "environment variable '1BAD' must match"},
-    {"env value not a string", LHEAD "  env:\n    A: [x]\n", P "10:8: ",
-            "environment variable 'A' must be a string"},
-    {"env duplicate", LHEAD "  env:\n    A: x\n    A: y\n", P "11:5: ", "duplicate key 'A'"},
-    {"bad placeholder in run",
-            "name: l\nkind: language\nversion: 1.0\nabi: 1.0\ndescription: d\n"
-            "language:\n  source_file: main.x\n  run: [x, \"{Source}\"]\n",
-            P "8:12: ", "each entry of 'run' must be an argument whose '{' starts a placeholder"},
-    {"unclosed placeholder in build", LHEAD "  build: [\"cc {source_file\"]\n", P "9:11: ",
-            "each entry of 'build' must be an argument whose '{'"},
-    {"shell braces in run", LHEAD "  build: [sh, -c, \"echo ${HOME}\"]\n", P "9:19: ",
-            "placeholder"},
-    {"empty build", LHEAD "  build: []\n", P "9:10: ", "key 'build' must not be an empty"},
-    {"version_pattern does not compile", LHEAD "  version_pattern: \"([0-9\"\n", P "9:20: ",
-            "key 'version_pattern' must be a valid POSIX extended regular expression"},
-    {"version_pattern without group", LHEAD "  version_pattern: \"[0-9.]+\"\n", P "9:20: ",
-            "key 'version_pattern' must be a regular expression with at least one group"},
-    {"version_pattern with intervals", LHEAD "  version_pattern: \"((a{1,255}){1,255}){1,255}\"\n",
-            P "9:20: ", "key 'version_pattern' must be a regular expression without {m,n}"},
-    {"relative host path", LHEAD "  host_paths: [/usr/lib, usr/lib]\n", P "9:26: ",
-            "each entry of 'host_paths' must be an absolute path"},
-    {"host path with ..", LHEAD "  host_paths: [/usr/../etc]\n", P "9:16: ",
-            "each entry of 'host_paths' must be a path without '..'"},
-    {"host path ending in ..", LHEAD "  host_paths: [/usr/..]\n", P "9:16: ",
-            "without '..'"},
-    {"extension without dot", LHEAD "  extensions: [py]\n", P "9:16: ",
-            "each entry of 'extensions' must be a file extension"},
-    {"image with space", LHEAD "  image: \"a b\"\n", P "9:10: ", "key 'image' must be"},
-    {"bad package manager", LHEAD "  package_manager: Pip\n", P "9:20: ",
-            "key 'package_manager' must be a name"},
-    {"empty version_command", LHEAD "  version_command: []\n", P "9:20: ",
-            "key 'version_command' must not be an empty"},
-    {"empty file", "", P "1:1: ", "the manifest is empty"},
-    {"only a comment", "# nothing here\n\n", P "1:1: ", "the manifest is empty"},
-    {"empty document", "---\n", P "2:1: ", "the top level must be a mapping, not a string"},
-    {"sequence at the top", "- a\n- b\n", P "1:1: ",
-            "the top level must be a mapping, not a sequence"},
-    {"scalar at the top", "hello\n", P "1:1: ", "the top level must be a mapping"},
+        {"unknown key", "name: t\nkind: backend\nnmae: x\n", P "3:1: ", "unknown key 'nmae'"},
+        {"unknown nested key", LHEAD "  sorce_file: x\n", P "9:3: ", "unknown key 'sorce_file'"},
+        {"unknown key shown safely", "\"a\\tb\": 1\n", P "1:1: ", "unknown key 'a?b'"},
+        {"sequence for name", "name: [a, b]\n",
+                P "1:7: ", "key 'name' must be a string, not a sequence"},
+        {"mapping for aliases", HEAD "aliases: {a: b}\n",
+                P "7:10: ", "key 'aliases' must be a sequence, not a mapping"},
+        {"mapping in a list of strings", HEAD "aliases:\n  - {a: b}\n",
+                P "8:5: ", "each entry of 'aliases' must be a string, not a mapping"},
+        {"non-scalar key", "[a]: b\n", P "1:1: ", "mapping keys must be strings"},
+        {"missing description", "name: t\nkind: backend\nversion: 1.0\nabi: 1.0\nlibrary: t.so\n",
+                P "1:1: ", "missing required key 'description'"},
+        {"missing run",
+                "name: l\nkind: language\nversion: 1.0\nabi: 1.0\ndescription: d\n"
+                "language:\n  source_file: a.x\n",
+                P "7:3: ", "missing required key 'run'"},
+        {"bad name", "name: Bad-Name\n", P "1:7: ", "key 'name' must be a name matching"},
+        {"name too long", "name: abcdefghijabcdefghijabcdefghijabc\n",
+                P "1:7: ", "key 'name' must be a name"},
+        {"bad alias name", HEAD "aliases: [ok, 9lives]\n",
+                P "7:15: ", "each entry of 'aliases' must be a name"},
+        {"bad kind", "name: t\nkind: frontend\n",
+                P "2:7: ", "key 'kind' must be 'backend' or 'language'"},
+        {"library with '/'", "name: t\nkind: backend\nversion: 1.0\nabi: 1.0\nlibrary: lib/t.so\n",
+                P "5:10: ", "key 'library' must be a file name ending in '.so'"},
+        {"library not .so", "name: t\nkind: backend\nversion: 1.0\nabi: 1.0\nlibrary: t.dll\n",
+                P "5:10: ", "key 'library' must be"},
+        {"hidden library", "name: t\nkind: backend\nversion: 1.0\nabi: 1.0\nlibrary: .t.so\n",
+                P "5:10: ", "key 'library' must be"},
+        {"backend without library",
+                "name: t\nkind: backend\nversion: 1.0\nabi: 1.0\ndescription: d\n",
+                P "1:1: ", "missing required key 'library'"},
+        {"language without section",
+                "name: l\nkind: language\nversion: 1.0\nabi: 1.0\ndescription: d\n",
+                P "1:1: ", "missing required key 'language'"},
+        {"language section in a backend", HEAD "language:\n  source_file: a\n  run: [a]\n",
+                P "7:1: ", "key 'language' is not allowed"},
+        {"duplicate key", HEAD "name: u\n", P "7:1: ", "duplicate key 'name'"},
+        {"duplicate nested key", LHEAD "  source_file: b.x\n",
+                P "9:3: ", "duplicate key 'source_file'"},
+        {"anchor", HEAD "aliases: &x [a]\n", P "7:10: ", "aliases and anchors are not allowed"},
+        {"alias",
+                "name: t\nkind: backend\nversion: 1.0\nabi: 1.0\nlibrary: t.so\ndescription: *d\n",
+                P "6:14: ", "aliases and anchors are not allowed"},
+        {"tag", "name: !!str t\n", P "1:7: ", "tags are not allowed"},
+        {"local tag on a mapping", HEAD "requires: !x\n  kernel: []\n",
+                P "7:11: ", "tags are not allowed"},
+        {"unclosed flow sequence", "name: t\nkind: [backend\n", P "3:1: ", "YAML syntax error"},
+        {"bad indentation", "name: t\n  kind: x\n",
+                P "2:7: ", "YAML syntax error: mapping values are not allowed"},
+        {"tab indentation", "name: t\nrequires:\n\tkernel: []\n", P "3:1: ", "YAML syntax error"},
+        {"invalid UTF-8", "name: t\nkind: \xff\n", P "2:7: ", "YAML syntax error"},
+        {"two documents", HEAD "---\nname: u\n", P "7:1: ", "only one YAML document is allowed"},
+        {"too deep", HEAD "aliases: [[[[[[[[a]]]]]]]]\n", P "7:17: ", "nesting deeper than 8"},
+        {"bad version", "name: t\nkind: backend\nversion: 1.2.3.4.5\n",
+                P "3:10: ", "'version' must be a string like 1.2.3"},
+        {"version with a v", "name: t\nkind: backend\nversion: v1.0\n",
+                P "3:10: ", "'version' must be a string like 1.2.3"},
+        {"version with empty suffix", "name: t\nkind: backend\nversion: 1.0-\n",
+                P "3:10: ", "'version' must be"},
+        {"version with empty part", "name: t\nkind: backend\nversion: 1..2\n",
+                P "3:10: ", "'version' must be"},
+        {"abi without minor", "name: t\nkind: backend\nversion: 1.0\nabi: 1\n",
+                P "4:6: ", "key 'abi' must be a string like \"1.0\""},
+        {"abi with three parts", "name: t\nkind: backend\nversion: 1.0\nabi: 1.0.0\n",
+                P "4:6: ", "key 'abi' must be"},
+        {"abi not a number", "name: t\nkind: backend\nversion: 1.0\nabi: one.0\n",
+                P "4:6: ", "key 'abi' must be"},
+        {"empty description", "name: t\ndescription: \"\"\n",
+                P "2:14: ", "key 'description' must be one line of 1 to 500"},
+        {"two-line description", "name: t\ndescription: \"a\\nb\"\n",
+                P "2:14: ", "key 'description' must be one line of 1 to 500"},
+        {"NUL in a string", "name: t\ndescription: \"a\\0b\"\n",
+                P "2:14: ", "NUL characters are not allowed"},
+        {"bad kernel feature", HEAD "requires:\n  kernel: [selinux]\n",
+                P "8:12: ", "each entry of 'kernel' must be one of user_namespaces"},
+        {"binary without name", HEAD "requires:\n  binaries:\n    - min_version: 1.0\n",
+                P "9:7: ", "missing required key 'name'"},
+        {"binary with spaces", HEAD "requires:\n  binaries:\n    - name: \"rm -rf\"\n",
+                P "9:13: ", "key 'name' must be an absolute path or a command name"},
+        {"binary not a mapping", HEAD "requires:\n  binaries: [bwrap]\n",
+                P "8:14: ", "each entry of 'binaries' must be a mapping"},
+        {"binary min_version",
+                HEAD "requires:\n  binaries:\n    - {name: a, min_version: 1.0-rc1}\n",
+                P "9:30: ", "key 'min_version' must be dotted numbers"},
+        {"env key invalid", LHEAD "  env:\n    1BAD: x\n",
+                P "10:5: ", "environment variable '1BAD' must match"},
+        {"env value not a string", LHEAD "  env:\n    A: [x]\n",
+                P "10:8: ", "environment variable 'A' must be a string"},
+        {"env duplicate", LHEAD "  env:\n    A: x\n    A: y\n", P "11:5: ", "duplicate key 'A'"},
+        {"bad placeholder in run",
+                "name: l\nkind: language\nversion: 1.0\nabi: 1.0\ndescription: d\n"
+                "language:\n  source_file: main.x\n  run: [x, \"{Source}\"]\n",
+                P "8:12: ",
+                "each entry of 'run' must be an argument whose '{' starts a placeholder"},
+        {"unclosed placeholder in build", LHEAD "  build: [\"cc {source_file\"]\n",
+                P "9:11: ", "each entry of 'build' must be an argument whose '{'"},
+        {"shell braces in run", LHEAD "  build: [sh, -c, \"echo ${HOME}\"]\n",
+                P "9:19: ", "placeholder"},
+        {"empty build", LHEAD "  build: []\n", P "9:10: ", "key 'build' must not be an empty"},
+        {"version_pattern does not compile", LHEAD "  version_pattern: \"([0-9\"\n", P "9:20: ",
+                "key 'version_pattern' must be a valid POSIX extended regular expression"},
+        {"version_pattern without group", LHEAD "  version_pattern: \"[0-9.]+\"\n", P "9:20: ",
+                "key 'version_pattern' must be a regular expression with at least one group"},
+        {"version_pattern with intervals",
+                LHEAD "  version_pattern: \"((a{1,255}){1,255}){1,255}\"\n",
+                P "9:20: ", "key 'version_pattern' must be a regular expression without {m,n}"},
+        {"relative host path", LHEAD "  host_paths: [/usr/lib, usr/lib]\n",
+                P "9:26: ", "each entry of 'host_paths' must be an absolute path"},
+        {"host path with ..", LHEAD "  host_paths: [/usr/../etc]\n",
+                P "9:16: ", "each entry of 'host_paths' must be a path without '..'"},
+        {"host path ending in ..", LHEAD "  host_paths: [/usr/..]\n", P "9:16: ", "without '..'"},
+        {"extension without dot", LHEAD "  extensions: [py]\n",
+                P "9:16: ", "each entry of 'extensions' must be a file extension"},
+        {"image with space", LHEAD "  image: \"a b\"\n", P "9:10: ", "key 'image' must be"},
+        {"bad package manager", LHEAD "  package_manager: Pip\n",
+                P "9:20: ", "key 'package_manager' must be a name"},
+        {"empty version_command", LHEAD "  version_command: []\n",
+                P "9:20: ", "key 'version_command' must not be an empty"},
+        {"empty file", "", P "1:1: ", "the manifest is empty"},
+        {"only a comment", "# nothing here\n\n", P "1:1: ", "the manifest is empty"},
+        {"empty document", "---\n", P "2:1: ", "the top level must be a mapping, not a string"},
+        {"sequence at the top", "- a\n- b\n",
+                P "1:1: ", "the top level must be a mapping, not a sequence"},
+        {"scalar at the top", "hello\n", P "1:1: ", "the top level must be a mapping"},
 };
 
 /* 0 when manifest_parse fails as expected; else prints why and returns 1. */
-static int check_error(const char *what, const char *yaml, size_t len, const char *prefix,
-        const char *phrase)
+static int check_error(
+        const char *what, const char *yaml, size_t len, const char *prefix, const char *phrase)
 {
     struct manifest *m = NULL;
     struct sbx_error *err = NULL;
@@ -369,9 +372,9 @@ static int check_error(const char *what, const char *yaml, size_t len, const cha
         print_error("%s: rc %d, expected SBX_E_INVALID\n", what, r);
         bad = 1;
     } else if (strncmp(err->msg, prefix, strlen(prefix)) != 0 || !strstr(err->msg, phrase) ||
-            strchr(err->msg, '\n')) {
-        print_error("%s: got \"%s\", expected prefix \"%s\" and \"%s\"\n", what, err->msg,
-                prefix, phrase);
+               strchr(err->msg, '\n')) {
+        print_error("%s: got \"%s\", expected prefix \"%s\" and \"%s\"\n", what, err->msg, prefix,
+                phrase);
         bad = 1;
     }
     manifest_free(m);
@@ -379,8 +382,8 @@ static int check_error(const char *what, const char *yaml, size_t len, const cha
     return bad;
 }
 
-static void expect_error(const char *what, const char *yaml, size_t len, const char *prefix,
-        const char *phrase)
+static void expect_error(
+        const char *what, const char *yaml, size_t len, const char *prefix, const char *phrase)
 {
     assert_int_equal(check_error(what, yaml, len, prefix, phrase), 0);
 }
@@ -406,10 +409,10 @@ static void test_source_file_with_slash(void **state)
                                "language:\n  source_file: a..py\n  run: [x]\n";
 
     (void)state;
-    expect_error("source_file with /", yaml, strlen(yaml), P "7:16: ",
-            "key 'source_file' must be a file name");
-    expect_error("source_file with ..", dots, strlen(dots), P "7:16: ",
-            "key 'source_file' must be a file name");
+    expect_error("source_file with /", yaml, strlen(yaml),
+            P "7:16: ", "key 'source_file' must be a file name");
+    expect_error("source_file with ..", dots, strlen(dots),
+            P "7:16: ", "key 'source_file' must be a file name");
 }
 
 static void test_oversize(void **state)
@@ -468,8 +471,8 @@ static void write_file(int dfd, const char *name, const char *data, size_t len)
     close(fd);
 }
 
-static void expect_load_error(const char *dir, const char *name, int rc, int sys_errno,
-        const char *phrase)
+static void expect_load_error(
+        const char *dir, const char *name, int rc, int sys_errno, const char *phrase)
 {
     struct manifest *m = NULL;
     struct sbx_error *err = NULL;
@@ -535,17 +538,17 @@ static void test_load(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_backend),
-        cmocka_unit_test(test_language),
-        cmocka_unit_test(test_data_only_language),
-        cmocka_unit_test(test_size_boundary),
-        cmocka_unit_test(test_free_null),
-        cmocka_unit_test(test_malformed),
-        cmocka_unit_test(test_source_file_with_slash),
-        cmocka_unit_test(test_oversize),
-        cmocka_unit_test(test_too_many_entries),
-        cmocka_unit_test(test_bad_arguments),
-        cmocka_unit_test(test_load),
+            cmocka_unit_test(test_backend),
+            cmocka_unit_test(test_language),
+            cmocka_unit_test(test_data_only_language),
+            cmocka_unit_test(test_size_boundary),
+            cmocka_unit_test(test_free_null),
+            cmocka_unit_test(test_malformed),
+            cmocka_unit_test(test_source_file_with_slash),
+            cmocka_unit_test(test_oversize),
+            cmocka_unit_test(test_too_many_entries),
+            cmocka_unit_test(test_bad_arguments),
+            cmocka_unit_test(test_load),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -4,28 +4,28 @@
  * defaults < configuration < request, narrowing only, refusals naming the
  * control, and the capability check (refuse, warn, accept).
  */
+/* clang-format off */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include <cmocka.h>
+/* clang-format on */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* clang-format off */
-#include <cmocka.h>
-/* clang-format on */
 
 #include "policy.h"
 #include "settings.h"
 #include "util.h"
 
-static const char *const vars[] = {"BACKEND", "SANDBOX_MEMORY", "SANDBOX_MEM_LIMIT",
-        "SANDBOX_CPUS", "SANDBOX_CPU_COUNT", "SANDBOX_NETWORK_MODE", "SANDBOX_READ_ONLY",
-        "SANDBOX_PRIVILEGED", "LLM_SANDBOX_TIMEOUT", "LLM_SANDBOX_MAX_TIMEOUT",
-        "LLM_SANDBOX_MAX_MEMORY", "LLM_SANDBOX_PIDS", "LLM_SANDBOX_NETWORK",
-        "LLM_SANDBOX_ALLOW_HOST_NETWORK", "LLM_SANDBOX_ENV_ALLOW", "LLM_SANDBOX_UID",
-        "LLM_SANDBOX_CGROUP", "LLM_SANDBOX_LOG_LEVEL", "LLM_SANDBOX_PLUGIN_PATH", "TZ_TEST"};
+static const char *const vars[] = {"BACKEND", "SANDBOX_MEMORY", "SANDBOX_MEM_LIMIT", "SANDBOX_CPUS",
+        "SANDBOX_CPU_COUNT", "SANDBOX_NETWORK_MODE", "SANDBOX_READ_ONLY", "SANDBOX_PRIVILEGED",
+        "LLM_SANDBOX_TIMEOUT", "LLM_SANDBOX_MAX_TIMEOUT", "LLM_SANDBOX_MAX_MEMORY",
+        "LLM_SANDBOX_PIDS", "LLM_SANDBOX_NETWORK", "LLM_SANDBOX_ALLOW_HOST_NETWORK",
+        "LLM_SANDBOX_ENV_ALLOW", "LLM_SANDBOX_UID", "LLM_SANDBOX_CGROUP", "LLM_SANDBOX_LOG_LEVEL",
+        "LLM_SANDBOX_PLUGIN_PATH", "TZ_TEST"};
 
 static int clear_env(void **state)
 {
@@ -235,8 +235,8 @@ static void test_check(void **state)
     assert_int_equal(strv_len(warn), 1);
     assert_non_null(strstr(warn[0], "cpu limit not enforced: no writable cgroup"));
     warn = strv_free(warn);
-    assert_int_equal(policy_check(&s.defaults, 1u << SBX_CTL_CPU, &c, "t", &warn, &e),
-            SBX_E_UNSUPPORTED);
+    assert_int_equal(
+            policy_check(&s.defaults, 1u << SBX_CTL_CPU, &c, "t", &warn, &e), SBX_E_UNSUPPORTED);
     assert_string_equal(e->field, "cpu");
     assert_non_null(strstr(e->msg, "backend 't' cannot enforce cpu on this host (no writable"));
     e = sbx_error_free(e);
@@ -272,14 +272,14 @@ static void test_check(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup(test_defaults, clear_env),
-        cmocka_unit_test_setup(test_reference_names, clear_env),
-        cmocka_unit_test_setup(test_bad_values, clear_env),
-        cmocka_unit_test_setup(test_host_network_override, clear_env),
-        cmocka_unit_test_setup(test_env_allow, clear_env),
-        cmocka_unit_test_setup(test_resolve_narrowing, clear_env),
-        cmocka_unit_test_setup(test_resolve_refusals, clear_env),
-        cmocka_unit_test_setup(test_check, clear_env),
+            cmocka_unit_test_setup(test_defaults, clear_env),
+            cmocka_unit_test_setup(test_reference_names, clear_env),
+            cmocka_unit_test_setup(test_bad_values, clear_env),
+            cmocka_unit_test_setup(test_host_network_override, clear_env),
+            cmocka_unit_test_setup(test_env_allow, clear_env),
+            cmocka_unit_test_setup(test_resolve_narrowing, clear_env),
+            cmocka_unit_test_setup(test_resolve_refusals, clear_env),
+            cmocka_unit_test_setup(test_check, clear_env),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -8,13 +8,16 @@
  * syntax, control characters and overlong names, with a message that
  * quotes the requirement and names the field "libraries".
  */
+/* clang-format off */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <stdio.h>
-#include <string.h>
+#include <stdint.h>
 
 #include <cmocka.h>
+/* clang-format on */
+#include <stdio.h>
+#include <string.h>
 
 #include <llm-sandbox/plugin.h>
 
@@ -52,19 +55,19 @@ static void test_descriptor(void **state)
 static void test_accepts(void **state)
 {
     static const char *const good[] = {
-        "numpy",
-        "pyfiglet",
-        "scikit-learn",
-        "zope.interface",
-        "pandas[excel]>=2.0,<3",
-        "requests==2.31.0",
-        "torch~=2.1",
-        "a==1.0.post1",
-        "Django!=4.0",
-        "pandas[excel,performance]",
-        "numpy>=1.20,<2,!=1.21.0",
-        "a",
-        "A1_b-c.d",
+            "numpy",
+            "pyfiglet",
+            "scikit-learn",
+            "zope.interface",
+            "pandas[excel]>=2.0,<3",
+            "requests==2.31.0",
+            "torch~=2.1",
+            "a==1.0.post1",
+            "Django!=4.0",
+            "pandas[excel,performance]",
+            "numpy>=1.20,<2,!=1.21.0",
+            "a",
+            "A1_b-c.d",
     };
     struct sbx_err err;
 
@@ -98,38 +101,38 @@ static void assert_refused(const char *spec)
 static void test_refuses(void **state)
 {
     static const char *const bad[] = {
-        "; rm -rf /",
-        "--index-url=http://x",
-        "-e .",
-        "../x",
-        "x @ https://evil",
-        "x; python_version<'3'",
-        "git+https://x",
-        "",
-        "a b",
-        "numpy==",
-        "[extra]",
-        "x>=",
-        "$(id)",
-        "x$(id)",
-        "numpy==$(id)",
-        "`id`",
-        "numpy`id`",
-        "numpy|sh",
-        "numpy&&id",
-        "numpy[",
-        "numpy[]",
-        "numpy[a",
-        "numpy[a]extra",
-        "numpy ==1.0",
-        "numpy==1.0 ",
-        " numpy",
-        "/abs/path",
-        "file:///x",
-        "numpy>=1.0;",
-        "numpy=1.0",
-        "numpy,",
-        ",numpy",
+            "; rm -rf /",
+            "--index-url=http://x",
+            "-e .",
+            "../x",
+            "x @ https://evil",
+            "x; python_version<'3'",
+            "git+https://x",
+            "",
+            "a b",
+            "numpy==",
+            "[extra]",
+            "x>=",
+            "$(id)",
+            "x$(id)",
+            "numpy==$(id)",
+            "`id`",
+            "numpy`id`",
+            "numpy|sh",
+            "numpy&&id",
+            "numpy[",
+            "numpy[]",
+            "numpy[a",
+            "numpy[a]extra",
+            "numpy ==1.0",
+            "numpy==1.0 ",
+            " numpy",
+            "/abs/path",
+            "file:///x",
+            "numpy>=1.0;",
+            "numpy=1.0",
+            "numpy,",
+            ",numpy",
     };
 
     (void)state;
@@ -196,12 +199,12 @@ static void test_refuses_long(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_descriptor),
-        cmocka_unit_test(test_accepts),
-        cmocka_unit_test(test_refuses),
-        cmocka_unit_test(test_refuses_trailing_comma),
-        cmocka_unit_test(test_refuses_control),
-        cmocka_unit_test(test_refuses_long),
+            cmocka_unit_test(test_descriptor),
+            cmocka_unit_test(test_accepts),
+            cmocka_unit_test(test_refuses),
+            cmocka_unit_test(test_refuses_trailing_comma),
+            cmocka_unit_test(test_refuses_control),
+            cmocka_unit_test(test_refuses_long),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

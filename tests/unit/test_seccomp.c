@@ -7,6 +7,14 @@
  * every probe uses invalid pointers, fds or flags, so a filter that failed
  * to refuse it still does no harm (bubblewrap's try-syscall style).
  */
+/* clang-format off */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+/* clang-format on */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -16,12 +24,9 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
-#include <setjmp.h>
+#include <seccomp.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,10 +36,6 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <cmocka.h>
-
-#include <seccomp.h>
 
 #include "error.h"
 #include "seccomp_policy.h"
@@ -103,8 +104,8 @@ static void classify(const struct seccomp_flat *f, const char *name, const uint6
     }
 }
 
-static const struct seccomp_rule *find_rule(const struct seccomp_policy *p, const char *name,
-        enum seccomp_action action)
+static const struct seccomp_rule *find_rule(
+        const struct seccomp_policy *p, const char *name, enum seccomp_action action)
 {
     for (size_t i = 0; i < p->n_rules; i++) {
         if (strcmp(p->rules[i].name, name) == 0 && p->rules[i].action == action)
@@ -123,34 +124,80 @@ struct want_deny {
 };
 
 static const struct want_deny required_denials[] = {
-    {"io_uring_setup", EPERM}, {"io_uring_enter", EPERM}, {"io_uring_register", EPERM},
-    {"userfaultfd", EPERM}, {"perf_event_open", EPERM}, {"bpf", EPERM}, {"keyctl", EPERM},
-    {"add_key", EPERM}, {"request_key", EPERM}, {"ptrace", EPERM},
-    {"process_vm_readv", EPERM}, {"process_vm_writev", EPERM}, {"mount", EPERM},
-    {"umount2", EPERM}, {"mount_setattr", EPERM}, {"move_mount", EPERM},
-    {"open_tree", EPERM}, {"fsopen", EPERM}, {"fsconfig", EPERM}, {"fsmount", EPERM},
-    {"fspick", EPERM}, {"pivot_root", EPERM}, {"chroot", EPERM}, {"unshare", EPERM},
-    {"setns", EPERM}, {"kexec_load", EPERM}, {"kexec_file_load", EPERM},
-    {"init_module", EPERM}, {"finit_module", EPERM}, {"delete_module", EPERM},
-    {"acct", EPERM}, {"swapon", EPERM}, {"swapoff", EPERM}, {"reboot", EPERM},
-    {"syslog", EPERM}, {"quotactl", EPERM}, {"quotactl_fd", EPERM},
-    {"lookup_dcookie", EPERM}, {"name_to_handle_at", EPERM}, {"open_by_handle_at", EPERM},
-    {"settimeofday", EPERM}, {"clock_settime", EPERM}, {"clock_adjtime", EPERM},
-    {"adjtimex", EPERM}, {"vhangup", EPERM}, {"iopl", EPERM}, {"ioperm", EPERM},
-    {"personality", EPERM}, {"kcmp", EPERM}, {"pidfd_getfd", EPERM},
-    {"process_madvise", EPERM}, {"mbind", EPERM}, {"set_mempolicy", EPERM},
-    {"move_pages", EPERM}, {"migrate_pages", EPERM}, {"memfd_secret", EPERM},
-    {"fanotify_init", EPERM}, {"nfsservctl", EPERM}, {"uselib", EPERM}, {"ustat", EPERM},
-    {"sysfs", EPERM}, {"_sysctl", EPERM}, {"clone3", ENOSYS}, {"clone", EPERM},
-    {"landlock_create_ruleset", ENOSYS}, {"landlock_add_rule", ENOSYS},
-    {"landlock_restrict_self", ENOSYS},
+        {"io_uring_setup", EPERM},
+        {"io_uring_enter", EPERM},
+        {"io_uring_register", EPERM},
+        {"userfaultfd", EPERM},
+        {"perf_event_open", EPERM},
+        {"bpf", EPERM},
+        {"keyctl", EPERM},
+        {"add_key", EPERM},
+        {"request_key", EPERM},
+        {"ptrace", EPERM},
+        {"process_vm_readv", EPERM},
+        {"process_vm_writev", EPERM},
+        {"mount", EPERM},
+        {"umount2", EPERM},
+        {"mount_setattr", EPERM},
+        {"move_mount", EPERM},
+        {"open_tree", EPERM},
+        {"fsopen", EPERM},
+        {"fsconfig", EPERM},
+        {"fsmount", EPERM},
+        {"fspick", EPERM},
+        {"pivot_root", EPERM},
+        {"chroot", EPERM},
+        {"unshare", EPERM},
+        {"setns", EPERM},
+        {"kexec_load", EPERM},
+        {"kexec_file_load", EPERM},
+        {"init_module", EPERM},
+        {"finit_module", EPERM},
+        {"delete_module", EPERM},
+        {"acct", EPERM},
+        {"swapon", EPERM},
+        {"swapoff", EPERM},
+        {"reboot", EPERM},
+        {"syslog", EPERM},
+        {"quotactl", EPERM},
+        {"quotactl_fd", EPERM},
+        {"lookup_dcookie", EPERM},
+        {"name_to_handle_at", EPERM},
+        {"open_by_handle_at", EPERM},
+        {"settimeofday", EPERM},
+        {"clock_settime", EPERM},
+        {"clock_adjtime", EPERM},
+        {"adjtimex", EPERM},
+        {"vhangup", EPERM},
+        {"iopl", EPERM},
+        {"ioperm", EPERM},
+        {"personality", EPERM},
+        {"kcmp", EPERM},
+        {"pidfd_getfd", EPERM},
+        {"process_madvise", EPERM},
+        {"mbind", EPERM},
+        {"set_mempolicy", EPERM},
+        {"move_pages", EPERM},
+        {"migrate_pages", EPERM},
+        {"memfd_secret", EPERM},
+        {"fanotify_init", EPERM},
+        {"nfsservctl", EPERM},
+        {"uselib", EPERM},
+        {"ustat", EPERM},
+        {"sysfs", EPERM},
+        {"_sysctl", EPERM},
+        {"clone3", ENOSYS},
+        {"clone", EPERM},
+        {"landlock_create_ruleset", ENOSYS},
+        {"landlock_add_rule", ENOSYS},
+        {"landlock_restrict_self", ENOSYS},
 };
 
 /* A few that normal runtimes need. */
-static const char *const needed[] = {"rseq", "statx", "faccessat2", "close_range",
-        "epoll_pwait2", "pidfd_open", "pidfd_send_signal", "getrandom", "memfd_create",
-        "copy_file_range", "membarrier", "sched_getaffinity", "prctl", "arch_prctl", "seccomp",
-        "execve", "futex", "mmap", "wait4", "clone", "pipe2", "vfork"};
+static const char *const needed[] = {"rseq", "statx", "faccessat2", "close_range", "epoll_pwait2",
+        "pidfd_open", "pidfd_send_signal", "getrandom", "memfd_create", "copy_file_range",
+        "membarrier", "sched_getaffinity", "prctl", "arch_prctl", "seccomp", "execve", "futex",
+        "mmap", "wait4", "clone", "pipe2", "vfork"};
 
 static void test_real_list_parses(void **state)
 {
@@ -161,8 +208,7 @@ static void test_real_list_parses(void **state)
     p = parse_ok(seccomp_policy_text());
     assert_true(p->n_rules > 300);
     for (size_t i = 0; i < sizeof(required_denials) / sizeof(required_denials[0]); i++) {
-        const struct seccomp_rule *d =
-                find_rule(p, required_denials[i].name, SECCOMP_RULE_ERRNO);
+        const struct seccomp_rule *d = find_rule(p, required_denials[i].name, SECCOMP_RULE_ERRNO);
 
         if (!d)
             fail_msg("'%s' is not denied", required_denials[i].name);
@@ -231,49 +277,50 @@ static void test_parse_rejects(void **state)
                                     "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
                                     "aaaa\n";
     static const struct bad_case cases[] = {
-        {"allow read\nbogus read\n", 0, 2, "expected 'allow' or 'deny'"},
-        {"\n\n# c\nallow read junk\n", 0, 4, "expected arg0..arg5"},
-        {"allow ioctl arg1 notin TIOCSTI,NOPE\n", 0, 1, "unknown value 'NOPE'"},
-        {"allow ioctl arg6 == 1\n", 0, 1, "expected arg0..arg5"},
-        {"allow ioctl arg10 == 1\n", 0, 1, "expected arg0..arg5"},
-        {"allow x arg0 in 1,2,3,4,5,6,7,8,9\n", 0, 1, "more than 8 values"},
-        {"allow x arg0 == 1 arg1 == 2 arg2 == 3 arg3 == 4\n", 0, 1, "more than 3 conditions"},
-        {"allow x arg0 == 1 arg0 == 2\n", 0, 1, "two conditions on arg0"},
-        {"allow x arg2 in 1 arg2 notin 3\n", 0, 1, "two conditions on arg2"},
-        {"allow x arg0 in 1,,2\n", 0, 1, "empty value"},
-        {"allow x arg0 in 1,\n", 0, 1, "empty value"},
-        {"allow x arg0 in 1,1\n", 0, 1, "listed twice"},
-        {"allow x arg0 == 0x1ffffffff\n", 0, 1, "32 bits"},
-        {"allow x arg0 notin 4294967296\n", 0, 1, "32 bits"},
-        {"allow x arg0 & 0 == 0\n", 0, 1, "mask 0"},
-        {"allow x arg0 & 0xf == 0x10\n", 0, 1, "bits outside the mask"},
-        {"allow x arg0 == 12abc\n", 0, 1, "bad number '12abc'"},
-        {"allow x arg0 == -1\n", 0, 1, "bad number"},
-        {"allow x arg0 == 0xzz\n", 0, 1, "bad hex number"},
-        {"allow x arg0 == 0x\n", 0, 1, "bad hex number"},
-        {"allow x arg0 == 99999999999999999999999\n", 0, 1, "bad number"},
-        {"allow x arg0 ==\n", 0, 1, "expected '== VALUE'"},
-        {"allow x arg0 > 1\n", 0, 1, "expected '== VALUE'"},
-        {"allow x arg0 & 0xff 1\n", 0, 1, "expected '== VALUE'"},
-        {"deny x EWHAT\n", 0, 1, "unknown errno 'EWHAT'"},
-        {"deny x EPERM extra\n", 0, 1, "unexpected 'extra'"},
-        {"deny x arg0 == 1\n", 0, 1, "unknown errno"},
-        {"allow X\n", 0, 1, "syscall name"},
-        {"allow\n", 0, 1, "syscall name"},
-        {"allow 9p\n", 0, 1, "syscall name"},
-        {"allow a_name_that_is_far_too_long_for_a_syscall\n", 0, 1, "syscall name"},
-        {"ALLOW read\n", 0, 1, "expected 'allow' or 'deny'"},
-        {"allow read\r\n", 0, 1, "unexpected byte 0x0d"},
-        {"allow read\nallow w\xc3\xa9\n", 0, 2, "unexpected byte 0xc3"},
-        {"allow read\nallow write\0\n", 23, 2, "NUL byte"},
-        {"deny read\ndeny read ENOSYS\n", 0, 2, "denied twice (line 1)"},
-        {"allow read\ndeny read\n", 0, 2, "both allowed and denied (line 1)"},
-        {"deny read\n\nallow read\n", 0, 3, "both allowed and denied (line 1)"},
-        {"allow read\nallow read\n", 0, 2, "allowed twice (line 1)"},
-        {"allow ioctl arg1 == 1\nallow ioctl\n", 0, 2, "with and without conditions (line 1)"},
-        {"allow ioctl\nallow ioctl arg1 == 1\n", 0, 2, "with and without conditions (line 1)"},
-        {long_line, 0, 1, "line longer than"},
-        {"allow x a b c d e f g h i j k l m n o p q r s t u v w x y z\n", 0, 1, "too many words"},
+            {"allow read\nbogus read\n", 0, 2, "expected 'allow' or 'deny'"},
+            {"\n\n# c\nallow read junk\n", 0, 4, "expected arg0..arg5"},
+            {"allow ioctl arg1 notin TIOCSTI,NOPE\n", 0, 1, "unknown value 'NOPE'"},
+            {"allow ioctl arg6 == 1\n", 0, 1, "expected arg0..arg5"},
+            {"allow ioctl arg10 == 1\n", 0, 1, "expected arg0..arg5"},
+            {"allow x arg0 in 1,2,3,4,5,6,7,8,9\n", 0, 1, "more than 8 values"},
+            {"allow x arg0 == 1 arg1 == 2 arg2 == 3 arg3 == 4\n", 0, 1, "more than 3 conditions"},
+            {"allow x arg0 == 1 arg0 == 2\n", 0, 1, "two conditions on arg0"},
+            {"allow x arg2 in 1 arg2 notin 3\n", 0, 1, "two conditions on arg2"},
+            {"allow x arg0 in 1,,2\n", 0, 1, "empty value"},
+            {"allow x arg0 in 1,\n", 0, 1, "empty value"},
+            {"allow x arg0 in 1,1\n", 0, 1, "listed twice"},
+            {"allow x arg0 == 0x1ffffffff\n", 0, 1, "32 bits"},
+            {"allow x arg0 notin 4294967296\n", 0, 1, "32 bits"},
+            {"allow x arg0 & 0 == 0\n", 0, 1, "mask 0"},
+            {"allow x arg0 & 0xf == 0x10\n", 0, 1, "bits outside the mask"},
+            {"allow x arg0 == 12abc\n", 0, 1, "bad number '12abc'"},
+            {"allow x arg0 == -1\n", 0, 1, "bad number"},
+            {"allow x arg0 == 0xzz\n", 0, 1, "bad hex number"},
+            {"allow x arg0 == 0x\n", 0, 1, "bad hex number"},
+            {"allow x arg0 == 99999999999999999999999\n", 0, 1, "bad number"},
+            {"allow x arg0 ==\n", 0, 1, "expected '== VALUE'"},
+            {"allow x arg0 > 1\n", 0, 1, "expected '== VALUE'"},
+            {"allow x arg0 & 0xff 1\n", 0, 1, "expected '== VALUE'"},
+            {"deny x EWHAT\n", 0, 1, "unknown errno 'EWHAT'"},
+            {"deny x EPERM extra\n", 0, 1, "unexpected 'extra'"},
+            {"deny x arg0 == 1\n", 0, 1, "unknown errno"},
+            {"allow X\n", 0, 1, "syscall name"},
+            {"allow\n", 0, 1, "syscall name"},
+            {"allow 9p\n", 0, 1, "syscall name"},
+            {"allow a_name_that_is_far_too_long_for_a_syscall\n", 0, 1, "syscall name"},
+            {"ALLOW read\n", 0, 1, "expected 'allow' or 'deny'"},
+            {"allow read\r\n", 0, 1, "unexpected byte 0x0d"},
+            {"allow read\nallow w\xc3\xa9\n", 0, 2, "unexpected byte 0xc3"},
+            {"allow read\nallow write\0\n", 23, 2, "NUL byte"},
+            {"deny read\ndeny read ENOSYS\n", 0, 2, "denied twice (line 1)"},
+            {"allow read\ndeny read\n", 0, 2, "both allowed and denied (line 1)"},
+            {"deny read\n\nallow read\n", 0, 3, "both allowed and denied (line 1)"},
+            {"allow read\nallow read\n", 0, 2, "allowed twice (line 1)"},
+            {"allow ioctl arg1 == 1\nallow ioctl\n", 0, 2, "with and without conditions (line 1)"},
+            {"allow ioctl\nallow ioctl arg1 == 1\n", 0, 2, "with and without conditions (line 1)"},
+            {long_line, 0, 1, "line longer than"},
+            {"allow x a b c d e f g h i j k l m n o p q r s t u v w x y z\n", 0, 1,
+                    "too many words"},
     };
 
     (void)state;
@@ -353,8 +400,8 @@ static void check_notin(const uint64_t *set, size_t n)
     uint64_t args[6] = {0};
 
     for (size_t i = 0; i < n; i++)
-        off += (size_t)snprintf(text + off, sizeof(text) - off, "%s%#" PRIx64, i ? "," : "",
-                set[i]);
+        off += (size_t)snprintf(
+                text + off, sizeof(text) - off, "%s%#" PRIx64, i ? "," : "", set[i]);
     p = parse_ok(text);
     f = expand_ok(p);
     assert_true(f->n_rules >= 1 && f->n_rules <= 32 * n);
@@ -369,10 +416,10 @@ static void check_notin(const uint64_t *set, size_t n)
         size_t allow, deny;
 
         switch (s % 5) {
-        case 0: v = base; break;                                     /* excluded */
-        case 1: v = base ^ (UINT64_C(1) << (rnd() % 64)); break;     /* a neighbour */
-        case 2: v = base + (rnd() % 5) - 2; break;                   /* close by */
-        case 3: v = base | (rnd() << 32); break;                     /* high bits */
+        case 0: v = base; break;                                 /* excluded */
+        case 1: v = base ^ (UINT64_C(1) << (rnd() % 64)); break; /* a neighbour */
+        case 2: v = base + (rnd() % 5) - 2; break;               /* close by */
+        case 3: v = base | (rnd() << 32); break;                 /* high bits */
         default: v = rnd(); break;
         }
         args[1] = v;
@@ -505,8 +552,8 @@ static void test_fallback_real_list(void **state)
     static const uint64_t socket_vals[] = {0, 1, 2, 10, 16, 38, 40, 17, 9, 3};
     static const uint64_t ioctl_vals[] = {0x5412, 0x541C, 0x541B, 0, 0xFFFFFFFF};
     static const uint64_t pers_vals[] = {0, 8, 0x20000, 0x20008, 0xFFFFFFFF, 0x400000};
-    static const uint64_t clone_vals[] = {0x11, 0x3D0F00, 0x40000000, 0x10000000, 0x80,
-            0x20000, 0x7E020080};
+    static const uint64_t clone_vals[] = {
+            0x11, 0x3D0F00, 0x40000000, 0x10000000, 0x80, 0x20000, 0x7E020080};
     struct seccomp_policy *p = parse_ok(seccomp_policy_text());
     struct seccomp_flat *f = expand_ok(p);
 
@@ -644,13 +691,13 @@ static void test_compile_edge_cases(void **state)
 /* In a filtered child: report and count, and go on with the next check. */
 static int child_failures;
 
-#define CHECK(cond)                                                                        \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            fprintf(stderr, "%s:%d: check failed: %s (errno %d: %s)\n", __FILE__, __LINE__, \
-                    #cond, errno, strerror(errno));                                        \
-            child_failures++;                                                              \
-        }                                                                                  \
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: check failed: %s (errno %d: %s)\n", __FILE__, __LINE__, #cond, \
+                    errno, strerror(errno));                                                       \
+            child_failures++;                                                                      \
+        }                                                                                          \
     } while (0)
 
 static const void *filter_bpf;
@@ -673,8 +720,8 @@ static bool denied(long r, int e)
 static void install_filter_or_exit(void)
 {
     struct sock_fprog prog = {
-        .len = (unsigned short)(filter_len / sizeof(struct sock_filter)),
-        .filter = (struct sock_filter *)filter_bpf,
+            .len = (unsigned short)(filter_len / sizeof(struct sock_filter)),
+            .filter = (struct sock_filter *)filter_bpf,
     };
 
     if (prctl(PR_SET_NO_NEW_PRIVS, 1L, 0L, 0L, 0L) < 0)
@@ -842,11 +889,10 @@ static void test_enforce_clone(void **state)
 
 static int child_sockets(void)
 {
-    static const int refused[][3] = {
-        {AF_ALG, SOCK_SEQPACKET, 0}, {AF_VSOCK, SOCK_STREAM, 0}, {AF_PACKET, SOCK_RAW, 0},
-        {AF_NETLINK, SOCK_RAW, NETLINK_AUDIT}, {AF_NETLINK, SOCK_RAW, NETLINK_XFRM},
-        {AF_NETLINK, SOCK_DGRAM, NETLINK_KOBJECT_UEVENT}, {AF_BLUETOOTH, SOCK_STREAM, 0},
-        {AF_KEY, SOCK_RAW, 2}};
+    static const int refused[][3] = {{AF_ALG, SOCK_SEQPACKET, 0}, {AF_VSOCK, SOCK_STREAM, 0},
+            {AF_PACKET, SOCK_RAW, 0}, {AF_NETLINK, SOCK_RAW, NETLINK_AUDIT},
+            {AF_NETLINK, SOCK_RAW, NETLINK_XFRM}, {AF_NETLINK, SOCK_DGRAM, NETLINK_KOBJECT_UEVENT},
+            {AF_BLUETOOTH, SOCK_STREAM, 0}, {AF_KEY, SOCK_RAW, 2}};
     int sv[2];
     long fd;
 
@@ -854,15 +900,14 @@ static int child_sockets(void)
         errno = 0;
         fd = socket(refused[i][0], refused[i][1] | SOCK_CLOEXEC, refused[i][2]);
         if (fd >= 0 || errno != EAFNOSUPPORT)
-            fprintf(stderr, "socket(%d, %d, %d)\n", refused[i][0], refused[i][1],
-                    refused[i][2]);
+            fprintf(stderr, "socket(%d, %d, %d)\n", refused[i][0], refused[i][1], refused[i][2]);
         CHECK(fails_with(fd, EAFNOSUPPORT));
     }
     /* the kernel truncates family and protocol to int: so does the filter */
-    CHECK(fails_with(syscall(SYS_socket, (long)(HIGHBIT | AF_ALG), (long)SOCK_SEQPACKET, 0L),
-            EAFNOSUPPORT));
-    CHECK(fails_with(syscall(SYS_socket, (long)AF_NETLINK, (long)SOCK_RAW,
-                             (long)(HIGHBIT | NETLINK_AUDIT)),
+    CHECK(fails_with(
+            syscall(SYS_socket, (long)(HIGHBIT | AF_ALG), (long)SOCK_SEQPACKET, 0L), EAFNOSUPPORT));
+    CHECK(fails_with(
+            syscall(SYS_socket, (long)AF_NETLINK, (long)SOCK_RAW, (long)(HIGHBIT | NETLINK_AUDIT)),
             EAFNOSUPPORT));
     fd = syscall(SYS_socket, (long)(HIGHBIT | AF_UNIX), (long)(SOCK_STREAM | SOCK_CLOEXEC), 0L);
     CHECK(fd >= 0);
@@ -921,11 +966,11 @@ static int child_ioctl(void)
     CHECK(syscall(SYS_ioctl, (long)p[0], (unsigned long)(HIGHBIT | FIONREAD), &n) == 0);
     CHECK(fails_with(ioctl(p[0], TIOCSTI, &c), EPERM));
     CHECK(fails_with(ioctl(p[0], TIOCLINUX, &c), EPERM));
-    CHECK(fails_with(syscall(SYS_ioctl, (long)p[0], (unsigned long)(HIGHBIT | TIOCSTI), &c),
-            EPERM));
+    CHECK(fails_with(
+            syscall(SYS_ioctl, (long)p[0], (unsigned long)(HIGHBIT | TIOCSTI), &c), EPERM));
     CHECK(fails_with(syscall(SYS_ioctl, (long)p[0], ~0UL << 32 | TIOCSTI, &c), EPERM));
-    CHECK(fails_with(syscall(SYS_ioctl, (long)p[0], (unsigned long)(HIGHBIT | TIOCLINUX), &c),
-            EPERM));
+    CHECK(fails_with(
+            syscall(SYS_ioctl, (long)p[0], (unsigned long)(HIGHBIT | TIOCLINUX), &c), EPERM));
     ioctl_neighbours(p[0], TIOCSTI);
     ioctl_neighbours(p[0], TIOCLINUX);
     return child_failures != 0;
@@ -1092,23 +1137,23 @@ static void test_enforce_python(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bpf_get_threads),
-        cmocka_unit_test(test_real_list_parses),
-        cmocka_unit_test(test_real_list_names_known),
-        cmocka_unit_test(test_parse_rejects),
-        cmocka_unit_test(test_parse_accepts),
-        cmocka_unit_test(test_partition_notin),
-        cmocka_unit_test(test_expand_in_and_mask),
-        cmocka_unit_test(test_fallback_real_list),
-        cmocka_unit_test(test_fallback_multi_arg),
-        cmocka_unit_test(test_compile_edge_cases),
-        cmocka_unit_test(test_enforce_denied),
-        cmocka_unit_test(test_enforce_clone),
-        cmocka_unit_test(test_enforce_sockets),
-        cmocka_unit_test(test_enforce_ioctl),
-        cmocka_unit_test(test_enforce_foreign_abi),
-        cmocka_unit_test(test_enforce_normal),
-        cmocka_unit_test(test_enforce_python),
+            cmocka_unit_test(test_bpf_get_threads),
+            cmocka_unit_test(test_real_list_parses),
+            cmocka_unit_test(test_real_list_names_known),
+            cmocka_unit_test(test_parse_rejects),
+            cmocka_unit_test(test_parse_accepts),
+            cmocka_unit_test(test_partition_notin),
+            cmocka_unit_test(test_expand_in_and_mask),
+            cmocka_unit_test(test_fallback_real_list),
+            cmocka_unit_test(test_fallback_multi_arg),
+            cmocka_unit_test(test_compile_edge_cases),
+            cmocka_unit_test(test_enforce_denied),
+            cmocka_unit_test(test_enforce_clone),
+            cmocka_unit_test(test_enforce_sockets),
+            cmocka_unit_test(test_enforce_ioctl),
+            cmocka_unit_test(test_enforce_foreign_abi),
+            cmocka_unit_test(test_enforce_normal),
+            cmocka_unit_test(test_enforce_python),
     };
 
     return cmocka_run_group_tests(tests, setup_group, NULL);

@@ -3,16 +3,16 @@
  * test_util.c: number, size and duration parsing with overflow checks,
  * name grammars, UTF-8 repair, the capped buffer, and plan templates.
  */
+/* clang-format off */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
 
-/* clang-format off */
 #include <cmocka.h>
 /* clang-format on */
+#include <stdlib.h>
+#include <string.h>
 
 #include "dynbuf.h"
 #include "plan.h"
@@ -89,12 +89,17 @@ static void test_utf8(void **state)
 
     (void)state;
     assert_true(utf8_is_valid("h\xc3\xa9llo \xf0\x9f\x98\x80", 11));
-    assert_false(utf8_is_valid("\xc3", 1));       /* truncated */
+    assert_false(utf8_is_valid("\xc3", 1));         /* truncated */
     assert_false(utf8_is_valid("\xed\xa0\x80", 3)); /* surrogate */
-    assert_false(utf8_is_valid("\xc0\xaf", 2));    /* overlong */
-    s = utf8_sanitize("a\xff" "b\xc3", 4, &n);
+    assert_false(utf8_is_valid("\xc0\xaf", 2));     /* overlong */
+    s = utf8_sanitize("a\xff"
+                      "b\xc3",
+            4, &n);
     assert_int_equal(n, 8);
-    assert_memory_equal(s, "a\xef\xbf\xbd" "b\xef\xbf\xbd", 8);
+    assert_memory_equal(s,
+            "a\xef\xbf\xbd"
+            "b\xef\xbf\xbd",
+            8);
     free(s);
 }
 
@@ -135,13 +140,13 @@ static void test_plan_expand(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_numbers),
-        cmocka_unit_test(test_sizes),
-        cmocka_unit_test(test_seconds),
-        cmocka_unit_test(test_names),
-        cmocka_unit_test(test_utf8),
-        cmocka_unit_test(test_dynbuf_cap),
-        cmocka_unit_test(test_plan_expand),
+            cmocka_unit_test(test_numbers),
+            cmocka_unit_test(test_sizes),
+            cmocka_unit_test(test_seconds),
+            cmocka_unit_test(test_names),
+            cmocka_unit_test(test_utf8),
+            cmocka_unit_test(test_dynbuf_cap),
+            cmocka_unit_test(test_plan_expand),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

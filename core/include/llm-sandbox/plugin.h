@@ -25,8 +25,8 @@
 extern "C" {
 #endif
 
-#define SBX_ABI_MAJOR 1
-#define SBX_ABI_MINOR 0
+#define SBX_ABI_MAJOR           1
+#define SBX_ABI_MINOR           0
 #define SBX_PLUGIN_ENTRY_SYMBOL "sbx_plugin_entry_v1"
 
 #if defined(__GNUC__) || defined(__clang__)
@@ -164,11 +164,11 @@ struct sbx_fd_map {
 
 struct sbx_spawn {
     uint32_t size;
-    uint32_t flags;            /* enum sbx_spawn_flags */
-    const char *path;          /* absolute path of the executable */
-    const char *const *argv;   /* NULL-terminated */
-    const char *const *envp;   /* NULL-terminated; exactly the child's environment */
-    int stdin_fd;              /* an fd, SBX_FD_NULL or SBX_FD_PIPE; likewise below */
+    uint32_t flags;          /* enum sbx_spawn_flags */
+    const char *path;        /* absolute path of the executable */
+    const char *const *argv; /* NULL-terminated */
+    const char *const *envp; /* NULL-terminated; exactly the child's environment */
+    int stdin_fd;            /* an fd, SBX_FD_NULL or SBX_FD_PIPE; likewise below */
     int stdout_fd;
     int stderr_fd;
     const struct sbx_fd_map *fds; /* extra fds; every other fd is closed */
@@ -242,19 +242,19 @@ struct sbx_box_spec {
     uint32_t size;
     uint32_t reserved0;
     const struct sbx_policy *policy;
-    const char *id;             /* unique run id: [a-z0-9.-], for names and labels */
-    const char *language;       /* language plugin name */
-    const char *image;          /* container image for this language, or NULL */
-    const char *const *envp;    /* the agent's environment, NULL-terminated */
+    const char *id;              /* unique run id: [a-z0-9.-], for names and labels */
+    const char *language;        /* language plugin name */
+    const char *image;           /* container image for this language, or NULL */
+    const char *const *envp;     /* the agent's environment, NULL-terminated */
     const char *const *ro_paths; /* extra host paths the language needs read-only */
-    int cancel_fd;              /* readable once the run is cancelled, or -1 */
+    int cancel_fd;               /* readable once the run is cancelled, or -1 */
     int reserved1;
 };
 
 struct sbx_box_stats {
     uint32_t size;
-    int32_t oom_killed;    /* 1, 0, or -1 unknown */
-    int32_t pids_limited;  /* 1, 0, or -1 unknown */
+    int32_t oom_killed;   /* 1, 0, or -1 unknown */
+    int32_t pids_limited; /* 1, 0, or -1 unknown */
     int32_t reserved0;
 };
 
@@ -265,8 +265,8 @@ struct sbx_backend_ops {
      * returns 0, or an error when the backend cannot run at all. */
     int (*probe)(void *state, struct sbx_caps *caps, struct sbx_err *err);
     /* Start a box whose agent is ready to read frames. (transfer full) */
-    int (*box_open)(void *state, const struct sbx_box_spec *spec, void **ret_box,
-            struct sbx_err *err);
+    int (*box_open)(
+            void *state, const struct sbx_box_spec *spec, void **ret_box, struct sbx_err *err);
     int (*box_poll_fd)(void *box); /* readable when box_read would not block */
     /* Channel I/O; like read(2)/write(2): bytes, 0 at end, -1 with errno. */
     int64_t (*box_read)(void *box, void *buf, size_t len);
@@ -326,8 +326,8 @@ struct sbx_plugin {
     const char *const *backend_names; /* backends: names served, NULL-terminated */
     /* Called once after loading, for the manifest name the core loaded
      * (one of backend_names). state is handed back to every hook. */
-    int (*init)(const struct sbx_host *host, const char *name, void **ret_state,
-            struct sbx_err *err);
+    int (*init)(
+            const struct sbx_host *host, const char *name, void **ret_state, struct sbx_err *err);
     void (*fini)(void *state);
     const struct sbx_backend_ops *backend;   /* kind == SBX_KIND_BACKEND */
     const struct sbx_language_ops *language; /* kind == SBX_KIND_LANGUAGE */
@@ -342,8 +342,8 @@ typedef const struct sbx_plugin *(*sbx_plugin_entry_fn)(void);
 #else
 #define SBX_ENTRY_LINKAGE
 #endif
-#define SBX_PLUGIN_ENTRY                                                                          \
-    SBX_ENTRY_LINKAGE SBX_EXPORT const struct sbx_plugin *sbx_plugin_entry_v1(void);              \
+#define SBX_PLUGIN_ENTRY                                                                           \
+    SBX_ENTRY_LINKAGE SBX_EXPORT const struct sbx_plugin *sbx_plugin_entry_v1(void);               \
     SBX_ENTRY_LINKAGE SBX_EXPORT const struct sbx_plugin *sbx_plugin_entry_v1(void)
 
 #ifdef __cplusplus

@@ -106,9 +106,9 @@ struct sbx_execution {
     uint64_t stderr_bytes;
     bool stderr_truncated;
     uint64_t duration_ms;
-    char *backend;  /* canonical name, or NULL */
-    char *language; /* canonical name, or NULL */
-    char *message;  /* why, for refused and for errors of the tool, or NULL */
+    char *backend;   /* canonical name, or NULL */
+    char *language;  /* canonical name, or NULL */
+    char *message;   /* why, for refused and for errors of the tool, or NULL */
     char **warnings; /* NULL-terminated, e.g. default limits not enforced here */
 };
 struct sbx_execution *sbx_execution_free(struct sbx_execution *ex);
