@@ -10,6 +10,7 @@ set -eu
 PACKAGES="
   gcc g++ make cmake ninja-build pkg-config
   libltdl-dev libjson-c-dev libyaml-dev libcurl4-openssl-dev libcmocka-dev libseccomp-dev
+  libmicrohttpd-dev
   bubblewrap passt python3 python3-pytest procps
   clang clang-format libclang-rt-14-dev valgrind
 "

@@ -11,8 +11,15 @@
 #define EXIT_TIMEOUT 124
 #define EXIT_CANCEL  130
 
+#include <llm-sandbox/sbx.h>
+
+/* Options for every subcommand's runtime: --config FILE, given before the
+ * subcommand (main.c) or to `run` (run_cmd.c). */
+extern struct sbx_runtime_opts cli_runtime_opts;
+
 int cmd_run(int argc, char **argv);
 int cmd_plugins(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 
 #endif

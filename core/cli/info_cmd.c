@@ -63,7 +63,7 @@ static int open_runtime(struct sbx_runtime **rt)
 {
     struct sbx_error *err = NULL;
 
-    if (sbx_runtime_new(rt, &err) < 0) {
+    if (sbx_runtime_new_opts(&cli_runtime_opts, rt, &err) < 0) {
         fprintf(stderr, "llm-sandbox: %s\n", err->msg);
         sbx_error_free(err);
         return -1;

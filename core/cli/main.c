@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * main.c: the llm-sandbox command. Dispatches subcommands; with no
- * arguments it is to be the MCP server on stdio (not in this version: it
- * says so and exits). Nothing here decides policy.
+ * arguments it is the MCP server on stdio. Nothing here decides policy.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,24 +11,57 @@
 
 #include "cli.h"
 
+struct sbx_runtime_opts cli_runtime_opts;
+
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: llm-sandbox run [options] (--code CODE | --file FILE)\n"
+    fprintf(f, "usage: llm-sandbox                  the MCP server on stdio\n"
+               "       llm-sandbox serve [--http ADDR:PORT]\n"
+               "       llm-sandbox run [options] (--code CODE | --file FILE)\n"
                "       llm-sandbox plugins [--json]\n"
                "       llm-sandbox doctor [--json]\n"
                "       llm-sandbox --version\n"
+               "Before the command, --config FILE reads a YAML config file (see the README).\n"
                "Run 'llm-sandbox run --help' for the run options.\n");
+}
+
+/* Global options before the subcommand (--config FILE, --config=FILE);
+ * the number of arguments they took, or -1. */
+static int global_options(int argc, char **argv)
+{
+    int i = 1;
+
+    while (i < argc && strncmp(argv[i], "--config", 8) == 0) {
+        if (argv[i][8] == '=') {
+            cli_runtime_opts.config_path = argv[i] + 9;
+            i++;
+        } else if (argv[i][8] == '\0' && i + 1 < argc) {
+            cli_runtime_opts.config_path = argv[i + 1];
+            i += 2;
+        } else {
+            fprintf(stderr, "llm-sandbox: option '%s' needs a file name\n", argv[i]);
+            return -1;
+        }
+    }
+    return i - 1;
 }
 
 int main(int argc, char **argv)
 {
-    const char *cmd = argc > 1 ? argv[1] : NULL;
+    int shift = global_options(argc, argv);
+    const char *cmd;
 
-    if (!cmd || strcmp(cmd, "serve") == 0) {
-        fprintf(stderr, "llm-sandbox: the MCP server is not part of this version yet; "
-                        "use 'llm-sandbox run' (see --help)\n");
+    if (shift < 0)
         return 2;
-    }
+    argv[shift] = argv[0];
+    argv += shift;
+    argc -= shift;
+    cmd = argc > 1 ? argv[1] : NULL;
+
+    if (!cmd)
+        return cmd_serve(1, argv);
+    if (strcmp(cmd, "serve") == 0)
+        return cmd_serve(argc - 1, argv + 1);
     if (strcmp(cmd, "run") == 0)
         return cmd_run(argc - 1, argv + 1);
     if (strcmp(cmd, "plugins") == 0)

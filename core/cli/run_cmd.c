@@ -54,7 +54,8 @@ static void run_help(void)
            "      --file-size SIZE    largest file the program may write\n"
            "      --workspace SIZE    size of /workspace and /tmp\n"
            "      --network MODE      off (default) or on\n"
-           "      --json              print one JSON object with the result\n");
+           "      --json              print one JSON object with the result\n"
+           "      --config FILE       read the YAML config file FILE (or LLM_SANDBOX_CONFIG)\n");
 }
 
 static int fail(const struct opts *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -209,6 +210,7 @@ static const struct option long_opts[] = {
         {"output-bytes", required_argument, NULL, 1006},
         {"file-size", required_argument, NULL, 1007},
         {"workspace", required_argument, NULL, 1008},
+        {"config", required_argument, NULL, 1009},
         {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -238,6 +240,7 @@ static int parse(struct opts *o, int argc, char **argv)
         case 'c': code = optarg; break;
         case 'f': file = optarg; break;
         case 1001: in = optarg; break;
+        case 1009: cli_runtime_opts.config_path = optarg; break;
         case 'j': break;
         case 'h':
             run_help();
@@ -343,7 +346,8 @@ int cmd_run(int argc, char **argv)
         goto out;
     if (!o.json)
         o.req.on_output = on_output;
-    if (sbx_runtime_new(&rt, &err) < 0 || sbx_cancel_new(&g_cancel, &err) < 0) {
+    if (sbx_runtime_new_opts(&cli_runtime_opts, &rt, &err) < 0 ||
+            sbx_cancel_new(&g_cancel, &err) < 0) {
         ex = sbx_execution_from_error(err);
     } else {
         o.req.cancel = g_cancel;

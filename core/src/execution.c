@@ -50,6 +50,7 @@ struct sbx_execution *sbx_execution_free(struct sbx_execution *ex)
         free(ex->language);
         free(ex->message);
         strv_free(ex->warnings);
+        free(ex->policy);
         free(ex);
     }
     return NULL;

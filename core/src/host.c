@@ -64,7 +64,9 @@ static void host_log(const struct sbx_host *h, int level, const char *fmt, ...)
 
 static const char *host_setting(const struct sbx_host *h, const char *key)
 {
-    return settings_plugin_value(ctx_of(h)->plugin->name, key);
+    const struct host_ctx *hc = ctx_of(h);
+
+    return settings_plugin_value(hc->rt->settings, hc->plugin->name, key);
 }
 
 static int host_proc_spawn(const struct sbx_host *h, const struct sbx_spawn *spec,

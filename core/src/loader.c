@@ -297,6 +297,21 @@ static int scan_dir(struct sbx_runtime *rt, const char *dir, bool builtin_dir)
     return 0;
 }
 
+/* The config file's plugin keys (LLM_SANDBOX_<PLUGIN>_<KEY>) must name a
+ * plugin found, loaded or not; a typo must not pass as a plugin setting. */
+static int check_config_keys(struct sbx_runtime *rt, struct sbx_error **err)
+{
+    cleanup_free const char **names = calloc(rt->n_plugins + 1, sizeof(*names));
+
+    if (!names)
+        return sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
+    for (size_t i = 0; i < rt->n_plugins; i++)
+        names[i] = rt->plugins[i]->name;
+    if (settings_check_plugin_keys(rt->settings, names, rt->n_plugins, err) < 0)
+        return sbx_error_wrap(err, "configuration");
+    return 0;
+}
+
 int loader_load_all(struct sbx_runtime *rt, struct sbx_error **err)
 {
     if (lt_dlinit() != 0)
@@ -308,7 +323,7 @@ int loader_load_all(struct sbx_runtime *rt, struct sbx_error **err)
         if (scan_dir(rt, *d, false) < 0)
             return sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
     }
-    return 0;
+    return check_config_keys(rt, err);
 }
 
 void loader_unload_all(struct sbx_runtime *rt)
@@ -323,6 +338,7 @@ void loader_unload_all(struct sbx_runtime *rt)
         manifest_free(pl->m);
         pthread_mutex_destroy(&pl->probe_lock);
         free(pl->dir), free(pl->file), free(pl->name), free(pl->error), free(pl->probe_error);
+        free(pl->version);
         free(pl);
     }
     free(rt->plugins);

@@ -10,6 +10,7 @@
 #ifndef SBX_MANIFEST_H
 #define SBX_MANIFEST_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <llm-sandbox/plugin.h>
@@ -23,6 +24,21 @@ struct manifest_binary {
     char *min_version; /* dotted numbers, or NULL */
 };
 
+/* What get_language_details tells a model about a language. */
+struct manifest_example {
+    char *title;
+    char *description; /* or NULL */
+    char *code;
+};
+
+struct manifest_docs {
+    char **use_cases;    /* NULL-terminated, may be empty */
+    char **preinstalled; /* libraries available without installing, may be empty */
+    bool visualization;  /* plots are captured (matplotlib, R devices) */
+    struct manifest_example *examples;
+    size_t n_examples;
+};
+
 struct manifest_lang {
     char *source_file;      /* file name, no '/' */
     char **extensions;      /* ".py", ...; NULL-terminated, may be empty */
@@ -34,6 +50,7 @@ struct manifest_lang {
     char **version_command; /* argv, or NULL */
     char *version_pattern;  /* POSIX ERE with one group, or NULL */
     char **host_paths;      /* absolute paths bound read-only by local backends */
+    struct manifest_docs docs;
 };
 
 struct manifest {

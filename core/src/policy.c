@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <json-c/json.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "error.h"
@@ -173,6 +174,15 @@ int policy_check(const struct sbx_policy *p, uint32_t explicit_mask, const struc
             return sbx_error_set(err, SBX_E_NOMEM, 0, "out of memory");
     }
     return 0;
+}
+
+char *policy_to_text(const struct sbx_policy *p)
+{
+    struct json_object *o = policy_to_json(p);
+    char *s = o ? strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN)) : NULL;
+
+    json_object_put(o);
+    return s;
 }
 
 struct json_object *policy_to_json(const struct sbx_policy *p)

@@ -38,5 +38,7 @@ int policy_check(const struct sbx_policy *p, uint32_t explicit_mask, const struc
 
 /* The effective policy as JSON (for sandbox://policy and doctor). */
 struct json_object *policy_to_json(const struct sbx_policy *p);
+/* The same, as compact text. (transfer full, NULL when out of memory) */
+char *policy_to_text(const struct sbx_policy *p);
 
 #endif

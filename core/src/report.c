@@ -18,6 +18,7 @@
 
 #include "cgroup.h"
 #include "cleanup.h"
+#include "config.h"
 #include "exec.h"
 #include "manifest.h"
 #include "policy.h"
@@ -168,6 +169,21 @@ static void check_cgroups(struct sbx_runtime *rt, struct json_object *a)
                 NULL);
 }
 
+/* Which config file was read (a broken one fails start-up, so doctor
+ * itself reports that as its error). */
+static void check_config(const struct settings *s, struct json_object *a)
+{
+    char detail[512];
+
+    if (!s->config) {
+        check(a, "config", "ok", "no config file (environment and defaults only)", NULL);
+        return;
+    }
+    snprintf(detail, sizeof(detail), "%s: %zu setting%s", s->config->path, s->config->n,
+            s->config->n == 1 ? "" : "s");
+    check(a, "config", "ok", detail, NULL);
+}
+
 static void check_seccomp(struct json_object *a)
 {
     struct sbx_error *e = NULL;
@@ -218,6 +234,7 @@ struct json_object *sbx_runtime_doctor_json(struct sbx_runtime *rt)
         return o;
     check_userns(a);
     check_cgroups(rt, a);
+    check_config(rt->settings, a);
     check_seccomp(a);
     check_runtimes(rt, a);
     for (size_t i = 0; i < rt->n_plugins; i++) {

@@ -142,17 +142,35 @@ static void make_owner(char *out, size_t len)
 
 int sbx_runtime_new(struct sbx_runtime **ret_rt, struct sbx_error **err)
 {
+    return sbx_runtime_new_opts(NULL, ret_rt, err);
+}
+
+int sbx_runtime_new_opts(
+        const struct sbx_runtime_opts *opts, struct sbx_runtime **ret_rt, struct sbx_error **err)
+{
     struct sbx_runtime *rt = calloc(1, sizeof(*rt));
     cleanup_free char *dir = NULL;
     struct cg_options cgo = {.mount_root = "/sys/fs/cgroup", .self_cgroup = "/proc/self/cgroup"};
 
     if (!rt)
         return sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
-    if (settings_load(&rt->settings, err) < 0) {
+    rt->audit_fd = -1;
+    if (settings_load_file(opts ? opts->config_path : NULL, &rt->settings, err) < 0) {
         sbx_runtime_free(rt);
         return sbx_error_wrap(err, "configuration");
     }
     log_set_level(rt->settings->log_level);
+    if (rt->settings->audit_log) {
+        rt->audit_fd = open(rt->settings->audit_log,
+                O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (rt->audit_fd < 0) {
+            int e = errno, rc = sbx_error_set(err, SBX_E_IO, e, "LLM_SANDBOX_AUDIT_LOG '%s': %s",
+                                   rt->settings->audit_log, strerror(e));
+
+            sbx_runtime_free(rt);
+            return rc;
+        }
+    }
     dir = exe_dir();
     if (!dir || asprintf(&rt->plugin_dir, "%s/%s", dir, SBX_BIN_TO_PLUGINDIR) < 0 ||
             asprintf(&rt->agent_path, "%s/%s", dir, SBX_BIN_TO_AGENT) < 0) {
@@ -179,6 +197,8 @@ struct sbx_runtime *sbx_runtime_free(struct sbx_runtime *rt)
     loader_unload_all(rt);
     cg_service_free(rt->cg);
     settings_free(rt->settings);
+    if (rt->audit_fd >= 0)
+        close(rt->audit_fd);
     free(rt->plugin_dir);
     free(rt->agent_path);
     free(rt);
@@ -201,7 +221,8 @@ struct run {
     struct agentc *ac;
     struct agentc_sink sink;
     int64_t t0;
-    bool ran; /* an exec was sent: an exit code exists */
+    bool ran;          /* an exec was sent: an exit code exists */
+    char **probe_argv; /* instead of staging and the plan: run this (version probes) */
 };
 
 static int refuse(struct run *r, const char *fmt, ...) SBX_PRINTF(2, 3);
@@ -274,6 +295,70 @@ static int pick_language(struct run *r)
             r, "unknown language '%s'; available: %s", name, avail && *avail ? avail : "none");
 }
 
+/* Staged files: a bounded number and size, paths that stay beneath the
+ * workspace, no duplicates. The collision with the source file is checked
+ * once the plan names it. */
+static int check_files(struct run *r)
+{
+    const struct sbx_request *q = r->req;
+    uint64_t total = 0;
+
+    if (q->n_files > SBX_MAX_FILES)
+        return refuse(r, "%zu files; at most %d may be staged", q->n_files, SBX_MAX_FILES);
+    for (size_t i = 0; i < q->n_files; i++) {
+        const struct sbx_file *f = &q->files[i];
+
+        if (!rel_path_is_valid(f->path))
+            return refuse(r,
+                    "file '%.200s': the path must be relative to the workspace, "
+                    "without '..' or empty parts, each part at most 255 bytes",
+                    f->path ? f->path : "");
+        if (!f->data && f->len)
+            return refuse(r, "file '%.200s' has no data", f->path);
+        total += f->len;
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(q->files[j].path, f->path) == 0)
+                return refuse(r, "file '%.200s' is given twice", f->path);
+    }
+    if (total > r->rt->settings->max_stdin_bytes * 4)
+        return refuse(r, "the files add up to %" PRIu64 " bytes; the limit is %" PRIu64 " bytes",
+                total, r->rt->settings->max_stdin_bytes * 4);
+    return 0;
+}
+
+static int check_source_name(struct run *r)
+{
+    for (size_t i = 0; i < r->req->n_files; i++)
+        if (strcmp(r->req->files[i].path, r->plan->source_name) == 0)
+            return refuse(r, "file '%s' would overwrite the program itself; choose another name",
+                    r->plan->source_name);
+    return 0;
+}
+
+/* Each requirement must match its ecosystem's grammar (the language plugin
+ * says), before anything else looks at it. */
+static int check_libraries(struct run *r)
+{
+    const struct sbx_language_ops *ops = r->lang->desc ? r->lang->desc->language : NULL;
+
+    for (size_t i = 0; i < r->req->n_libraries; i++) {
+        const char *lib = r->req->libraries[i];
+        struct sbx_err perr;
+
+        sbx_err_init(&perr);
+        if (!lib || !*lib || lib[0] == '-')
+            return refuse(r, "library '%.80s' is not a valid name", lib ? lib : "");
+        if (!ops || !ops->check_library)
+            return refuse(r, "language '%s' cannot install libraries", r->lang->name);
+        if (ops->check_library(r->lang->pstate, lib, &perr) < 0)
+            return refuse(r, "%s", perr.msg[0] ? perr.msg : "invalid library name");
+    }
+    if (r->req->n_libraries)
+        return refuse(r, "installing libraries is not available in this version of llm-sandbox; "
+                         "run code that uses what the language has installed");
+    return 0;
+}
+
 static int check_request(struct run *r)
 {
     const struct settings *s = r->rt->settings;
@@ -286,7 +371,7 @@ static int check_request(struct run *r)
     if (r->req->stdin_data && r->req->stdin_len > s->max_stdin_bytes)
         return refuse(r, "stdin is %zu bytes; the limit is %" PRIu64 " bytes", r->req->stdin_len,
                 s->max_stdin_bytes);
-    return 0;
+    return check_files(r) || check_libraries(r);
 }
 
 /* The sandbox's whole environment: a fixed base, the language's, and the
@@ -397,6 +482,29 @@ static size_t run_limits(const struct run *r, struct agentc_limit *l)
     return n;
 }
 
+static void phase(const struct run *r, const char *name)
+{
+    mark(r, name);
+    if (r->req->on_phase)
+        r->req->on_phase(r->req->userdata, name);
+}
+
+/* The request's files, then the program, beneath the workspace. */
+static int stage(struct run *r, int64_t deadline)
+{
+    int end = 0;
+
+    for (size_t i = 0; end == 0 && i < r->req->n_files; i++) {
+        const struct sbx_file *f = &r->req->files[i];
+
+        end = agentc_put(r->ac, f->path, 0644, f->data, f->len, deadline);
+    }
+    if (end == 0 && !r->probe_argv)
+        end = agentc_put(
+                r->ac, r->plan->source_name, 0644, r->req->code, r->req->code_len, deadline);
+    return end;
+}
+
 static int exec_phases(struct run *r, int *ret_end, struct agentc_exit *ex, struct sbx_error **err)
 {
     int64_t deadline = now_ms() + SETUP_TIMEOUT_MS;
@@ -409,8 +517,7 @@ static int exec_phases(struct run *r, int *ret_end, struct agentc_exit *ex, stru
     if (end == 0)
         end = agentc_limits(r->ac, lims, run_limits(r, lims), deadline);
     if (end == 0)
-        end = agentc_put(
-                r->ac, r->plan->source_name, 0644, r->req->code, r->req->code_len, deadline);
+        end = stage(r, deadline);
     if (end == AGENTC_TIMEOUT || end == AGENTC_LOST || end == SBX_E_IO)
         return sbx_error_set(err, SBX_E_BACKEND, 0, "setting up the sandbox failed: %s",
                 end == AGENTC_TIMEOUT ? "timed out" : agentc_last_error(r->ac));
@@ -421,7 +528,13 @@ static int exec_phases(struct run *r, int *ret_end, struct agentc_exit *ex, stru
     deadline = now_ms() + (int64_t)r->policy.wall_time_ms;
     r->ran = true;
     mark(r, "staged");
+    if (r->probe_argv) {
+        end = agentc_exec(r->ac, r->probe_argv, r->env, NULL, 0, deadline, &r->sink, ex);
+        *ret_end = end;
+        return end < 0 ? sbx_error_set(err, SBX_E_BACKEND, 0, "%s", agentc_last_error(r->ac)) : 0;
+    }
     if (r->plan->build) {
+        phase(r, "compiling");
         end = agentc_exec(r->ac, r->plan->build, r->env, NULL, 0, deadline, &r->sink, ex);
         if (end < 0)
             return sbx_error_set(err, SBX_E_BACKEND, 0, "%s", agentc_last_error(r->ac));
@@ -430,6 +543,7 @@ static int exec_phases(struct run *r, int *ret_end, struct agentc_exit *ex, stru
             return 0;
         }
     }
+    phase(r, "running");
     end = agentc_exec(r->ac, r->plan->run, r->env, r->req->stdin_data ? r->req->stdin_data : "",
             r->req->stdin_data ? r->req->stdin_len : 0, deadline, &r->sink, ex);
     if (end < 0)
@@ -535,9 +649,13 @@ static int run_checked(struct run *r, struct sbx_error **err)
         return 0;
     }
     mark(r, "probed and checked");
+    r->ex->policy = policy_to_text(&r->policy);
     if (plan_make(r->lang, r->req->code, r->req->code_len, &r->plan, err) < 0 ||
             build_env(r, err) < 0)
         return (*err)->rc;
+    if (check_source_name(r))
+        return 0;
+    phase(r, "preparing");
     capture_init(&r->sink.out, (size_t)r->policy.output_bytes);
     capture_init(&r->sink.err, (size_t)r->policy.output_bytes);
     r->sink.on_output = r->req->on_output;
@@ -545,10 +663,10 @@ static int run_checked(struct run *r, struct sbx_error **err)
     return run_box(r, err);
 }
 
-int sbx_run(struct sbx_runtime *rt, const struct sbx_request *req, struct sbx_execution **ret,
-        struct sbx_error **err)
+static int run_one(struct sbx_runtime *rt, const struct sbx_request *req, char **probe_argv,
+        struct sbx_execution **ret, struct sbx_error **err)
 {
-    struct run r = {.rt = rt, .req = req, .t0 = now_ms()};
+    struct run r = {.rt = rt, .req = req, .t0 = now_ms(), .probe_argv = probe_argv};
     struct sbx_execution *ex;
     int rc;
 
@@ -577,4 +695,20 @@ int sbx_run(struct sbx_runtime *rt, const struct sbx_request *req, struct sbx_ex
     }
     *ret = ex;
     return 0;
+}
+
+int sbx_run(struct sbx_runtime *rt, const struct sbx_request *req, struct sbx_execution **ret,
+        struct sbx_error **err)
+{
+    return run_one(rt, req, NULL, ret, err);
+}
+
+int run_probe(struct sbx_runtime *rt, const char *language, char **argv, struct sbx_execution **ret,
+        struct sbx_error **err)
+{
+    struct sbx_request req = {.language = language, .code = "", .code_len = 0};
+
+    req.limits.set = SBX_REQ_OUTPUT;
+    req.limits.output_bytes = 4096;
+    return run_one(rt, &req, argv, ret, err);
 }

@@ -53,6 +53,9 @@ struct plugin {
     int probe_rc;
     char *probe_error;
     struct sbx_caps caps;
+    /* languages: the toolchain's version, probed once in a sandbox */
+    bool version_probed;
+    char *version;
 };
 
 struct sbx_runtime {
@@ -65,6 +68,7 @@ struct sbx_runtime {
     char owner[48]; /* "p<pid>t<starttime>": names cgroups and boxes */
     atomic_uint_fast64_t seq;
     bool ltdl_ready;
+    int audit_fd; /* LLM_SANDBOX_AUDIT_LOG, opened for appending, or -1 */
 };
 
 /* loader.c */
@@ -77,6 +81,11 @@ struct plugin *registry_find_any(
         struct sbx_runtime *rt, enum sbx_plugin_kind kind, const char *name);
 /* "bwrap, nsjail" (usable plugins of a kind). (transfer full) */
 char *registry_names(struct sbx_runtime *rt, enum sbx_plugin_kind kind);
+
+/* run.c: run argv (instead of a program) in a fresh sandbox of the default
+ * backend with the language's environment; output capped at 4 KiB. */
+int run_probe(struct sbx_runtime *rt, const char *language, char **argv, struct sbx_execution **ret,
+        struct sbx_error **err);
 
 /* host.c */
 void host_init(struct host_ctx *hc, struct sbx_runtime *rt, struct plugin *pl);

@@ -1,18 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * settings.c: read the configuration from the environment, the only file
- * that calls secure_getenv (STYLE I3). Reference-compatible names
- * (BACKEND, SANDBOX_MEMORY, SANDBOX_CPUS, SANDBOX_NETWORK_MODE, ...) map
- * onto the same policy fields as our LLM_SANDBOX_* names. A bad value is
- * an SBX_E_INVALID error naming the variable. Does no other I/O.
+ * settings.c: read the configuration from the environment and the optional
+ * config file; the only file that calls secure_getenv (STYLE I3). Each
+ * variable is looked up in the environment, then in the file's table
+ * (config.c), so both take the same names and values. Reference-compatible
+ * names (BACKEND, SANDBOX_MEMORY, SANDBOX_CPUS, SANDBOX_NETWORK_MODE, ...)
+ * map onto the same policy fields as our LLM_SANDBOX_* names. A bad value
+ * is an SBX_E_INVALID error naming the variable, after the file location
+ * when the file gave it. Does no I/O but reading the config file.
  */
 #include "settings.h"
 
+#include <assert.h>
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cleanup.h"
+#include "config.h"
 #include "error.h"
 #include "log.h"
 #include "util.h"
@@ -63,21 +68,38 @@ void settings_init_defaults(struct settings *s)
     s->max_stdin_bytes = 16 * MIB;
 }
 
-static const char *env(const char *name)
+static int core_kind(const char *key);
+
+/* A variable from the environment, else from the config file; empty counts
+ * as unset in both. */
+static const char *lookup(const struct settings *s, const char *name)
 {
     const char *v = secure_getenv(name);
+    const struct config_entry *e;
 
-    return v && *v ? v : NULL;
+    if (v && *v)
+        return v;
+    e = config_find(s->config, name);
+    return e && e->value[0] ? e->value : NULL;
+}
+
+/* A core variable. A new one must be added to other_vars or limit_vars
+ * (the config file's keys), which this assertion enforces in debug builds. */
+static const char *env(const struct settings *s, const char *name)
+{
+    assert(core_kind(name) != CONFIG_KEY_UNKNOWN);
+    return lookup(s, name);
 }
 
 /* The first of two names that is set (reference name, then ours). */
-static const char *env2(const char *a, const char *b, const char **ret_name)
+static const char *env2(
+        const struct settings *s, const char *a, const char *b, const char **ret_name)
 {
-    const char *v = env(a);
+    const char *v = env(s, a);
 
     *ret_name = a;
     if (!v) {
-        v = env(b);
+        v = env(s, b);
         *ret_name = b;
     }
     return v;
@@ -132,7 +154,7 @@ static int load_limit(struct settings *s, const struct limit_var *lv, struct sbx
     const char *name = lv->name, *v;
     uint64_t val, max;
 
-    v = lv->ref ? env2(lv->ref, lv->name, &name) : env(lv->name);
+    v = lv->ref ? env2(s, lv->ref, lv->name, &name) : env(s, lv->name);
     if (v) {
         if (parse_kind(lv->kind, v, &val) < 0 || (val == 0 && lv->kind != K_CORES))
             return sbx_error_set_field(err, SBX_E_INVALID, name, "%s='%s' is not a valid %s", name,
@@ -145,7 +167,7 @@ static int load_limit(struct settings *s, const struct limit_var *lv, struct sbx
             *field(&s->ceilings, lv->offset) = val;
         s->explicit_mask |= 1u << lv->ctl;
     }
-    v = env(lv->max);
+    v = env(s, lv->max);
     if (v) {
         if (parse_kind(lv->kind, v, &max) < 0 || max == 0)
             return sbx_error_set_field(
@@ -161,7 +183,7 @@ static int load_limit(struct settings *s, const struct limit_var *lv, struct sbx
 /* SANDBOX_NETWORK_MODE (Docker's words) or LLM_SANDBOX_NETWORK (ours). */
 static int load_network(struct settings *s, struct sbx_error **err)
 {
-    const char *v = env("LLM_SANDBOX_NETWORK"), *ref = env("SANDBOX_NETWORK_MODE");
+    const char *v = env(s, "LLM_SANDBOX_NETWORK"), *ref = env(s, "SANDBOX_NETWORK_MODE");
     int net = -1;
 
     if (v) {
@@ -198,9 +220,9 @@ static int load_network(struct settings *s, struct sbx_error **err)
     return 0;
 }
 
-static int load_bool(const char *name, bool *ret, struct sbx_error **err)
+static int load_bool(const struct settings *s, const char *name, bool *ret, struct sbx_error **err)
 {
-    const char *v = env(name);
+    const char *v = env(s, name);
 
     if (v && parse_bool(v, ret) < 0)
         return sbx_error_set_field(
@@ -208,9 +230,9 @@ static int load_bool(const char *name, bool *ret, struct sbx_error **err)
     return 0;
 }
 
-static int load_list(const char *name, char ***ret, char sep)
+static int load_list(const struct settings *s, const char *name, char ***ret, char sep)
 {
-    const char *v = env(name), *p;
+    const char *v = env(s, name), *p;
 
     if (!v)
         return 0;
@@ -231,7 +253,7 @@ static int load_list(const char *name, char ***ret, char sep)
 
 static int load_env_allow(struct settings *s, struct sbx_error **err)
 {
-    if (load_list("LLM_SANDBOX_ENV_ALLOW", &s->env_allow, ',') < 0)
+    if (load_list(s, "LLM_SANDBOX_ENV_ALLOW", &s->env_allow, ',') < 0)
         return sbx_error_set(err, SBX_E_NOMEM, 0, "out of memory");
     for (size_t i = 0; s->env_allow && s->env_allow[i]; i++) {
         const char *k = s->env_allow[i], *v;
@@ -252,7 +274,7 @@ static int load_ids(struct settings *s, struct sbx_error **err)
     uint32_t *dst[] = {&s->sandbox_uid, &s->sandbox_gid};
 
     for (int i = 0; i < 2; i++) {
-        const char *v = env(names[i]);
+        const char *v = env(s, names[i]);
         uint64_t id;
 
         if (!v)
@@ -265,12 +287,62 @@ static int load_ids(struct settings *s, struct sbx_error **err)
     return 0;
 }
 
+/* The MCP server's own settings. */
+static int load_server(struct settings *s, struct sbx_error **err)
+{
+    const char *v;
+    uint64_t n;
+
+    if ((v = env(s, "LLM_SANDBOX_HTTP_TOKEN"))) {
+        if (strlen(v) < 16)
+            return sbx_error_set_field(err, SBX_E_INVALID, "LLM_SANDBOX_HTTP_TOKEN",
+                    "LLM_SANDBOX_HTTP_TOKEN must be at least 16 characters long");
+        if (!(s->http_token = strdup(v)))
+            return sbx_error_set(err, SBX_E_NOMEM, 0, "out of memory");
+    }
+    if ((v = env(s, "LLM_SANDBOX_AUDIT_LOG")) && !(s->audit_log = strdup(v)))
+        return sbx_error_set(err, SBX_E_NOMEM, 0, "out of memory");
+    if ((v = env(s, "LLM_SANDBOX_MAX_CONCURRENT"))) {
+        if (parse_u64(v, &n) < 0 || n == 0 || n > 1024)
+            return sbx_error_set_field(err, SBX_E_INVALID, "LLM_SANDBOX_MAX_CONCURRENT",
+                    "LLM_SANDBOX_MAX_CONCURRENT='%s' must be a count from 1 to 1024", v);
+        s->max_concurrent = (unsigned)n;
+    }
+    return 0;
+}
+
+/* The reference's SANDBOX_CAP_DROP and SANDBOX_SECURITY_OPT may only add
+ * restrictions. Sandboxes already run with no capabilities and
+ * no_new_privs, so dropping capabilities is always honoured; a security
+ * option we cannot honour (a profile, unconfined) is refused at start-up. */
+static int load_hardening(struct settings *s, struct sbx_error **err)
+{
+    const char *v = env(s, "SANDBOX_SECURITY_OPT");
+    char buf[256];
+    char *save = NULL;
+
+    if (!v)
+        return 0;
+    snprintf(buf, sizeof(buf), "%s", v);
+    for (char *opt = strtok_r(buf, ",", &save); opt; opt = strtok_r(NULL, ",", &save)) {
+        if (strcmp(opt, "no-new-privileges") == 0 || strcmp(opt, "no-new-privileges:true") == 0 ||
+                strcmp(opt, "no-new-privileges=true") == 0)
+            continue;
+        return sbx_error_set_field(err, SBX_E_UNSUPPORTED, "SANDBOX_SECURITY_OPT",
+                "SANDBOX_SECURITY_OPT '%s' cannot be honoured: sandboxes always run with "
+                "no-new-privileges and llm-sandbox's own seccomp policy; other options are "
+                "refused rather than ignored",
+                opt);
+    }
+    return 0;
+}
+
 static int load_misc(struct settings *s, struct sbx_error **err)
 {
     const char *v;
     bool ro = true, priv = false;
 
-    if ((v = env("LLM_SANDBOX_LOG_LEVEL"))) {
+    if ((v = env(s, "LLM_SANDBOX_LOG_LEVEL"))) {
         static const char *const lv[] = {"error", "warn", "info", "debug"};
 
         s->log_level = -1;
@@ -281,16 +353,16 @@ static int load_misc(struct settings *s, struct sbx_error **err)
             return sbx_error_set_field(err, SBX_E_INVALID, "LLM_SANDBOX_LOG_LEVEL",
                     "LLM_SANDBOX_LOG_LEVEL='%s' must be error, warn, info or debug", v);
     }
-    if ((v = env("LLM_SANDBOX_CGROUP"))) {
+    if ((v = env(s, "LLM_SANDBOX_CGROUP"))) {
         s->cgroup_v1 = strcmp(v, "auto") == 0 || strcmp(v, "v1") == 0;
         s->cgroup_v2 = strcmp(v, "auto") == 0 || strcmp(v, "v2") == 0;
         if (!s->cgroup_v1 && !s->cgroup_v2 && strcmp(v, "off") != 0)
             return sbx_error_set_field(err, SBX_E_INVALID, "LLM_SANDBOX_CGROUP",
                     "LLM_SANDBOX_CGROUP='%s' must be auto, v1, v2 or off", v);
     }
-    if (load_bool("SANDBOX_READ_ONLY", &ro, err) < 0 ||
-            load_bool("SANDBOX_PRIVILEGED", &priv, err) < 0 ||
-            load_bool("LLM_SANDBOX_ALLOW_HOST_NETWORK", &s->allow_host_network, err) < 0)
+    if (load_bool(s, "SANDBOX_READ_ONLY", &ro, err) < 0 ||
+            load_bool(s, "SANDBOX_PRIVILEGED", &priv, err) < 0 ||
+            load_bool(s, "LLM_SANDBOX_ALLOW_HOST_NETWORK", &s->allow_host_network, err) < 0)
         return (*err)->rc;
     if (priv)
         return sbx_error_set_field(err, SBX_E_UNSUPPORTED, "SANDBOX_PRIVILEGED",
@@ -300,41 +372,199 @@ static int load_misc(struct settings *s, struct sbx_error **err)
         s->ceilings.read_only_system = 0;
         s->explicit_mask |= 1u << SBX_CTL_READ_ONLY_SYSTEM;
     }
-    if ((v = env("BACKEND")) && !(s->backend = strdup(v)))
+    if ((v = env(s, "BACKEND")) && !(s->backend = strdup(v)))
         return sbx_error_set(err, SBX_E_NOMEM, 0, "out of memory");
-    if ((v = env("LLM_SANDBOX_DEFAULT_LANGUAGE")) && !(s->language = strdup(v)))
+    if (load_server(s, err) < 0 || load_hardening(s, err) < 0)
+        return (*err)->rc;
+    if ((v = env(s, "LLM_SANDBOX_DEFAULT_LANGUAGE")) && !(s->language = strdup(v)))
         return sbx_error_set(err, SBX_E_NOMEM, 0, "out of memory");
     return 0;
 }
 
-int settings_load(struct settings **ret, struct sbx_error **err)
+/* Variables other than limit_vars', as config file keys. The list ones
+ * may be YAML sequences there, joined with their separator. */
+static const struct {
+    const char *name;
+    char sep;
+} other_vars[] = {
+        {"BACKEND", 0},
+        {"LLM_SANDBOX_DEFAULT_LANGUAGE", 0},
+        {"LLM_SANDBOX_PLUGIN_PATH", ':'},
+        {"LLM_SANDBOX_NETWORK", 0},
+        {"SANDBOX_NETWORK_MODE", 0},
+        {"LLM_SANDBOX_ALLOW_HOST_NETWORK", 0},
+        {"SANDBOX_READ_ONLY", 0},
+        {"SANDBOX_PRIVILEGED", 0},
+        {"LLM_SANDBOX_ENV_ALLOW", ','},
+        {"LLM_SANDBOX_UID", 0},
+        {"LLM_SANDBOX_GID", 0},
+        {"LLM_SANDBOX_CGROUP", 0},
+        {"LLM_SANDBOX_LOG_LEVEL", 0},
+        {"LLM_SANDBOX_HTTP_TOKEN", 0},
+        {"LLM_SANDBOX_AUDIT_LOG", 0},
+        {"LLM_SANDBOX_MAX_CONCURRENT", 0},
+        {"SANDBOX_CAP_DROP", ','},
+        {"SANDBOX_SECURITY_OPT", ','},
+        /* the reference server's, for the container and cluster backends */
+        {"DOCKER_HOST", 0},
+        {"KUBECONFIG", 0},
+        {"NAMESPACE", 0},
+        {"COMMIT_CONTAINER", 0},
+        {"KEEP_TEMPLATE", 0},
+};
+
+#define PLUGIN_PREFIX "LLM_SANDBOX_"
+
+/* A core variable: CONFIG_KEY_SCALAR or its list separator; else unknown. */
+static int core_kind(const char *key)
+{
+    for (size_t i = 0; i < sizeof(other_vars) / sizeof(other_vars[0]); i++) {
+        if (strcmp(key, other_vars[i].name) == 0)
+            return other_vars[i].sep;
+    }
+    for (size_t i = 0; i < sizeof(limit_vars) / sizeof(limit_vars[0]); i++) {
+        const struct limit_var *lv = &limit_vars[i];
+
+        if ((lv->ref && strcmp(key, lv->ref) == 0) || strcmp(key, lv->name) == 0 ||
+                strcmp(key, lv->max) == 0)
+            return CONFIG_KEY_SCALAR;
+    }
+    return CONFIG_KEY_UNKNOWN;
+}
+
+/* LLM_SANDBOX_<PLUGIN>_<KEY> as settings_plugin_value() builds it; which
+ * plugin is checked once plugins are found (settings_check_plugin_keys). */
+static bool is_plugin_key(const char *key)
+{
+    const char *rest, *us;
+
+    if (strncmp(key, PLUGIN_PREFIX, strlen(PLUGIN_PREFIX)) != 0)
+        return false;
+    rest = key + strlen(PLUGIN_PREFIX);
+    if (!(*rest >= 'A' && *rest <= 'Z'))
+        return false;
+    us = strchr(rest, '_');
+    return us && us[1] && strspn(rest, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == strlen(rest);
+}
+
+static int key_kind(const char *key)
+{
+    int kind = core_kind(key);
+
+    if (kind == CONFIG_KEY_UNKNOWN && is_plugin_key(key))
+        kind = CONFIG_KEY_SCALAR;
+    return kind;
+}
+
+/* Put the file location before an error about a variable the file set (and
+ * the environment did not). */
+static void locate(const struct settings *s, struct sbx_error **err)
+{
+    const struct config_entry *e;
+    const char *v;
+
+    if (!err || !*err || !(*err)->field || !s->config)
+        return;
+    v = secure_getenv((*err)->field);
+    e = config_find(s->config, (*err)->field);
+    if ((!v || !*v) && e)
+        sbx_error_wrap(err, "%s:%zu:%zu", s->config->path, e->line, e->col);
+}
+
+/* Fill s (defaults set, config read) from the environment and the file. */
+static int load(struct settings *s, struct sbx_error **err)
+{
+    if (load_misc(s, err) < 0 || load_network(s, err) < 0 || load_env_allow(s, err) < 0 ||
+            load_ids(s, err) < 0)
+        return -1;
+    for (size_t i = 0; i < sizeof(limit_vars) / sizeof(limit_vars[0]); i++) {
+        if (load_limit(s, &limit_vars[i], err) < 0)
+            return -1;
+    }
+    if (load_list(s, "LLM_SANDBOX_PLUGIN_PATH", &s->plugin_path, ':') < 0 ||
+            (!s->backend && !(s->backend = strdup("bwrap"))) ||
+            (!s->language && !(s->language = strdup("python"))))
+        return sbx_error_set(err, SBX_E_NOMEM, 0, "out of memory");
+    return 0;
+}
+
+/* Takes cfg (transfer full), which may be NULL. */
+static int load_with(struct config *cfg, struct settings **ret, struct sbx_error **err)
 {
     struct settings *s = calloc(1, sizeof(*s));
 
-    if (!s)
+    if (!s) {
+        config_free(cfg);
         return sbx_error_set(err, SBX_E_NOMEM, 0, "out of memory");
+    }
     settings_init_defaults(s);
-    if (load_misc(s, err) < 0 || load_network(s, err) < 0 || load_env_allow(s, err) < 0 ||
-            load_ids(s, err) < 0)
-        goto fail;
-    for (size_t i = 0; i < sizeof(limit_vars) / sizeof(limit_vars[0]); i++) {
-        if (load_limit(s, &limit_vars[i], err) < 0)
-            goto fail;
-    }
-    if (load_list("LLM_SANDBOX_PLUGIN_PATH", &s->plugin_path, ':') < 0) {
-        sbx_error_set(err, SBX_E_NOMEM, 0, "out of memory");
-        goto fail;
-    }
-    if ((!s->backend && !(s->backend = strdup("bwrap"))) ||
-            (!s->language && !(s->language = strdup("python")))) {
-        sbx_error_set(err, SBX_E_NOMEM, 0, "out of memory");
-        goto fail;
+    s->config = cfg;
+    if (load(s, err) < 0) {
+        locate(s, err);
+        settings_free(s);
+        return err && *err ? (*err)->rc : SBX_E_INTERNAL;
     }
     *ret = s;
     return 0;
-fail:
-    settings_free(s);
-    return err && *err ? (*err)->rc : SBX_E_INTERNAL;
+}
+
+int settings_load_file(const char *config_path, struct settings **ret, struct sbx_error **err)
+{
+    struct config *cfg = NULL;
+    const char *from_env = NULL;
+    int r = 0;
+
+    if (!config_path) {
+        from_env = secure_getenv("LLM_SANDBOX_CONFIG");
+        config_path = from_env && *from_env ? from_env : NULL;
+    }
+    if (config_path)
+        r = config_load(config_path, key_kind, &cfg, err);
+    if (r == SBX_E_IO && from_env)
+        sbx_error_wrap(err, "LLM_SANDBOX_CONFIG");
+    return r < 0 ? r : load_with(cfg, ret, err);
+}
+
+int settings_load(struct settings **ret, struct sbx_error **err)
+{
+    return settings_load_file(NULL, ret, err);
+}
+
+int settings_load_data(const char *path, const char *data, size_t len, struct settings **ret,
+        struct sbx_error **err)
+{
+    struct config *cfg = NULL;
+    int r = config_parse(path, data, len, key_kind, &cfg, err);
+
+    return r < 0 ? r : load_with(cfg, ret, err);
+}
+
+int settings_check_plugin_keys(
+        const struct settings *s, const char *const *names, size_t n, struct sbx_error **err)
+{
+    const struct config *c = s ? s->config : NULL;
+
+    for (size_t i = 0; c && i < c->n; i++) {
+        const char *key = c->entries[i].key, *rest;
+        bool found = false;
+
+        if (core_kind(key) != CONFIG_KEY_UNKNOWN || !is_plugin_key(key))
+            continue;
+        rest = key + strlen(PLUGIN_PREFIX);
+        for (size_t j = 0; j < n && !found; j++) {
+            size_t k = 0;
+
+            while (names[j][k] && toupper((unsigned char)names[j][k]) == rest[k])
+                k++;
+            found = !names[j][k] && rest[k] == '_' && rest[k + 1];
+        }
+        if (!found)
+            return sbx_error_set_field(err, SBX_E_INVALID, key,
+                    "%s:%zu:%zu: unknown key '%s': neither a setting nor "
+                    "LLM_SANDBOX_<PLUGIN>_<KEY> for a plugin found here",
+                    c->path, c->entries[i].line, c->entries[i].col, key);
+    }
+    return 0;
 }
 
 struct settings *settings_free(struct settings *s)
@@ -346,21 +576,24 @@ struct settings *settings_free(struct settings *s)
     strv_free(s->plugin_path);
     strv_free(s->env_allow);
     strv_free(s->env_pass);
+    free(s->http_token);
+    free(s->audit_log);
+    config_free(s->config);
     free(s);
     return NULL;
 }
 
-const char *settings_plugin_value(const char *plugin, const char *key)
+const char *settings_plugin_value(const struct settings *s, const char *plugin, const char *key)
 {
     char name[128];
     size_t o = 0;
 
-    for (const char *p = "LLM_SANDBOX_"; *p; p++)
+    for (const char *p = PLUGIN_PREFIX; *p; p++)
         name[o++] = *p;
     for (const char *parts[] = {plugin, "_", key}, **q = parts; q < parts + 3; q++) {
         for (const char *p = *q; *p && o + 1 < sizeof(name); p++)
             name[o++] = (char)toupper((unsigned char)*p);
     }
     name[o] = '\0';
-    return env(name);
+    return lookup(s, name);
 }

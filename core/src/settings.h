@@ -5,6 +5,10 @@
  * configuration table; a bad value is an error naming the variable, never a
  * silent default.
  *
+ * The optional config file (config.h) gives the same variables as YAML
+ * keys. Precedence: built-in defaults < config file < environment (a
+ * variable set and non-empty in the environment wins) < request.
+ *
  * Each limit has a default (what a request gets when it asks for nothing)
  * and a ceiling (the most a request may ask for). Setting the default above
  * the built-in ceiling raises the ceiling with it; the ceiling variables
@@ -14,10 +18,13 @@
 #define SBX_SETTINGS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <llm-sandbox/plugin.h>
 #include <llm-sandbox/sbx.h>
+
+struct config;
 
 struct settings {
     char *backend;      /* BACKEND (canonical or alias), default "bwrap" */
@@ -36,17 +43,39 @@ struct settings {
     int log_level;            /* LLM_SANDBOX_LOG_LEVEL */
     uint64_t max_code_bytes;  /* LLM_SANDBOX_MAX_CODE_BYTES, default 1 MiB */
     uint64_t max_stdin_bytes; /* LLM_SANDBOX_MAX_STDIN_BYTES, default 16 MiB */
+    char *http_token;         /* LLM_SANDBOX_HTTP_TOKEN: bearer token for MCP over HTTP */
+    char *audit_log;          /* LLM_SANDBOX_AUDIT_LOG: file for one JSON line per call */
+    unsigned max_concurrent;  /* LLM_SANDBOX_MAX_CONCURRENT: tool calls at once, 0: CPUs */
+    struct config *config;    /* the config file read, or NULL */
 };
 
 /* Built-in defaults only (no environment). */
 void settings_init_defaults(struct settings *s);
-/* Defaults, then the environment. (transfer full) */
+/* Defaults, then the config file named by LLM_SANDBOX_CONFIG (if set),
+ * then the environment. (transfer full) */
 int settings_load(struct settings **ret, struct sbx_error **err);
+/* The same with the config file config_path (NULL: LLM_SANDBOX_CONFIG, if
+ * set). Errors: SBX_E_IO (the file cannot be read), SBX_E_INVALID (a bad
+ * file, key or value: "FILE:LINE:COLUMN: " before the variable's usual
+ * message when the value came from the file), SBX_E_UNSUPPORTED,
+ * SBX_E_NOMEM. */
+int settings_load_file(const char *config_path, struct settings **ret, struct sbx_error **err);
+/* The same with the config file's contents given (path for messages);
+ * for tests and fuzzing. */
+int settings_load_data(const char *path, const char *data, size_t len, struct settings **ret,
+        struct sbx_error **err);
 struct settings *settings_free(struct settings *s);
 
-/* A plugin's setting KEY from LLM_SANDBOX_<PLUGIN>_<KEY> (upper-cased), or
- * NULL. (transfer none: points into the environment) */
-const char *settings_plugin_value(const char *plugin, const char *key);
+/* Once plugins are found: each config file key that is no core variable
+ * must be LLM_SANDBOX_<PLUGIN>_<KEY> for one of names (plugin names, n of
+ * them). Else SBX_E_INVALID "FILE:LINE:COLUMN: unknown key ...". */
+int settings_check_plugin_keys(
+        const struct settings *s, const char *const *names, size_t n, struct sbx_error **err);
+
+/* A plugin's setting KEY from LLM_SANDBOX_<PLUGIN>_<KEY> (upper-cased) in
+ * the environment, else in the config file, or NULL. (transfer none:
+ * points into the environment or into s) */
+const char *settings_plugin_value(const struct settings *s, const char *plugin, const char *key);
 
 /* Names and parsing of network modes ("off", "registries", "allowlist",
  * "on", "host"); -1 when unknown. */

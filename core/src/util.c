@@ -165,6 +165,28 @@ bool env_key_is_valid(const char *s)
     return true;
 }
 
+bool rel_path_is_valid(const char *s)
+{
+    const char *part = s;
+
+    if (!s || !*s || *s == '/' || strlen(s) > 4096)
+        return false;
+    for (const char *p = s;; p++) {
+        if (*p == '/' || *p == '\0') {
+            size_t n = (size_t)(p - part);
+
+            if (n == 0 || n > 255 || (n == 1 && part[0] == '.') ||
+                    (n == 2 && part[0] == '.' && part[1] == '.'))
+                return false;
+            if (*p == '\0')
+                return true;
+            part = p + 1;
+        } else if ((unsigned char)*p < 0x20 || *p == 0x7f) {
+            return false;
+        }
+    }
+}
+
 /* Length of the valid UTF-8 sequence at p (1-4), or 0 if invalid. */
 static size_t utf8_seq_len(const unsigned char *p, size_t left)
 {

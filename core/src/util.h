@@ -26,6 +26,9 @@ int parse_bool(const char *s, bool *ret);
 bool name_is_valid(const char *s);
 /* Environment keys: [A-Za-z_][A-Za-z0-9_]* */
 bool env_key_is_valid(const char *s);
+/* A path inside the workspace: relative, at most 4096 bytes, parts of 1 to
+ * 255 bytes, no "." or ".." part, no control characters. */
+bool rel_path_is_valid(const char *s);
 
 /* Copy of buf with invalid UTF-8 replaced by U+FFFD. (transfer full) */
 char *utf8_sanitize(const char *buf, size_t len, size_t *ret_len);

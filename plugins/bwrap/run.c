@@ -355,15 +355,18 @@ int bwrap_box_kill(void *box)
     const struct sbx_host *h = b->st->h;
 
     /* Killing the agent, pid 1 of the sandbox's pid namespace, kills every
-     * process in it; bwrap then reaps it and exits. The cgroup kill covers
-     * the rest (pasta, a bwrap still setting up). Without the agent's pid,
-     * killing bwrap reaches the agent through --die-with-parent. */
-    if (b->agent_pidfd >= 0)
+     * process in it; bwrap, still alive, then reaps it and exits, so host
+     * init inherits no orphan (box_close escalates if bwrap lingers, and
+     * freeing the cgroup kills whatever is left). Without the agent's pid,
+     * the cgroup kill and killing bwrap reach the agent (--die-with-parent). */
+    if (b->agent_pidfd >= 0) {
         syscall(SYS_pidfd_send_signal, b->agent_pidfd, SIGKILL, NULL, 0);
-    if (b->cg)
-        h->cgroup_kill(b->cg);
-    if (b->proc && b->agent_pidfd < 0)
-        h->proc_signal(b->proc, SIGKILL);
+    } else {
+        if (b->cg)
+            h->cgroup_kill(b->cg);
+        if (b->proc)
+            h->proc_signal(b->proc, SIGKILL);
+    }
     if (b->pasta)
         h->proc_signal(b->pasta, SIGKILL);
     return 0;
@@ -410,6 +413,8 @@ int bwrap_box_close(void *box, struct sbx_box_stats *stats, struct sbx_err *err)
     if (b->proc) {
         if (h->proc_wait(b->proc, 2000, &status) != 1) {
             bwrap_box_kill(b);
+            if (b->cg)
+                h->cgroup_kill(b->cg);
             h->proc_signal(b->proc, SIGKILL);
             h->proc_wait(b->proc, -1, &status);
         }

@@ -182,7 +182,8 @@ struct sbx_host {
 
     void (*log)(const struct sbx_host *h, int level, const char *fmt, ...) SBX_PRINTF(3, 4);
     /* A configuration value for this plugin ("path" -> LLM_SANDBOX_BWRAP_PATH
-     * for plugin bwrap), or NULL. (transfer none; valid while loaded) */
+     * for plugin bwrap) from the environment, else the config file, or NULL.
+     * (transfer none; valid while loaded) */
     const char *(*setting)(const struct sbx_host *h, const char *key);
 
     /* Processes. proc_spawn forks in the one place that forks (exec.c). */

@@ -78,6 +78,15 @@ int sbx_cancel_new(struct sbx_cancel **ret, struct sbx_error **err);
 void sbx_cancel_fire(struct sbx_cancel *c);
 struct sbx_cancel *sbx_cancel_free(struct sbx_cancel *c);
 
+/* A file staged in the workspace before the program runs. */
+struct sbx_file {
+    const char *path; /* relative: no leading '/', no "..", no empty parts */
+    const char *data;
+    size_t len;
+};
+
+#define SBX_MAX_FILES 64
+
 struct sbx_request {
     const char *language; /* NULL: the configured default */
     const char *backend;  /* NULL: the configured backend */
@@ -86,8 +95,14 @@ struct sbx_request {
     const char *stdin_data; /* NULL: empty standard input */
     size_t stdin_len;
     struct sbx_req_limits limits;
+    const struct sbx_file *files; /* staged before the code; at most SBX_MAX_FILES */
+    size_t n_files;
+    const char *const *libraries; /* packages to install first, checked by the language */
+    size_t n_libraries;
     /* Live output, capped like the result (called from the running thread). */
     void (*on_output)(void *userdata, enum sbx_stream stream, const char *buf, size_t len);
+    /* Each phase as it starts: "preparing", "compiling", "running". */
+    void (*on_phase)(void *userdata, const char *phase);
     void *userdata;
     struct sbx_cancel *cancel; /* borrowed, or NULL */
 };
@@ -110,6 +125,7 @@ struct sbx_execution {
     char *language;  /* canonical name, or NULL */
     char *message;   /* why, for refused and for errors of the tool, or NULL */
     char **warnings; /* NULL-terminated, e.g. default limits not enforced here */
+    char *policy;    /* the effective policy as compact JSON, or NULL if none resolved */
 };
 struct sbx_execution *sbx_execution_free(struct sbx_execution *ex);
 /* The result object of `run --json` and of MCP execute_code. */
@@ -120,10 +136,21 @@ struct sbx_execution *sbx_execution_from_error(const struct sbx_error *e);
 struct sbx_execution *sbx_execution_refused(const char *message);
 
 /*
- * Load settings (environment) and plugins. Plugin problems do not fail this;
- * they are reported by sbx_runtime_plugins_json(). Fails on bad settings.
+ * Load settings (config file, then environment) and plugins. Plugin problems
+ * do not fail this; they are reported by sbx_runtime_plugins_json(). Fails
+ * on bad settings: SBX_E_INVALID (a bad file, key or value; "FILE:LINE:COL:"
+ * when the config file is at fault), SBX_E_IO (the config file cannot be
+ * read), SBX_E_UNSUPPORTED, SBX_E_NOMEM.
  */
 int sbx_runtime_new(struct sbx_runtime **ret_rt, struct sbx_error **err);
+
+/* Options for sbx_runtime_new_opts(); zero-initialise. */
+struct sbx_runtime_opts {
+    const char *config_path; /* YAML config file, or NULL: LLM_SANDBOX_CONFIG, if set */
+};
+/* sbx_runtime_new() with options (opts may be NULL). */
+int sbx_runtime_new_opts(
+        const struct sbx_runtime_opts *opts, struct sbx_runtime **ret_rt, struct sbx_error **err);
 struct sbx_runtime *sbx_runtime_free(struct sbx_runtime *rt);
 
 /*
@@ -137,6 +164,26 @@ int sbx_run(struct sbx_runtime *rt, const struct sbx_request *req, struct sbx_ex
 
 /* Every plugin found, with status, errors and backend capabilities. */
 struct json_object *sbx_runtime_plugins_json(struct sbx_runtime *rt);
+/* Usable languages: name, aliases, version (probed in a sandbox, or null
+ * until the probe ran), package manager, source file, docs (use cases,
+ * visualization support, preinstalled libraries, examples). Probing runs
+ * code, so do it off latency-critical threads. (transfer full) */
+struct json_object *sbx_runtime_languages_json(struct sbx_runtime *rt, bool probe);
+/* Usable backends with what each can enforce here. (transfer full) */
+struct json_object *sbx_runtime_backends_json(struct sbx_runtime *rt);
+/* The effective default policy and the ceilings requests may reach. */
+struct json_object *sbx_runtime_policy_json(struct sbx_runtime *rt);
+/* The canonical name of a usable language (aliases resolved), or NULL. */
+const char *sbx_runtime_language_name(struct sbx_runtime *rt, const char *name);
+/* The bearer token HTTP clients must present (LLM_SANDBOX_HTTP_TOKEN), or
+ * NULL when none is configured. (transfer none) */
+const char *sbx_runtime_http_token(const struct sbx_runtime *rt);
+/* Tool calls to run at once (LLM_SANDBOX_MAX_CONCURRENT), 0: one per CPU. */
+unsigned sbx_runtime_max_concurrent(const struct sbx_runtime *rt);
+/* True when the configured network lets code reach the outside. */
+bool sbx_runtime_network_open(const struct sbx_runtime *rt);
+/* Append one line to the audit log, when one is configured (no-op else). */
+void sbx_runtime_audit(struct sbx_runtime *rt, struct json_object *record);
 /* Host checks with fixes, plus every plugin problem. */
 struct json_object *sbx_runtime_doctor_json(struct sbx_runtime *rt);
 const char *sbx_runtime_default_backend(const struct sbx_runtime *rt);

@@ -1,0 +1,632 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * http.c: the MCP Streamable HTTP transport on libmicrohttpd (no hand-made
+ * HTTP parsing). POST /mcp carries one JSON-RPC message; a request is
+ * answered with application/json, or with text/event-stream when
+ * notifications (progress, logs) come before its response and the client
+ * accepts a stream; a notification or response is answered 202. The
+ * initialize response carries an Mcp-Session-Id, which every later request
+ * must present (400 when missing, 404 when unknown); DELETE ends a
+ * session. GET /mcp (a server-initiated stream) is 405: this server never
+ * sends requests of its own.
+ *
+ * Safety: the Host and Origin headers must name a loopback host while the
+ * server listens on loopback (DNS rebinding), a bearer token from the
+ * environment is required for any other address, bodies are capped at the
+ * JSON-RPC message cap, sessions are capped and the oldest idle one is
+ * dropped past the cap.
+ *
+ * Threads: libmicrohttpd runs a thread per connection; handlers may block
+ * while a tool call runs. The session table has one mutex; each exchange
+ * has its own mutex and condition for its messages.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <sys/signalfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "jsonrpc.h"
+#include "mcp.h"
+#include "serve.h"
+
+#define MAX_SESSIONS   64
+#define SESSION_ID_LEN 32
+
+struct session {
+    char id[SESSION_ID_LEN + 1];
+    struct mcp_conn *conn;
+    time_t last_used;
+    int busy; /* exchanges in progress */
+};
+
+struct http {
+    struct mcp_server *s;
+    struct sbx_runtime *rt;
+    bool loopback;
+    const char *token; /* required bearer token, or NULL */
+    pthread_mutex_t lock;
+    struct session sessions[MAX_SESSIONS];
+};
+
+/* One POST: its body, then the messages the server sends for it. */
+struct exchange {
+    atomic_int refs; /* the handler, the sink, the streaming response */
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    char *body;
+    size_t len;
+    bool too_big;
+    char **msgs; /* JSON texts not yet written */
+    size_t n_msgs, first;
+    bool done;
+    struct session *session;
+    struct http *h;
+};
+
+static void ex_unref(struct exchange *x)
+{
+    if (atomic_fetch_sub(&x->refs, 1) != 1)
+        return;
+    for (size_t i = x->first; i < x->n_msgs; i++)
+        free(x->msgs[i]);
+    free(x->msgs);
+    free(x->body);
+    pthread_mutex_destroy(&x->lock);
+    pthread_cond_destroy(&x->cond);
+    free(x);
+}
+
+static void sink_send(void *ud, const char *text, size_t len)
+{
+    struct exchange *x = ud;
+    char **n;
+
+    pthread_mutex_lock(&x->lock);
+    n = realloc(x->msgs, (x->n_msgs + 1) * sizeof(*n));
+    if (n) {
+        x->msgs = n;
+        x->msgs[x->n_msgs] = strndup(text, len);
+        if (x->msgs[x->n_msgs])
+            x->n_msgs++;
+    }
+    pthread_cond_broadcast(&x->cond);
+    pthread_mutex_unlock(&x->lock);
+}
+
+static void sink_done(void *ud)
+{
+    struct exchange *x = ud;
+
+    pthread_mutex_lock(&x->lock);
+    x->done = true;
+    pthread_cond_broadcast(&x->cond);
+    pthread_mutex_unlock(&x->lock);
+    ex_unref(x);
+}
+
+/* ---- checks ------------------------------------------------------------ */
+
+/* "localhost", "127.0.0.1" or "[::1]", with an optional port. */
+static bool loopback_host(const char *h)
+{
+    static const char *const names[] = {"localhost", "127.0.0.1", "[::1]"};
+
+    for (size_t i = 0; h && i < 3; i++) {
+        size_t n = strlen(names[i]);
+
+        if (strncasecmp(h, names[i], n) == 0 && (h[n] == '\0' || h[n] == ':'))
+            return true;
+    }
+    return false;
+}
+
+static bool loopback_origin(const char *o)
+{
+    if (strncasecmp(o, "http://", 7) == 0)
+        return loopback_host(o + 7);
+    if (strncasecmp(o, "https://", 8) == 0)
+        return loopback_host(o + 8);
+    return false;
+}
+
+/* Constant-time comparison of the presented bearer token. */
+static bool token_ok(const char *want, const char *auth)
+{
+    size_t n = strlen(want), m;
+    unsigned diff = 0;
+
+    if (!auth || strncasecmp(auth, "Bearer ", 7) != 0)
+        return false;
+    auth += 7;
+    m = strlen(auth);
+    for (size_t i = 0; i < n; i++)
+        diff |= (unsigned)(unsigned char)want[i] ^ (unsigned)(unsigned char)(i < m ? auth[i] : 0);
+    return diff == 0 && m == n;
+}
+
+static enum MHD_Result respond(struct MHD_Connection *c, unsigned status, const char *type,
+        const char *body, const char *session)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(
+            strlen(body), (void *)(uintptr_t)body, MHD_RESPMEM_MUST_COPY);
+    enum MHD_Result ret;
+
+    if (!r)
+        return MHD_NO;
+    if (type)
+        MHD_add_response_header(r, "Content-Type", type);
+    if (session)
+        MHD_add_response_header(r, "Mcp-Session-Id", session);
+    if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+        MHD_add_response_header(r, "Allow", "POST, DELETE");
+    if (status == MHD_HTTP_UNAUTHORIZED)
+        MHD_add_response_header(r, "WWW-Authenticate", "Bearer");
+    ret = MHD_queue_response(c, status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+static enum MHD_Result http_error(struct MHD_Connection *c, unsigned status, const char *why)
+{
+    struct json_object *e = jr_error(NULL, JR_INVALID_REQUEST, why, NULL);
+    enum MHD_Result r = respond(c, status, "application/json", jr_text(e, NULL), NULL);
+
+    json_object_put(e);
+    return r;
+}
+
+/* ---- sessions ---------------------------------------------------------- */
+
+static struct session *session_new(struct http *h)
+{
+    struct session *free_slot = NULL, *oldest = NULL;
+    unsigned char rnd[SESSION_ID_LEN / 2];
+
+    if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+        return NULL;
+    pthread_mutex_lock(&h->lock);
+    for (size_t i = 0; i < MAX_SESSIONS; i++) {
+        struct session *s = &h->sessions[i];
+
+        if (!s->conn && !free_slot)
+            free_slot = s;
+        if (s->conn && !s->busy && (!oldest || s->last_used < oldest->last_used))
+            oldest = s;
+    }
+    if (!free_slot && oldest) { /* full: drop the session idle the longest */
+        mcp_conn_free(oldest->conn);
+        oldest->conn = NULL;
+        free_slot = oldest;
+    }
+    if (free_slot) {
+        free_slot->conn = mcp_conn_new(h->s);
+        for (size_t i = 0; i < sizeof(rnd); i++)
+            snprintf(free_slot->id + 2 * i, 3, "%02x", rnd[i]);
+        free_slot->last_used = time(NULL);
+        free_slot->busy = 1;
+        if (!free_slot->conn)
+            free_slot = NULL;
+    }
+    pthread_mutex_unlock(&h->lock);
+    return free_slot;
+}
+
+static struct session *session_get(struct http *h, const char *id)
+{
+    struct session *found = NULL;
+
+    pthread_mutex_lock(&h->lock);
+    for (size_t i = 0; id && i < MAX_SESSIONS && !found; i++) {
+        if (h->sessions[i].conn && strcmp(h->sessions[i].id, id) == 0) {
+            found = &h->sessions[i];
+            found->busy++;
+            found->last_used = time(NULL);
+        }
+    }
+    pthread_mutex_unlock(&h->lock);
+    return found;
+}
+
+static void session_put(struct http *h, struct session *s)
+{
+    pthread_mutex_lock(&h->lock);
+    s->busy--;
+    pthread_mutex_unlock(&h->lock);
+}
+
+/* ---- streaming ----------------------------------------------------------- */
+
+/* Server-sent events: one "message" event per JSON-RPC message, until the
+ * request is done. Blocks (this connection's own thread) between events. */
+struct stream {
+    struct exchange *x;
+    char *out;
+    size_t len, off;
+};
+
+static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    struct stream *st = cls;
+    struct exchange *x = st->x;
+    size_t n;
+
+    (void)pos;
+    if (st->off == st->len) {
+        char *msg;
+
+        pthread_mutex_lock(&x->lock);
+        while (x->first == x->n_msgs && !x->done)
+            pthread_cond_wait(&x->cond, &x->lock);
+        if (x->first == x->n_msgs) {
+            pthread_mutex_unlock(&x->lock);
+            return MHD_CONTENT_READER_END_OF_STREAM;
+        }
+        msg = x->msgs[x->first++];
+        pthread_mutex_unlock(&x->lock);
+        free(st->out);
+        st->out = NULL;
+        st->len = st->off = 0;
+        if (asprintf(&st->out, "event: message\ndata: %s\n\n", msg) < 0) {
+            free(msg);
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+        }
+        free(msg);
+        st->len = strlen(st->out);
+    }
+    n = st->len - st->off < max ? st->len - st->off : max;
+    memcpy(buf, st->out + st->off, n);
+    st->off += n;
+    return (ssize_t)n;
+}
+
+static void sse_free(void *cls)
+{
+    struct stream *st = cls;
+
+    free(st->out);
+    ex_unref(st->x);
+    free(st);
+}
+
+/* Our own messages (jsonrpc.c builds them, keys in a fixed order): a
+ * notification starts with "jsonrpc" then "method", a response with "id". */
+static bool is_response(const char *text)
+{
+    static const char note[] = "{\"jsonrpc\":\"2.0\",\"method\":";
+
+    return strncmp(text, note, sizeof(note) - 1) != 0;
+}
+
+/* Answer a request: JSON when its response comes first (or the client takes
+ * no stream), else an event stream carrying the notifications first. */
+static enum MHD_Result answer(
+        struct MHD_Connection *c, struct exchange *x, bool sse_ok, const char *session)
+{
+    struct MHD_Response *r;
+    struct stream *st;
+    enum MHD_Result ret;
+
+    pthread_mutex_lock(&x->lock);
+    for (;;) {
+        while (x->first == x->n_msgs && !x->done)
+            pthread_cond_wait(&x->cond, &x->lock);
+        if (x->first == x->n_msgs || sse_ok || is_response(x->msgs[x->first]))
+            break;
+        free(x->msgs[x->first++]); /* a notification the client cannot take */
+    }
+    if (x->first == x->n_msgs) { /* cancelled: no answer was made */
+        pthread_mutex_unlock(&x->lock);
+        return respond(c, MHD_HTTP_ACCEPTED, NULL, "", session);
+    }
+    if (is_response(x->msgs[x->first])) {
+        char *msg = x->msgs[x->first++];
+
+        pthread_mutex_unlock(&x->lock);
+        ret = respond(c, MHD_HTTP_OK, "application/json", msg, session);
+        free(msg);
+        return ret;
+    }
+    pthread_mutex_unlock(&x->lock);
+    st = calloc(1, sizeof(*st));
+    if (!st)
+        return MHD_NO;
+    st->x = x;
+    atomic_fetch_add(&x->refs, 1);
+    r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, sse_read, st, sse_free);
+    if (!r) {
+        sse_free(st);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, "Content-Type", "text/event-stream");
+    MHD_add_response_header(r, "Cache-Control", "no-cache");
+    if (session)
+        MHD_add_response_header(r, "Mcp-Session-Id", session);
+    ret = MHD_queue_response(c, MHD_HTTP_OK, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+/* ---- requests ------------------------------------------------------------ */
+
+static const char *header(struct MHD_Connection *c, const char *name)
+{
+    return MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
+}
+
+/* Host/Origin (DNS rebinding) and the bearer token. NULL when fine. */
+static const char *refusal(struct http *h, struct MHD_Connection *c, unsigned *status)
+{
+    const char *host = header(c, "Host"), *origin = header(c, "Origin");
+
+    *status = MHD_HTTP_FORBIDDEN;
+    if (h->loopback && host && !loopback_host(host))
+        return "the Host header must name this machine's loopback";
+    if (origin && h->loopback && !loopback_origin(origin))
+        return "cross-origin requests are refused";
+    *status = MHD_HTTP_UNAUTHORIZED;
+    if (h->token && !token_ok(h->token, header(c, "Authorization")))
+        return "a valid bearer token is required";
+    return NULL;
+}
+
+static enum MHD_Result on_delete(struct http *h, struct MHD_Connection *c)
+{
+    const char *id = header(c, "Mcp-Session-Id");
+    struct session *s;
+    struct mcp_conn *conn;
+
+    if (!id)
+        return http_error(c, MHD_HTTP_BAD_REQUEST, "missing Mcp-Session-Id");
+    s = session_get(h, id);
+    if (!s)
+        return http_error(c, MHD_HTTP_NOT_FOUND, "unknown session");
+    pthread_mutex_lock(&h->lock);
+    conn = s->conn;
+    s->conn = NULL;
+    s->busy = 0;
+    pthread_mutex_unlock(&h->lock);
+    mcp_conn_free(conn); /* cancels its calls and waits for them */
+    return respond(c, MHD_HTTP_OK, NULL, "", NULL);
+}
+
+static enum MHD_Result on_post(struct http *h, struct MHD_Connection *c, struct exchange *x)
+{
+    const char *version = header(c, "MCP-Protocol-Version"), *accept = header(c, "Accept");
+    struct mcp_sink sink = {sink_send, sink_done, x};
+    struct jr_msg m;
+    bool init, request;
+
+    if (x->too_big)
+        return http_error(c, MHD_HTTP_CONTENT_TOO_LARGE, "message too large");
+    if (version && !mcp_protocol_supported(version))
+        return http_error(c, MHD_HTTP_BAD_REQUEST, "unsupported MCP-Protocol-Version");
+    jr_parse(x->body ? x->body : "", x->len, &m);
+    init = m.kind == JR_REQUEST && strcmp(m.method, "initialize") == 0;
+    request = m.kind == JR_REQUEST;
+    jr_msg_done(&m);
+    if (init) {
+        x->session = session_new(h);
+        if (!x->session)
+            return http_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "too many sessions");
+    } else {
+        const char *id = header(c, "Mcp-Session-Id");
+
+        if (!id)
+            return http_error(c, MHD_HTTP_BAD_REQUEST, "missing Mcp-Session-Id");
+        x->session = session_get(h, id);
+        if (!x->session)
+            return http_error(c, MHD_HTTP_NOT_FOUND, "unknown session");
+    }
+    atomic_fetch_add(&x->refs, 1); /* the sink's, dropped by sink_done */
+    mcp_handle(x->session->conn, x->body ? x->body : "", x->len, &sink);
+    if (!request) {
+        /* an invalid message gets its JSON-RPC error with a 400 */
+        pthread_mutex_lock(&x->lock);
+        while (!x->done)
+            pthread_cond_wait(&x->cond, &x->lock);
+        pthread_mutex_unlock(&x->lock);
+        if (x->n_msgs > x->first)
+            return respond(c, MHD_HTTP_BAD_REQUEST, "application/json", x->msgs[x->first], NULL);
+        return respond(c, MHD_HTTP_ACCEPTED, NULL, "", NULL);
+    }
+    return answer(
+            c, x, accept && strstr(accept, "text/event-stream"), init ? x->session->id : NULL);
+}
+
+static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url,
+        const char *method, const char *version, const char *data, size_t *data_size,
+        void **con_cls)
+{
+    struct http *h = cls;
+    struct exchange *x = *con_cls;
+    unsigned status;
+    const char *why;
+
+    (void)version;
+    if (!x) {
+        if (strcmp(url, "/mcp") != 0)
+            return http_error(c, MHD_HTTP_NOT_FOUND, "not found: the endpoint is /mcp");
+        if ((why = refusal(h, c, &status)))
+            return http_error(c, status, why);
+        if (strcmp(method, "DELETE") == 0)
+            return on_delete(h, c);
+        if (strcmp(method, "POST") != 0)
+            return http_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "this server opens no streams");
+        x = calloc(1, sizeof(*x));
+        if (!x)
+            return MHD_NO;
+        atomic_init(&x->refs, 1);
+        pthread_mutex_init(&x->lock, NULL);
+        pthread_cond_init(&x->cond, NULL);
+        x->h = h;
+        *con_cls = x;
+        return MHD_YES;
+    }
+    if (*data_size) {
+        if (!x->too_big && x->len + *data_size <= JR_MAX_MESSAGE) {
+            char *n = realloc(x->body, x->len + *data_size + 1);
+
+            if (!n)
+                return MHD_NO;
+            x->body = n;
+            memcpy(x->body + x->len, data, *data_size);
+            x->len += *data_size;
+            x->body[x->len] = '\0';
+        } else {
+            x->too_big = true;
+        }
+        *data_size = 0;
+        return MHD_YES;
+    }
+    return on_post(h, c, x);
+}
+
+static void completed(
+        void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode code)
+{
+    struct exchange *x = *con_cls;
+
+    (void)c;
+    (void)code;
+    if (!x)
+        return;
+    if (x->session)
+        session_put(cls, x->session);
+    *con_cls = NULL;
+    ex_unref(x);
+}
+
+/* ---- the server ---------------------------------------------------------- */
+
+/* "127.0.0.1:8080", "[::1]:8080", "localhost:0" (0: any free port). */
+static int parse_addr(const char *spec, struct sockaddr_storage *ss, bool *ret_loopback)
+{
+    char host[128];
+    const char *colon = strrchr(spec, ':');
+    unsigned long port;
+    char *end = NULL;
+
+    if (!colon || (size_t)(colon - spec) >= sizeof(host))
+        return -1;
+    memcpy(host, spec, (size_t)(colon - spec));
+    host[colon - spec] = '\0';
+    port = strtoul(colon + 1, &end, 10);
+    if (!end || *end || port > 65535 || colon[1] == '\0')
+        return -1;
+    memset(ss, 0, sizeof(*ss));
+    if (strcmp(host, "localhost") == 0)
+        snprintf(host, sizeof(host), "127.0.0.1");
+    if (host[0] == '[') {
+        struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
+        size_t n = strlen(host);
+
+        if (n < 3 || host[n - 1] != ']')
+            return -1;
+        host[n - 1] = '\0';
+        a->sin6_family = AF_INET6;
+        a->sin6_port = htons((uint16_t)port);
+        if (inet_pton(AF_INET6, host + 1, &a->sin6_addr) != 1)
+            return -1;
+        *ret_loopback = IN6_IS_ADDR_LOOPBACK(&a->sin6_addr);
+        return 0;
+    }
+    ((struct sockaddr_in *)ss)->sin_family = AF_INET;
+    ((struct sockaddr_in *)ss)->sin_port = htons((uint16_t)port);
+    if (inet_pton(AF_INET, host, &((struct sockaddr_in *)ss)->sin_addr) != 1)
+        return -1;
+    *ret_loopback = (ntohl(((struct sockaddr_in *)ss)->sin_addr.s_addr) >> 24) == 127;
+    return 0;
+}
+
+static void wait_for_signal(void)
+{
+    sigset_t mask;
+    int fd;
+
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGTERM);
+    fd = signalfd(-1, &mask, SFD_CLOEXEC);
+    if (fd >= 0) {
+        struct signalfd_siginfo si;
+
+        while (read(fd, &si, sizeof(si)) < 0 && errno == EINTR)
+            ;
+        close(fd);
+    }
+}
+
+int mcp_serve_http(struct sbx_runtime *rt, const struct mcp_options *opt, const char *addr)
+{
+    struct sockaddr_storage ss;
+    struct http h = {.rt = rt};
+    struct MHD_Daemon *d;
+    const union MHD_DaemonInfo *info;
+    sigset_t mask;
+    bool v6;
+
+    if (parse_addr(addr, &ss, &h.loopback) < 0) {
+        fprintf(stderr, "llm-sandbox: --http '%s' must be ADDRESS:PORT, e.g. 127.0.0.1:8080\n",
+                addr);
+        return -1;
+    }
+    h.token = sbx_runtime_http_token(rt);
+    if (!h.loopback && !h.token) {
+        fprintf(stderr,
+                "llm-sandbox: serving on '%s', which is not loopback, needs "
+                "LLM_SANDBOX_HTTP_TOKEN (clients send it as a bearer token)\n",
+                addr);
+        return -1;
+    }
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &mask, NULL); /* before any thread exists */
+    {
+        struct sigaction ign = {.sa_handler = SIG_IGN};
+
+        sigaction(SIGPIPE, &ign, NULL);
+    }
+    pthread_mutex_init(&h.lock, NULL);
+    if (mcp_server_new(rt, opt, &h.s, NULL) < 0)
+        return -1;
+    v6 = ss.ss_family == AF_INET6;
+    d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+                                 MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0),
+            0, NULL, NULL, handler, &h, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+            MHD_OPTION_NOTIFY_COMPLETED, completed, &h, MHD_OPTION_CONNECTION_LIMIT, (unsigned)256,
+            MHD_OPTION_END);
+    if (!d) {
+        fprintf(stderr, "llm-sandbox: cannot listen on %s: %s\n", addr, strerror(errno));
+        mcp_server_free(h.s);
+        return -1;
+    }
+    info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+    fprintf(stderr, "llm-sandbox: MCP over HTTP at http://%.*s:%u/mcp\n",
+            (int)(strrchr(addr, ':') - addr), addr, info ? info->port : 0);
+    wait_for_signal();
+    /* Cancel first: a connection's thread may be waiting for a running
+     * call, and stopping the daemon waits for every connection thread. */
+    pthread_mutex_lock(&h.lock);
+    for (size_t i = 0; i < MAX_SESSIONS; i++)
+        if (h.sessions[i].conn)
+            mcp_conn_cancel(h.sessions[i].conn);
+    pthread_mutex_unlock(&h.lock);
+    MHD_stop_daemon(d);
+    for (size_t i = 0; i < MAX_SESSIONS; i++)
+        mcp_conn_free(h.sessions[i].conn);
+    mcp_server_free(h.s);
+    pthread_mutex_destroy(&h.lock);
+    return 0;
+}

@@ -1,0 +1,282 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * jsonrpc.c: parse and build JSON-RPC 2.0 messages (jsonrpc.h). Strict:
+ * one JSON object per message, "jsonrpc": "2.0", an id that is a string or
+ * an integer, a string method, params an object when present; no batches
+ * (MCP 2025-06-18 removed them). UTF-8 is checked strictly first (json-c's
+ * own check lets overlong forms and surrogates through); the tokener is
+ * capped at JR_MAX_DEPTH. No I/O.
+ */
+#include "jsonrpc.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void invalid(struct jr_msg *msg, int code, const char *why)
+{
+    msg->kind = JR_INVALID;
+    msg->err_code = code;
+    msg->err_msg = why;
+}
+
+static bool id_ok(struct json_object *id)
+{
+    return json_object_is_type(id, json_type_string) || json_object_is_type(id, json_type_int);
+}
+
+static void classify(struct jr_msg *msg)
+{
+    struct json_object *root = msg->root, *v, *id = NULL, *method = NULL, *params = NULL;
+    bool has_id = json_object_object_get_ex(root, "id", &id);
+    bool has_method = json_object_object_get_ex(root, "method", &method);
+    bool has_result = json_object_object_get_ex(root, "result", NULL);
+    bool has_error = json_object_object_get_ex(root, "error", NULL);
+
+    if (has_id && id_ok(id))
+        msg->id = id;
+    if (!json_object_object_get_ex(root, "jsonrpc", &v) ||
+            !json_object_is_type(v, json_type_string) ||
+            strcmp(json_object_get_string(v), "2.0") != 0) {
+        invalid(msg, JR_INVALID_REQUEST, "\"jsonrpc\" must be \"2.0\"");
+        return;
+    }
+    if (has_id && !id_ok(id)) {
+        invalid(msg, JR_INVALID_REQUEST, "\"id\" must be a string or an integer");
+        return;
+    }
+    if (!has_method) {
+        if (has_id && (has_result ^ has_error)) {
+            msg->kind = JR_RESPONSE;
+            return;
+        }
+        {
+            invalid(msg, JR_INVALID_REQUEST, "a request needs a \"method\"");
+            return;
+        }
+    }
+    if (!json_object_is_type(method, json_type_string)) {
+        invalid(msg, JR_INVALID_REQUEST, "\"method\" must be a string");
+        return;
+    }
+    if (has_result || has_error) {
+        invalid(msg, JR_INVALID_REQUEST, "a request cannot carry a result or an error");
+        return;
+    }
+    if (json_object_object_get_ex(root, "params", &params) &&
+            !json_object_is_type(params, json_type_object)) {
+        invalid(msg, JR_INVALID_PARAMS, "\"params\" must be an object");
+        return;
+    }
+    msg->method = json_object_get_string(method);
+    msg->params = params;
+    msg->kind = has_id ? JR_REQUEST : JR_NOTIFICATION;
+}
+
+void jr_parse(const char *buf, size_t len, struct jr_msg *msg)
+{
+    struct json_tokener *tok;
+    enum json_tokener_error jerr;
+    size_t used;
+
+    memset(msg, 0, sizeof(*msg));
+    if (len > JR_MAX_MESSAGE) {
+        invalid(msg, JR_INVALID_REQUEST, "message too large");
+        return;
+    }
+    while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r'))
+        len--;
+    if (!jr_utf8_valid(buf, len)) {
+        invalid(msg, JR_PARSE_ERROR, "malformed JSON: invalid UTF-8");
+        return;
+    }
+    tok = json_tokener_new_ex(JR_MAX_DEPTH);
+    if (!tok) {
+        invalid(msg, JR_INTERNAL_ERROR, "out of memory");
+        return;
+    }
+    json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+    msg->root = json_tokener_parse_ex(tok, buf, (int)len);
+    jerr = json_tokener_get_error(tok);
+    used = json_tokener_get_parse_end(tok);
+    if (!msg->root && jerr == json_tokener_continue && len > 0) {
+        /* a top-level number ("42") is complete only at the end of the
+         * input: say so with a NUL, which ends the text for json-c */
+        msg->root = json_tokener_parse_ex(tok, "", 1);
+        jerr = json_tokener_get_error(tok);
+        used = len;
+    }
+    json_tokener_free(tok);
+    if (jerr != json_tokener_success) { /* (a root of NULL is JSON's null) */
+        json_object_put(msg->root);
+        msg->root = NULL;
+        {
+            invalid(msg, JR_PARSE_ERROR,
+                    jerr == json_tokener_error_depth ? "JSON nested too deeply" : "malformed JSON");
+            return;
+        }
+    }
+    while (used < len && (buf[used] == ' ' || buf[used] == '\t'))
+        used++;
+    if (used != len) {
+        invalid(msg, JR_PARSE_ERROR, "malformed JSON: data after the message");
+        return;
+    }
+    if (json_object_is_type(msg->root, json_type_array)) {
+        invalid(msg, JR_INVALID_REQUEST, "batches are not supported");
+        return;
+    }
+    if (!json_object_is_type(msg->root, json_type_object)) {
+        invalid(msg, JR_INVALID_REQUEST, "a message must be a JSON object");
+        return;
+    }
+    classify(msg);
+}
+
+void jr_msg_done(struct jr_msg *msg)
+{
+    json_object_put(msg->root);
+    memset(msg, 0, sizeof(*msg));
+}
+
+static struct json_object *envelope(struct json_object *id)
+{
+    struct json_object *o = json_object_new_object();
+
+    if (!o)
+        return NULL;
+    json_object_object_add(o, "jsonrpc", json_object_new_string("2.0"));
+    /* the id is copied (json_object_get): it belongs to the request */
+    json_object_object_add(o, "id", id ? json_object_get(id) : NULL);
+    return o;
+}
+
+struct json_object *jr_result(struct json_object *id, struct json_object *result)
+{
+    struct json_object *o = envelope(id);
+
+    if (!o) {
+        json_object_put(result);
+        return NULL;
+    }
+    json_object_object_add(o, "result", result ? result : json_object_new_object());
+    return o;
+}
+
+struct json_object *jr_error(
+        struct json_object *id, int code, const char *msg, struct json_object *data)
+{
+    struct json_object *o = envelope(id), *e = json_object_new_object();
+
+    if (!o || !e) {
+        json_object_put(o);
+        json_object_put(e);
+        json_object_put(data);
+        return NULL;
+    }
+    json_object_object_add(e, "code", json_object_new_int(code));
+    json_object_object_add(e, "message", json_object_new_string(msg));
+    if (data)
+        json_object_object_add(e, "data", data);
+    json_object_object_add(o, "error", e);
+    return o;
+}
+
+struct json_object *jr_notification(const char *method, struct json_object *params)
+{
+    struct json_object *o = json_object_new_object();
+
+    if (!o) {
+        json_object_put(params);
+        return NULL;
+    }
+    json_object_object_add(o, "jsonrpc", json_object_new_string("2.0"));
+    json_object_object_add(o, "method", json_object_new_string(method));
+    if (params)
+        json_object_object_add(o, "params", params);
+    return o;
+}
+
+/* Length of the valid sequence at s[0..n), or 0. */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+    unsigned c = s[0];
+    size_t len;
+    unsigned min;
+
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xC2 && c <= 0xDF)
+        len = 2, min = 0x80;
+    else if (c >= 0xE0 && c <= 0xEF)
+        len = 3, min = 0x800;
+    else if (c >= 0xF0 && c <= 0xF4)
+        len = 4, min = 0x10000;
+    else
+        return 0;
+    if (n < len)
+        return 0;
+    {
+        unsigned cp = c & (0x7F >> len);
+
+        for (size_t i = 1; i < len; i++) {
+            if ((s[i] & 0xC0) != 0x80)
+                return 0;
+            cp = cp << 6 | (s[i] & 0x3F);
+        }
+        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+            return 0;
+    }
+    return len;
+}
+
+bool jr_utf8_valid(const char *s, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)s;
+
+    for (size_t i = 0; i < len;) {
+        size_t n = utf8_seq(p + i, len - i);
+
+        if (!n)
+            return false;
+        i += n;
+    }
+    return true;
+}
+
+char *jr_utf8_fix(const char *s, size_t len, size_t *ret_len)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    char *out = len < (SIZE_MAX - 1) / 3 ? malloc(len * 3 + 1) : NULL;
+    size_t o = 0;
+
+    if (!out)
+        return NULL;
+    for (size_t i = 0; i < len;) {
+        size_t n = utf8_seq(p + i, len - i);
+
+        if (n) {
+            memcpy(out + o, s + i, n);
+            o += n;
+            i += n;
+        } else {
+            memcpy(out + o, "\xEF\xBF\xBD", 3); /* U+FFFD for one bad byte */
+            o += 3;
+            i++;
+        }
+    }
+    out[o] = '\0';
+    *ret_len = o;
+    return out;
+}
+
+const char *jr_text(struct json_object *obj, size_t *ret_len)
+{
+    size_t len = 0;
+    const char *s = json_object_to_json_string_length(
+            obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
+
+    if (ret_len)
+        *ret_len = len;
+    return s;
+}

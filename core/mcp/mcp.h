@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * mcp.h: the MCP server, independent of its transport. A transport (stdio,
+ * Streamable HTTP) owns connections (mcp_conn: one per client session) and
+ * hands each incoming message to mcp_handle() with a sink: where that
+ * message's response and related notifications (progress, logs) go. Long
+ * tool calls run on a worker pool, so a sink may be called from another
+ * thread after mcp_handle() returned; sink->done is called exactly once
+ * per message, after its last send.
+ *
+ * Tools, resources and prompts live in tables (tools.c; fixtures.c adds
+ * the conformance suite's fixtures when asked). The MCP layer parses,
+ * validates, calls llm-sandbox/sbx.h and formats; it decides no policy.
+ */
+#ifndef SBX_MCP_H
+#define SBX_MCP_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <llm-sandbox/sbx.h>
+
+struct mcp_server;
+struct mcp_conn;
+struct mcp_call;
+
+struct mcp_sink {
+    /* One message, compact JSON without a newline. Thread-safe. */
+    void (*send)(void *ud, const char *text, size_t len);
+    /* No more messages for this request. */
+    void (*done)(void *ud);
+    void *ud;
+};
+
+struct mcp_options {
+    unsigned workers; /* concurrent tool calls; 0: the number of CPUs, at least 2 */
+    bool fixtures;    /* test-only tools/resources/prompts for the conformance suite */
+};
+
+/* ---- server and connections (transports) ------------------------------ */
+
+/* (transfer full) rt is borrowed and must outlive the server. */
+int mcp_server_new(struct sbx_runtime *rt, const struct mcp_options *opt, struct mcp_server **ret,
+        struct sbx_error **err);
+/* Cancel every call, wait for the workers, free. Returns NULL. */
+struct mcp_server *mcp_server_free(struct mcp_server *s);
+
+struct mcp_conn *mcp_conn_new(struct mcp_server *s);
+/* Cancel the connection's calls (their sandboxes are killed), without
+ * waiting. */
+void mcp_conn_cancel(struct mcp_conn *c);
+/* Cancel the connection's calls, wait until each sink is done, free. */
+struct mcp_conn *mcp_conn_free(struct mcp_conn *c);
+/* The negotiated protocol version, or NULL before initialize. */
+const char *mcp_conn_protocol(const struct mcp_conn *c);
+bool mcp_protocol_supported(const char *version);
+
+void mcp_handle(struct mcp_conn *c, const char *buf, size_t len, const struct mcp_sink *sink);
+
+/* ---- tables (tools.c, fixtures.c) ------------------------------------- */
+
+/* Fill *ret_result with a CallToolResult; return 0, or a negative value
+ * for an internal failure (answered as a JSON-RPC error). */
+typedef int (*mcp_tool_fn)(
+        struct mcp_call *call, struct json_object *args, struct json_object **ret_result);
+
+enum mcp_tool_flags {
+    MCP_TOOL_WORKER = 1u << 0,     /* runs code or probes: on the worker pool */
+    MCP_TOOL_READ_ONLY = 1u << 1,  /* annotations.readOnlyHint */
+    MCP_TOOL_OPEN_WORLD = 1u << 2, /* openWorldHint when the configured network is open */
+};
+
+struct mcp_tool {
+    const char *name;
+    const char *title;
+    const char *description;
+    const char *input_schema;  /* JSON text */
+    const char *output_schema; /* JSON text, or NULL */
+    unsigned flags;
+    mcp_tool_fn fn;
+};
+
+/* A resource read: fill *ret_contents with a "contents" array, or return
+ * 1 when uri is not this entry's (templates), negative on failure. */
+typedef int (*mcp_read_fn)(
+        struct mcp_server *s, const char *uri, struct json_object **ret_contents);
+
+struct mcp_resource {
+    const char *uri; /* or a URI template when template is true */
+    const char *name;
+    const char *description;
+    const char *mime_type;
+    bool is_template;
+    mcp_read_fn read;
+};
+
+struct mcp_prompt {
+    const char *name;
+    const char *description;
+    const char *arguments; /* JSON text of the arguments array, or NULL */
+    /* Fill *ret_result with a GetPromptResult. */
+    int (*get)(struct json_object *args, struct json_object **ret_result);
+};
+
+int mcp_add_tools(struct mcp_server *s, const struct mcp_tool *t, size_t n);
+int mcp_add_resources(struct mcp_server *s, const struct mcp_resource *r, size_t n);
+int mcp_add_prompts(struct mcp_server *s, const struct mcp_prompt *p, size_t n);
+/* completion/complete: fill *ret with a "completion" object. */
+void mcp_set_completer(struct mcp_server *s,
+        int (*complete)(struct json_object *params, struct json_object **ret));
+
+/* Accept resources/subscribe and unsubscribe (nothing here changes, so no
+ * update is ever sent; the fixtures need the methods). */
+void mcp_set_subscriptions(struct mcp_server *s, bool on);
+
+void tools_register(struct mcp_server *s);    /* tools.c */
+void fixtures_register(struct mcp_server *s); /* fixtures.c (test-only) */
+
+/* ---- what a tool may do with its call --------------------------------- */
+
+struct sbx_runtime *mcp_call_runtime(const struct mcp_call *call);
+struct sbx_runtime *mcp_server_runtime(const struct mcp_server *s);
+/* Fired when the client cancels this call; pass it to sbx_run. (transfer none) */
+struct sbx_cancel *mcp_call_cancel(const struct mcp_call *call);
+bool mcp_call_cancelled(const struct mcp_call *call);
+/* notifications/progress, only when the request carried a progressToken. */
+void mcp_call_progress(struct mcp_call *call, double progress, double total, const char *message);
+bool mcp_call_wants_progress(const struct mcp_call *call);
+/* notifications/message at level ("debug" ... "emergency"), when the
+ * connection's logging level lets it through. (data: transfer full) */
+void mcp_call_log(struct mcp_call *call, const char *level, struct json_object *data);
+
+/* CallToolResult helpers. (transfer full) */
+struct json_object *mcp_text_result(const char *text, bool is_error);
+struct json_object *mcp_error_result(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

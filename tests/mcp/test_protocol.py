@@ -1,0 +1,507 @@
+# SPDX-License-Identifier: MIT
+"""Raw JSON-RPC over stdio against the real llm-sandbox binary: what a
+broken, hostile or merely unusual client may send, and what sandboxed code
+may print. After each, the server must still answer the next request, and
+its stdout must carry nothing but JSON-RPC messages, one per line (every
+line is checked by the reader in mcptest.Server).
+
+    /usr/bin/python3 -m pytest -q -rs tests/mcp/test_protocol.py
+
+SBX_BIN names the binary (ctest sets it).
+"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+from mcptest import SBX_BIN, ProcWatch, Server, clean_env
+
+PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
+
+pytestmark = pytest.mark.skipif(not os.access(SBX_BIN, os.X_OK),
+                                reason="no llm-sandbox binary at %s (build first)" % SBX_BIN)
+
+
+@pytest.fixture
+def server():
+    """An initialized server; afterwards: stdout held only JSON-RPC lines,
+    the server still answers, and it ends with 0 when its input ends."""
+    s = Server()
+    try:
+        s.initialize()
+        yield s
+        assert s.bad_lines == [], s.bad_lines
+        assert_answers(s)
+        assert s.finish() == 0, s.stderr.decode(errors="replace")
+        assert s.bad_lines == [], s.bad_lines
+    finally:
+        s.kill()
+
+
+def assert_answers(s):
+    """The server answers a ping, and that answer is the next message."""
+    id = s.request_async("ping")
+    msg = s.next_message(timeout=10)
+    assert msg == {"jsonrpc": "2.0", "id": id, "result": {}}, msg
+
+
+def next_error(s, timeout=10):
+    msg = s.next_message(timeout)
+    assert "error" in msg and "result" not in msg, msg
+    assert isinstance(msg["error"]["code"], int) and isinstance(msg["error"]["message"], str)
+    assert msg["error"]["message"], msg
+    return msg
+
+
+def structured(resp):
+    assert "result" in resp, resp
+    return resp["result"]["structuredContent"]
+
+
+# --------------------------------------------------------------------------
+# Malformed input
+
+
+@pytest.mark.parametrize("line", [
+    b"{bad json",
+    b'{"jsonrpc":"2.0","id":1,"method":"ping"',
+    b'{"jsonrpc":"2.0","id":1,"method":"ping"} {"x":1}',
+    b"nul\x00l",
+    b"{'jsonrpc':'2.0','id':1,'method':'ping'}",
+    b'{"jsonrpc":"2.0","id":1,"method":"ping",}',
+], ids=["garbage", "truncated", "trailing", "nul-byte", "single-quotes", "trailing-comma"])
+def test_malformed_json(server, line):
+    server.send_raw(line + b"\n")
+    err = next_error(server)
+    assert err["error"]["code"] == PARSE_ERROR and err["id"] is None, err
+
+
+@pytest.mark.parametrize("msg, code, echoed", [
+    ({"jsonrpc": "1.0", "id": 2, "method": "ping"}, INVALID_REQUEST, 2),
+    ({"id": 2, "method": "ping"}, INVALID_REQUEST, 2),
+    ({"jsonrpc": 2.0, "id": 2, "method": "ping"}, INVALID_REQUEST, 2),
+    ({"jsonrpc": "2.0", "id": {"a": 1}, "method": "ping"}, INVALID_REQUEST, None),
+    ({"jsonrpc": "2.0", "id": [1], "method": "ping"}, INVALID_REQUEST, None),
+    ({"jsonrpc": "2.0", "id": 1.5, "method": "ping"}, INVALID_REQUEST, None),
+    ({"jsonrpc": "2.0", "id": True, "method": "ping"}, INVALID_REQUEST, None),
+    ({"jsonrpc": "2.0", "id": None, "method": "ping"}, INVALID_REQUEST, None),
+    ({"jsonrpc": "2.0", "id": 3, "method": "ping", "params": [1, 2]}, INVALID_PARAMS, 3),
+    ({"jsonrpc": "2.0", "id": 3, "method": "ping", "params": "x"}, INVALID_PARAMS, 3),
+    ({"jsonrpc": "2.0", "id": 4, "method": 42}, INVALID_REQUEST, 4),
+    ({"jsonrpc": "2.0", "id": 5}, INVALID_REQUEST, 5),
+    ({"jsonrpc": "2.0", "id": 6, "method": "ping", "result": {}}, INVALID_REQUEST, 6),
+    ({"jsonrpc": "2.0", "id": "s", "method": "tools/list", "params": None}, INVALID_PARAMS, "s"),
+], ids=["version-1.0", "no-version", "version-number", "id-object", "id-array", "id-float",
+        "id-bool", "id-null", "params-array", "params-string", "method-number", "no-method",
+        "request-with-result", "params-null"])
+def test_wrong_envelope(server, msg, code, echoed):
+    server.send(msg)
+    err = next_error(server)
+    assert err["error"]["code"] == code, err
+    assert err["id"] == echoed, err
+
+
+@pytest.mark.parametrize("line", [b'"a string"', b"42", b"null", b"true"])
+def test_not_an_object(server, line):
+    server.send_raw(line + b"\n")
+    err = next_error(server)
+    assert err["error"]["code"] == INVALID_REQUEST and err["id"] is None, err
+
+
+def test_unknown_method(server):
+    id = server.request_async("tools/frobnicate", {})
+    err = next_error(server)
+    assert err["error"]["code"] == METHOD_NOT_FOUND and err["id"] == id, err
+    # an unknown notification gets no answer at all
+    server.notify("notifications/frobnicated", {})
+
+
+def test_ids_are_echoed_exactly(server):
+    for id in ["x", "", "ü\u2028\u0000end", -1, 0, 2**53 + 1, 2**63 - 1, -2**63]:
+        r = server.response(server.request_async("ping", id=id), timeout=10)
+        assert r == {"jsonrpc": "2.0", "id": id, "result": {}}
+
+
+def test_oversized_line_is_skipped(server):
+    """5 MB without a newline (over the 4 MiB cap), then the rest of that
+    line and a valid ping: one error for the big line, then the answer."""
+    chunk = b"a" * (1 << 20)
+    server.send_raw(b'{"jsonrpc":"2.0","id":5,"method":"ping","params":{"x":"')
+    for _ in range(5):
+        server.send_raw(chunk)
+    err = next_error(server, timeout=30)
+    assert err["error"]["code"] == INVALID_REQUEST and err["id"] is None, err
+    assert "too large" in err["error"]["message"], err
+    server.send_raw(b'"}}\n')
+    assert_answers(server)
+    # just under the cap is still read as one message
+    big = server.request_async("ping", {"x": "b" * (3 << 20)})
+    assert server.next_message(30) == {"jsonrpc": "2.0", "id": big, "result": {}}
+
+
+def test_deeply_nested_json(server):
+    deep = b"[" * 100 + b"]" * 100
+    server.send_raw(b'{"jsonrpc":"2.0","id":7,"method":"ping","params":{"x":' + deep + b"}}\n")
+    err = next_error(server)
+    assert err["error"]["code"] == PARSE_ERROR and err["id"] is None, err
+    assert "deep" in err["error"]["message"], err
+    # 100000 levels: no stack trouble either
+    server.send_raw(b"[" * 100000 + b"\n")
+    assert next_error(server)["error"]["code"] == PARSE_ERROR
+    # moderate nesting is fine
+    shallow = json.loads("[" * 20 + "]" * 20)
+    r = server.request("ping", {"x": shallow}, timeout=10)
+    assert r["result"] == {}
+
+
+@pytest.mark.parametrize("bad", [b"\xff\xfe", b"\xc0\xaf", b"\x80", b"\xed\xa0\x80",
+                                 b"\xf4\x90\x80\x80", b"abc\xe2\x82"],
+                         ids=["ff-fe", "overlong", "lone-continuation", "surrogate",
+                              "above-max", "truncated"])
+def test_invalid_utf8(server, bad):
+    server.send_raw(b'{"jsonrpc":"2.0","id":8,"method":"ping","params":{"x":"' + bad + b'"}}\n')
+    err = next_error(server)
+    assert err["error"]["code"] == PARSE_ERROR and err["id"] is None, err
+
+
+def test_batch_is_refused(server):
+    server.send_raw(b'[{"jsonrpc":"2.0","id":9,"method":"ping"},'
+                    b'{"jsonrpc":"2.0","id":10,"method":"tools/list"}]\n')
+    err = next_error(server)
+    assert err["error"]["code"] == INVALID_REQUEST and err["id"] is None, err
+    assert "batch" in err["error"]["message"]
+    server.send_raw(b"[]\n")
+    assert next_error(server)["error"]["code"] == INVALID_REQUEST
+    # neither element was answered: the next message is the ping's answer
+    assert_answers(server)
+
+
+def test_client_responses_are_ignored(server):
+    server.send({"jsonrpc": "2.0", "id": 77, "result": {}})
+    server.send({"jsonrpc": "2.0", "id": "r", "error": {"code": -1, "message": "no"}})
+    server.send({"jsonrpc": "2.0", "id": 78, "result": {"roots": []}})
+    assert_answers(server)
+
+
+def test_cancel_of_unknown_request_is_ignored(server):
+    server.notify("notifications/cancelled", {"requestId": 99999, "reason": "test"})
+    server.notify("notifications/cancelled", {"requestId": "nope"})
+    server.notify("notifications/cancelled", {"requestId": {"x": 1}})
+    server.notify("notifications/cancelled", {})
+    server.notify("notifications/cancelled")
+    assert_answers(server)
+
+
+def test_crlf_and_blank_lines(server):
+    server.send_raw(b'{"jsonrpc":"2.0","id":11,"method":"ping"}\r\n')
+    assert server.next_message(10) == {"jsonrpc": "2.0", "id": 11, "result": {}}
+    server.send_raw(b"\n\n")  # empty lines are no messages
+    assert_answers(server)
+
+
+def test_last_message_without_newline():
+    """A message cut short by end of input is still answered."""
+    s = Server()
+    try:
+        s.initialize()
+        s.send_raw(b'{"jsonrpc":"2.0","id":12,"method":"ping"}')
+        assert s.finish() == 0
+        assert s.next_message(5) == {"jsonrpc": "2.0", "id": 12, "result": {}}
+        assert s.bad_lines == []
+    finally:
+        s.kill()
+
+
+# --------------------------------------------------------------------------
+# Lifecycle
+
+
+def test_calls_before_initialize():
+    s = Server()
+    try:
+        # ping is allowed before initialize
+        assert s.request("ping", timeout=10)["result"] == {}
+        for method, params in [("tools/list", None), ("resources/list", None),
+                               ("tools/call", {"name": "execute_code",
+                                               "arguments": {"code": "print(1)"}}),
+                               ("resources/read", {"uri": "sandbox://languages"})]:
+            id = s.request_async(method, params)
+            err = next_error(s)
+            assert err["id"] == id, err
+            assert "initialize" in err["error"]["message"], err
+        # a notification before initialize gets no answer
+        s.notify("notifications/initialized")
+        s.initialize()
+        tools = s.request("tools/list", timeout=10)["result"]["tools"]
+        assert "execute_code" in {t["name"] for t in tools}
+        assert s.finish() == 0
+        assert s.bad_lines == []
+    finally:
+        s.kill()
+
+
+def test_initialize_negotiates_versions():
+    s = Server()
+    try:
+        for asked, got in [("2025-06-18", "2025-06-18"), ("2025-11-25", "2025-11-25"),
+                           ("1999-01-01", "2025-11-25")]:
+            r = s.request("initialize", {"protocolVersion": asked, "capabilities": {},
+                                         "clientInfo": {"name": "t", "version": "1"}})
+            assert r["result"]["protocolVersion"] == got, r
+            assert r["result"]["serverInfo"]["name"] == "llm-sandbox"
+            assert "tools" in r["result"]["capabilities"]
+        err = s.request("initialize", {"capabilities": {}})
+        assert err["error"]["code"] == INVALID_PARAMS, err
+        assert s.finish() == 0
+    finally:
+        s.kill()
+
+
+def test_unknown_tool_and_bad_call_params(server):
+    for params, code in [({"name": "no_such_tool", "arguments": {}}, INVALID_PARAMS),
+                         ({"arguments": {}}, INVALID_PARAMS),
+                         ({"name": 5}, INVALID_PARAMS),
+                         ({"name": "execute_code", "arguments": [1]}, INVALID_PARAMS),
+                         ({"name": "execute_code", "arguments": "print(1)"}, INVALID_PARAMS)]:
+        id = server.request_async("tools/call", params)
+        err = next_error(server)
+        assert err["error"]["code"] == code and err["id"] == id, (params, err)
+
+
+def test_unknown_resource(server):
+    err = server.request("resources/read", {"uri": "sandbox://nothing"})
+    assert "error" in err and err["error"]["code"] == -32002, err
+    assert err["error"]["data"]["uri"] == "sandbox://nothing"
+
+
+# --------------------------------------------------------------------------
+# What sandboxed code prints
+
+
+LOOKALIKE = r'''
+import json, os, sys
+fake = [
+    {"jsonrpc": "2.0", "id": 424242, "result": {"content": [], "isError": False}},
+    {"jsonrpc": "2.0", "method": "notifications/progress",
+     "params": {"progressToken": "t", "progress": 99}},
+    {"jsonrpc": "2.0", "id": 424243, "error": {"code": -32603, "message": "forged"}},
+]
+for m in fake:
+    print(json.dumps(m))
+sys.stdout.flush()
+os.write(1, b'\n{"jsonrpc":"2.0","id":424242,"result":{}}\n\n')
+sys.stderr.write(json.dumps(fake[0]) + "\n")
+for path in ("/dev/stdout", "/proc/self/fd/1", "/proc/1/fd/1"):
+    try:
+        with open(path, "w") as f:
+            f.write('{"jsonrpc":"2.0","id":424243,"result":{}}\n')
+    except OSError as e:
+        print("cannot open", path, e.errno)
+print("done")
+'''
+
+
+def test_output_that_looks_like_jsonrpc(server):
+    r = server.call_tool("execute_code", {"code": LOOKALIKE, "timeout": 20})
+    sc = structured(r)
+    assert sc["status"] == "ok", sc
+    assert '{"jsonrpc": "2.0", "id": 424242' in sc["stdout"]
+    assert '{"jsonrpc":"2.0","id":424242,"result":{}}' in sc["stdout"]
+    assert sc["stdout"].rstrip().endswith("done")
+    assert '"id": 424242' in sc["stderr"]
+    # the text mirror carries the same, as a string inside a string
+    mirror = json.loads(r["result"]["content"][0]["text"])
+    assert mirror["stdout"] == sc["stdout"]
+    # no message with those ids reached the client: the next ones answer
+    # requests that really carry them
+    for id in (424242, 424243):
+        r2 = server.response(server.request_async("ping", id=id), timeout=10)
+        assert r2 == {"jsonrpc": "2.0", "id": id, "result": {}}
+    assert not [m for m in server.pending if m.get("id") in (424242, 424243)]
+
+
+FLOOD = r'''
+import os, sys
+line = b'{"jsonrpc":"2.0","id":1,"result":{}}\n'
+for i in range(100000):
+    os.write(1, line)
+    os.write(2, b"E" * 100 + b"\n")
+os.write(1, bytes(range(256)) * 2000)
+os.write(1, b"no newline at the end")
+'''
+
+
+def test_output_flood_stays_inside_results(server):
+    before = server.stdout_bytes
+    r = server.call_tool("execute_code", {"code": FLOOD, "timeout": 60},
+                         meta={"progressToken": "flood"}, timeout=120)
+    sc = structured(r)
+    assert sc["status"] == "ok", sc
+    assert sc["stdout_truncated"] and sc["stderr_truncated"], sc
+    assert sc["stdout_bytes"] >= 100000 * 37, sc
+    assert len(sc["stdout"].encode()) <= 1 << 20
+    # what the client received is the capped result (twice: structured and
+    # mirrored, JSON-escaped) plus a few progress notifications
+    assert server.stdout_bytes - before < 16 << 20, server.stdout_bytes - before
+    progress = [m for m in server.pending if m.get("method") == "notifications/progress"]
+    assert progress and all(m["params"]["progressToken"] == "flood" for m in progress)
+    server.pending.clear()
+    assert server.bad_lines == []
+
+
+BAD_BYTES = r'''
+import os, time
+os.write(1, b"ok \xc0\xaf \xff \xed\xa0\x80 \xf4\x90\x80\x80 end\n")
+time.sleep(0.4)
+os.write(1, "\u00e9".encode() * 150 + b"x" + "\u20ac".encode() * 70)
+time.sleep(0.4)
+os.write(2, b"\xfe\n")
+'''
+
+
+def test_stream_is_valid_utf8(server):
+    """Whatever a program prints (invalid UTF-8, characters cut by the
+    200-byte progress tail) and whatever a message quotes (cut by a
+    buffer), every line the server writes is valid UTF-8 (the reader
+    decodes each strictly)."""
+    r = server.call_tool("execute_code", {"code": BAD_BYTES, "timeout": 20},
+                         meta={"progressToken": "utf8"})
+    sc = structured(r)
+    assert sc["status"] == "ok", sc
+    assert sc["stdout"].startswith("ok ") and "\u20ac" in sc["stdout"], sc
+    long = "\u00e9" * 600
+    for args in ({"code": "x", "language": long}, {"code": "x", "libraries": [long]},
+                 {"code": "x", "files": {long: "x"}}, {"code": "x", "k" * 59 + "\u00e9": 1}):
+        r = server.call_tool("execute_code", args)
+        assert r["result"]["isError"] is True and structured(r)["message"], r
+    r = server.call_tool("get_language_details", {"language": long})
+    assert r["result"]["isError"] is True
+    server.pending.clear()  # the progress notifications
+    assert server.bad_lines == [], server.bad_lines
+    # and strictly invalid UTF-8 in a request is refused, not echoed
+    server.send_raw(b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"execute_code",'
+                    b'"arguments":{"code":"x","a\xc0\xaf":1}}}\n')
+    assert next_error(server)["error"]["code"] == PARSE_ERROR
+
+
+STRAY_WRITER = r'''
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+static void *late(void *arg)
+{
+    (void)arg;
+    usleep(300000);
+    printf("STRAY printf to stdout from a library\n");
+    fflush(stdout);
+    (void)!write(1, "STRAY write to fd 1\n", 20);
+    return NULL;
+}
+__attribute__((constructor)) static void start(void)
+{
+    pthread_t t;
+    pthread_create(&t, NULL, late, NULL);
+    pthread_detach(t);
+}
+'''
+
+
+def test_stray_writes_to_fd1_do_not_reach_the_stream(tmp_path):
+    """STYLE G1: a library writing to stdout after start-up (simulated by
+    an LD_PRELOAD object whose thread prints after 300 ms) lands on stderr,
+    never in the protocol stream."""
+    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if not cc:
+        pytest.skip("no C compiler to build the stray writer")
+    src, lib = tmp_path / "stray.c", tmp_path / "stray.so"
+    src.write_text(STRAY_WRITER)
+    subprocess.run([cc, "-shared", "-fPIC", "-pthread", "-o", str(lib), str(src)], check=True)
+    env = clean_env({"LD_PRELOAD": str(lib)})
+    # a sanitizer build wants its runtime first; the stray object has none
+    env["ASAN_OPTIONS"] = (env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0").lstrip(":")
+    s = Server(env=env)
+    try:
+        s.initialize()
+        time.sleep(0.6)
+        assert_answers(s)
+        assert s.finish() == 0
+        assert s.bad_lines == [], s.bad_lines
+        assert b"STRAY printf" in s.stderr and b"STRAY write" in s.stderr, s.stderr[-2000:]
+    finally:
+        s.kill()
+
+
+# --------------------------------------------------------------------------
+# Ending
+
+
+def start_endless(s):
+    """Start `while True: pass`; (a ProcWatch that has seen its python3,
+    the request's id)."""
+    watch = ProcWatch(s.pid)
+    id = s.request_async("tools/call", {"name": "execute_code",
+                                   "arguments": {"code": "while True: pass", "timeout": 120}})
+    deadline = time.monotonic() + 20
+    while not watch.saw("python3"):
+        assert time.monotonic() < deadline, "the sandboxed python3 never showed up"
+        time.sleep(0.02)
+    return watch, id
+
+
+def test_end_of_input_ends_the_server_and_its_runs():
+    s = Server()
+    try:
+        s.initialize()
+        watch, _ = start_endless(s)
+        t0 = time.monotonic()
+        rc = s.finish(timeout=10)
+        took = time.monotonic() - t0
+        watch.stop()
+        assert rc == 0, s.stderr.decode(errors="replace")
+        assert took < 3, "the server took %.2f s to end" % took
+        gone = watch.wait_gone(1.0)
+        assert gone is not None, "left running: %s" % watch.alive()
+        assert s.bad_lines == []
+    finally:
+        s.kill()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_signal_ends_the_server_and_its_runs(sig):
+    s = Server()
+    try:
+        s.initialize()
+        watch, _ = start_endless(s)
+        t0 = time.monotonic()
+        s.proc.send_signal(sig)
+        rc = s.proc.wait(10)
+        took = time.monotonic() - t0
+        watch.stop()
+        assert rc == 0, s.stderr.decode(errors="replace")
+        assert took < 3, "the server took %.2f s to end" % took
+        assert watch.wait_gone(1.0) is not None, "left running: %s" % watch.alive()
+    finally:
+        s.kill()
+
+
+def test_cancel_kills_the_run(server):
+    watch, id = start_endless(server)
+    server.notify("notifications/cancelled", {"requestId": id, "reason": "test"})
+    gone = watch.wait_gone(1.0)
+    watch.stop()
+    assert gone is not None, "still running 1 s after the cancel: %s" % watch.alive()
+    # no answer for a cancelled request (the specification's SHOULD NOT);
+    # if one came, it says cancelled
+    try:
+        r = server.response(id, timeout=1)
+        assert structured(r)["status"] == "cancelled", r
+    except TimeoutError:
+        pass
+    r = server.call_tool("execute_code", {"code": "print(6*7)"})
+    assert structured(r)["stdout"] == "42\n"
