@@ -312,6 +312,37 @@ static int check_config_keys(struct sbx_runtime *rt, struct sbx_error **err)
     return 0;
 }
 
+/* LLM_SANDBOX_LANGUAGES: every language not named is disabled; a name
+ * that no usable language answers to is a start-up error. */
+static int apply_allowed_languages(struct sbx_runtime *rt, struct sbx_error **err)
+{
+    char **allowed = rt->settings->languages;
+
+    if (!allowed)
+        return 0;
+    for (char **l = allowed; *l; l++)
+        if (!registry_find(rt, SBX_KIND_LANGUAGE, *l))
+            return sbx_error_set_field(err, SBX_E_INVALID, "LLM_SANDBOX_LANGUAGES",
+                    "LLM_SANDBOX_LANGUAGES names '%s', which is not an installed, usable "
+                    "language",
+                    *l);
+    for (size_t i = 0; i < rt->n_plugins; i++) {
+        struct plugin *pl = rt->plugins[i];
+        bool keep = false;
+
+        if (pl->state != PLUGIN_OK || pl->m->kind != SBX_KIND_LANGUAGE)
+            continue;
+        for (char **l = allowed; *l && !keep; l++)
+            keep = names_match(pl, *l);
+        if (!keep) {
+            pl->state = PLUGIN_DISABLED;
+            free(pl->error);
+            pl->error = strdup("not offered: LLM_SANDBOX_LANGUAGES leaves it out");
+        }
+    }
+    return 0;
+}
+
 int loader_load_all(struct sbx_runtime *rt, struct sbx_error **err)
 {
     if (lt_dlinit() != 0)
@@ -323,7 +354,9 @@ int loader_load_all(struct sbx_runtime *rt, struct sbx_error **err)
         if (scan_dir(rt, *d, false) < 0)
             return sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
     }
-    return check_config_keys(rt, err);
+    if (check_config_keys(rt, err) < 0)
+        return (*err)->rc;
+    return apply_allowed_languages(rt, err);
 }
 
 void loader_unload_all(struct sbx_runtime *rt)

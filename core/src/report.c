@@ -27,7 +27,7 @@
 #include "settings.h"
 #include "util.h"
 
-static const char *const state_names[] = {"ok", "broken", "shadowed"};
+static const char *const state_names[] = {"ok", "broken", "shadowed", "disabled"};
 static const char *const level_names[] = {"none", "fallback", "full"};
 
 static struct json_object *strv_json(char *const *v)
@@ -242,7 +242,9 @@ struct json_object *sbx_runtime_doctor_json(struct sbx_runtime *rt)
         char name[96];
 
         snprintf(name, sizeof(name), "plugin:%s", pl->name);
-        if (pl->state != PLUGIN_OK) {
+        if (pl->state == PLUGIN_DISABLED) {
+            check(a, name, "ok", pl->error, NULL);
+        } else if (pl->state != PLUGIN_OK) {
             check(a, name, pl->state == PLUGIN_SHADOWED ? "warn" : "fail",
                     pl->error ? pl->error : "unknown problem",
                     pl->state == PLUGIN_SHADOWED ? "remove the duplicate"

@@ -288,6 +288,11 @@ static int pick_language(struct run *r)
         r->lang = pl;
         return 0;
     }
+    if (pl && pl->state == PLUGIN_DISABLED)
+        return refuse(r,
+                "language '%s' is not offered here (the operator's LLM_SANDBOX_LANGUAGES);"
+                " available: %s",
+                name, avail && *avail ? avail : "none");
     if (pl)
         return refuse(r, "language '%s' is installed but broken: %s", name,
                 pl->error ? pl->error : "unknown error");

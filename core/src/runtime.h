@@ -34,6 +34,7 @@ enum plugin_state {
     PLUGIN_OK = 0,
     PLUGIN_BROKEN = 1,   /* manifest, library, ABI or init failed: see error */
     PLUGIN_SHADOWED = 2, /* an earlier directory has a plugin of this name */
+    PLUGIN_DISABLED = 3, /* a language left out by LLM_SANDBOX_LANGUAGES */
 };
 
 struct plugin {

@@ -403,6 +403,7 @@ static const struct {
         {"LLM_SANDBOX_HTTP_TOKEN", 0},
         {"LLM_SANDBOX_AUDIT_LOG", 0},
         {"LLM_SANDBOX_MAX_CONCURRENT", 0},
+        {"LLM_SANDBOX_LANGUAGES", ','},
         {"SANDBOX_CAP_DROP", ','},
         {"SANDBOX_SECURITY_OPT", ','},
         /* the reference server's, for the container and cluster backends */
@@ -471,6 +472,18 @@ static void locate(const struct settings *s, struct sbx_error **err)
         sbx_error_wrap(err, "%s:%zu:%zu", s->config->path, e->line, e->col);
 }
 
+/* Which names exist is known only once plugins are found (loader.c). */
+static int load_languages(struct settings *s, struct sbx_error **err)
+{
+    if (load_list(s, "LLM_SANDBOX_LANGUAGES", &s->languages, ',') < 0)
+        return sbx_error_set(err, SBX_E_NOMEM, 0, "out of memory");
+    for (char **l = s->languages; l && *l; l++)
+        if (!name_is_valid(*l))
+            return sbx_error_set_field(err, SBX_E_INVALID, "LLM_SANDBOX_LANGUAGES",
+                    "LLM_SANDBOX_LANGUAGES: '%.40s' is not a language name", *l);
+    return 0;
+}
+
 /* Fill s (defaults set, config read) from the environment and the file. */
 static int load(struct settings *s, struct sbx_error **err)
 {
@@ -481,6 +494,8 @@ static int load(struct settings *s, struct sbx_error **err)
         if (load_limit(s, &limit_vars[i], err) < 0)
             return -1;
     }
+    if (load_languages(s, err) < 0)
+        return -1;
     if (load_list(s, "LLM_SANDBOX_PLUGIN_PATH", &s->plugin_path, ':') < 0 ||
             (!s->backend && !(s->backend = strdup("bwrap"))) ||
             (!s->language && !(s->language = strdup("python"))))
@@ -577,6 +592,7 @@ struct settings *settings_free(struct settings *s)
     strv_free(s->env_allow);
     strv_free(s->env_pass);
     free(s->http_token);
+    strv_free(s->languages);
     free(s->audit_log);
     config_free(s->config);
     free(s);

@@ -46,6 +46,7 @@ struct settings {
     char *http_token;         /* LLM_SANDBOX_HTTP_TOKEN: bearer token for MCP over HTTP */
     char *audit_log;          /* LLM_SANDBOX_AUDIT_LOG: file for one JSON line per call */
     unsigned max_concurrent;  /* LLM_SANDBOX_MAX_CONCURRENT: tool calls at once, 0: CPUs */
+    char **languages;         /* LLM_SANDBOX_LANGUAGES: the only ones offered, or NULL: all */
     struct config *config;    /* the config file read, or NULL */
 };
 

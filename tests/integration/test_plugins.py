@@ -211,3 +211,37 @@ def test_manifest_must_be_named_after_plugin(extra):
     write(extra, "wrongname.yaml", IMPOSTOR.format(name="othername"))
     entry = plugin_entry(plugins_json(env_for(extra)), "wrongname", str(extra))
     assert entry["status"] == "broken" and "othername" in entry["error"], entry
+
+
+def test_allowed_languages_disable_the_rest(extra, tmp_path):
+    """LLM_SANDBOX_LANGUAGES offers only the languages it names: the others
+    are reported as disabled and refused by name; the named ones still run."""
+    write(extra, "impostor.yaml", IMPOSTOR.format(name="impostor"))
+    env = dict(env_for(extra), LLM_SANDBOX_LANGUAGES="python")
+    entry = plugin_entry(plugins_json(env), "impostor", str(extra))
+    assert entry["status"] == "disabled" and "LLM_SANDBOX_LANGUAGES" in entry["error"], entry
+    r = sbx("--language", "impostor", "--code", "print(1)", extra_env=env)
+    assert r.json["status"] == "refused", r.json
+    assert "not offered" in r.json["message"] and "python" in r.json["message"], r.json
+    r = sbx("--code", "print(6*7)", extra_env=env)
+    assert r.json["status"] == "ok" and r.json["stdout"] == "42\n", r.json
+    # the config file takes a sequence; the positive control offers impostor
+    cfg = tmp_path / "langs.yaml"
+    cfg.write_text("LLM_SANDBOX_LANGUAGES:\n  - impostor\n")
+    r = sbx("--config", str(cfg), "--language", "impostor", "--code", "print(1)",
+            extra_env=env_for(extra))
+    assert r.json["status"] == "ok" and r.json["stdout"] == "IMPOSTOR\n", r.json
+    r = sbx("--config", str(cfg), "--code", "print(1)", extra_env=env_for(extra))
+    assert r.json["status"] == "refused" and "python" in r.json["message"], r.json
+
+
+@pytest.mark.parametrize("value,phrase", [
+    ("python,nosuch", "'nosuch', which is not an installed, usable language"),
+    ("py thon", "'py thon' is not a language name"),
+])
+def test_allowed_languages_bad_name_stops_start_up(value, phrase):
+    r = run_cli(["run", "--json", "--code", "print(1)"],
+                extra_env={"LLM_SANDBOX_LANGUAGES": value})
+    res = json.loads(r.out)
+    assert res["status"] in ("error", "refused") and phrase in res["message"], res
+    assert res["stdout"] == "" and r.rc != 0, (res, r.rc)
