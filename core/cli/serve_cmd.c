@@ -4,6 +4,7 @@
  * the MCP server on stdio, or with --http on Streamable HTTP. Front end
  * only: options, then the transport from core/mcp.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,21 @@ static void serve_help(void)
            "  --test-fixtures      add the MCP conformance suite's test tools (tests only)\n");
 }
 
+#define MAX_WORKERS 1024u
+
+static int parse_workers(const char *v, unsigned *ret)
+{
+    char *end = NULL;
+    unsigned long n;
+
+    errno = 0;
+    n = strtoul(v, &end, 10);
+    if (errno || end == v || *end || v[0] == '-' || n < 1 || n > MAX_WORKERS)
+        return -1;
+    *ret = (unsigned)n;
+    return 0;
+}
+
 int cmd_serve(int argc, char **argv)
 {
     static const struct option opts[] = {{"http", required_argument, NULL, 'H'},
@@ -40,7 +56,13 @@ int cmd_serve(int argc, char **argv)
     while (argc > 1 && (c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
         case 'H': http = optarg; break;
-        case 'w': mo.workers = (unsigned)strtoul(optarg, NULL, 10); break;
+        case 'w':
+            if (parse_workers(optarg, &mo.workers) < 0) {
+                fprintf(stderr, "llm-sandbox serve: --workers wants a number from 1 to %u\n",
+                        MAX_WORKERS);
+                return 2;
+            }
+            break;
         case 'T': mo.fixtures = true; break;
         case 'h': serve_help(); return 0;
         default:
@@ -48,9 +70,10 @@ int cmd_serve(int argc, char **argv)
             return 2;
         }
     }
-    if (sbx_runtime_new_opts(&cli_runtime_opts, &rt, &err) < 0) {
-        fprintf(stderr, "llm-sandbox: %s\n", err->msg);
+    if (sbx_runtime_new_opts(&cli_runtime_opts, &rt, &err) < 0 || sbx_runtime_check(rt, &err) < 0) {
+        fprintf(stderr, "llm-sandbox: cannot serve: %s\n", err->msg);
         sbx_error_free(err);
+        sbx_runtime_free(rt);
         return EXIT_TOOL;
     }
     if (!mo.workers)

@@ -708,6 +708,30 @@ int sbx_run(struct sbx_runtime *rt, const struct sbx_request *req, struct sbx_ex
     return run_one(rt, req, NULL, ret, err);
 }
 
+int sbx_runtime_check(struct sbx_runtime *rt, struct sbx_error **err)
+{
+    const struct sbx_request req = {.code = ""};
+    struct sbx_execution ex = {0};
+    struct run r = {.rt = rt, .req = &req, .ex = &ex, .t0 = now_ms()};
+    struct sbx_error *e = NULL;
+    int rc = 0;
+
+    if (pick_backend(&r) || pick_language(&r)) {
+        rc = sbx_error_set(err, SBX_E_UNSUPPORTED, 0, "%s", ex.message ? ex.message : "refused");
+    } else if (policy_resolve(rt->settings, NULL, &r.policy, &r.explicit_mask, &e) < 0 ||
+               backend_probe(rt, r.backend, &e) < 0 ||
+               policy_check(&r.policy, r.explicit_mask, &r.backend->caps, r.backend->name,
+                       &ex.warnings, &e) < 0) {
+        rc = e->rc;
+        *err = e;
+    }
+    for (char **w = ex.warnings; rc == 0 && w && *w; w++)
+        log_msg(SBX_LOG_WARN, NULL, "%s", *w);
+    free(ex.message);
+    strv_free(ex.warnings);
+    return rc;
+}
+
 int run_probe(struct sbx_runtime *rt, const char *language, char **argv, struct sbx_execution **ret,
         struct sbx_error **err)
 {

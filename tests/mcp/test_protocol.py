@@ -262,6 +262,33 @@ def test_initialize_negotiates_versions():
         s.kill()
 
 
+STARTUP_REFUSALS = [
+    ({"BACKEND": "docker"}, "backend 'docker' is not installed here"),
+    ({"BACKEND": "nosuch"}, "unknown backend 'nosuch'"),
+    ({"LLM_SANDBOX_DEFAULT_LANGUAGE": "cobol"}, "unknown language 'cobol'"),
+    ({"SANDBOX_CPUS": "0.5", "LLM_SANDBOX_CGROUP": "off"}, "cannot enforce cpu"),
+    ({"SANDBOX_PRIVILEGED": "true"}, "SANDBOX_PRIVILEGED"),
+    ({"LLM_SANDBOX_LANGUAGES": "cobol"}, "LLM_SANDBOX_LANGUAGES"),
+]
+
+
+@pytest.mark.parametrize("env,phrase", STARTUP_REFUSALS, ids=[p[1] for p in STARTUP_REFUSALS])
+def test_start_up_refuses_what_cannot_be_honoured(env, phrase):
+    """A setting the server cannot honour stops it before it answers
+    anyone, with the reason on stderr and nothing on stdout; the same
+    server starts without it (the positive control)."""
+    init = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                       "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                                  "clientInfo": {"name": "t", "version": "1"}}}) + "\n"
+    p = subprocess.run([SBX_BIN], input=init.encode(), env=clean_env(env),
+                       capture_output=True, timeout=30)
+    assert p.returncode == 125 and p.stdout == b"", p
+    assert phrase in p.stderr.decode(), p.stderr
+    p = subprocess.run([SBX_BIN], input=init.encode(), env=clean_env(), capture_output=True,
+                       timeout=30)
+    assert p.returncode == 0 and json.loads(p.stdout)["id"] == 1, p
+
+
 def test_unknown_tool_and_bad_call_params(server):
     for params, code in [({"name": "no_such_tool", "arguments": {}}, INVALID_PARAMS),
                          ({"arguments": {}}, INVALID_PARAMS),

@@ -184,6 +184,11 @@ unsigned sbx_runtime_max_concurrent(const struct sbx_runtime *rt);
 bool sbx_runtime_network_open(const struct sbx_runtime *rt);
 /* Append one line to the audit log, when one is configured (no-op else). */
 void sbx_runtime_audit(struct sbx_runtime *rt, struct json_object *record);
+/* What a server checks before it answers anyone: the configured backend and
+ * default language are usable and the backend can enforce the configured
+ * policy here. Fails with the reason (naming the control); logs, at warn
+ * level, the limits only a fallback enforces. */
+int sbx_runtime_check(struct sbx_runtime *rt, struct sbx_error **err);
 /* Host checks with fixes, plus every plugin problem. */
 struct json_object *sbx_runtime_doctor_json(struct sbx_runtime *rt);
 const char *sbx_runtime_default_backend(const struct sbx_runtime *rt);
