@@ -39,26 +39,6 @@ static struct json_object *run_result(struct json_object *exec_json, bool ok)
     return r;
 }
 
-static struct json_object *refused(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static struct json_object *refused(const char *fmt, ...)
-{
-    char msg[1024];
-    struct sbx_execution *ex;
-    struct json_object *j;
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    ex = sbx_execution_refused(msg);
-    if (!ex)
-        return NULL;
-    j = sbx_execution_to_json(ex);
-    sbx_execution_free(ex);
-    return run_result(j, false);
-}
-
 /* ---- execute_code ------------------------------------------------------ */
 
 struct live {
@@ -150,8 +130,9 @@ static int t_execute_code(struct mcp_call *call, struct json_object *args, struc
 
     why = exec_args_parse(args, &a, buf, sizeof(buf));
     if (why) {
-        *ret = refused("%s", why);
-        goto out;
+        /* audited too: a stream of refusals is worth an operator's eye */
+        ex = sbx_execution_refused(why);
+        goto done;
     }
     req = (struct sbx_request){.language = a.language ? a.language : "python",
             .code = a.code,
@@ -175,13 +156,14 @@ static int t_execute_code(struct mcp_call *call, struct json_object *args, struc
     }
     if (sbx_run(rt, &req, &ex, &err) < 0)
         ex = sbx_execution_from_error(err);
+done:
     if (!ex) {
         sbx_error_free(err);
+        exec_args_done(&a);
         return -1;
     }
     audit(rt, "execute_code", ex);
     *ret = run_result(sbx_execution_to_json(ex), ex->status == SBX_STATUS_OK);
-out:
     sbx_execution_free(ex);
     sbx_error_free(err);
     exec_args_done(&a);

@@ -532,3 +532,41 @@ def test_cancel_kills_the_run(server):
         pass
     r = server.call_tool("execute_code", {"code": "print(6*7)"})
     assert structured(r)["stdout"] == "42\n"
+
+
+# --------------------------------------------------------------------------
+# Audit log
+
+
+def test_audit_log_has_one_line_per_call_and_no_output(tmp_path):
+    """LLM_SANDBOX_AUDIT_LOG: one JSON line per execute_code call, refusals
+    of bad arguments included, with the outcome and the effective policy,
+    and never the code or what it printed."""
+    log = tmp_path / "audit.jsonl"
+    s = Server(env=clean_env({"LLM_SANDBOX_AUDIT_LOG": str(log)}))
+    try:
+        s.initialize()
+        secret = "SECRET_%d" % os.getpid()
+        ok = s.call_tool("execute_code", {"code": "print('%s' * 3)" % secret})
+        assert structured(ok)["status"] == "ok", ok
+        bad = s.call_tool("execute_code", {"code": "print(1)", "timeout": -5})
+        assert structured(bad)["status"] == "refused", bad
+        gone = s.call_tool("execute_code", {"code": "print(1)", "language": "cobol"})
+        assert structured(gone)["status"] == "refused", gone
+        slow = s.call_tool("execute_code", {"code": "while True: pass", "timeout": 1})
+        assert structured(slow)["status"] == "timeout", slow
+        s.call_tool("get_supported_languages", {})
+        assert s.finish() == 0
+    finally:
+        s.kill()
+    text = log.read_text()
+    assert secret not in text and "print(" not in text and "while True" not in text, text
+    lines = [json.loads(line) for line in text.splitlines()]
+    assert [a["status"] for a in lines] == ["ok", "refused", "refused", "timeout"], lines
+    assert all(a["tool"] == "execute_code" and a["time"].endswith("Z") for a in lines), lines
+    first, _, _, last = lines
+    assert first["language"] == "python" and first["backend"] == "bwrap", first
+    assert first["stdout_bytes"] == 3 * len(secret) + 1 and first["exit_code"] == 0, first
+    assert first["policy"]["wall_time_ms"] == 30000, first["policy"]
+    assert last["limit"] == "wall_time" and last["policy"]["wall_time_ms"] == 1000, last
+    assert oct(log.stat().st_mode & 0o777) == oct(0o600), oct(log.stat().st_mode)
