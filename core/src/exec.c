@@ -135,6 +135,8 @@ static __attribute__((noreturn)) void child_main(const struct child_plan *cp)
                 syscall(SYS_setresuid, cp->uid, cp->uid, cp->uid) < 0)
             child_fail(cp, errno);
     }
+    if ((spec->flags & SBX_SPAWN_NO_NEW_PRIVS) && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+        child_fail(cp, errno);
     if (spec->flags & SBX_SPAWN_PDEATHSIG) {
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
             child_fail(cp, errno);
@@ -171,7 +173,9 @@ static int plan_stdio(
 static int check_spec(const struct sbx_spawn *spec, struct sbx_error **err)
 {
     if (!spec || !spec->path || spec->path[0] != '/' || !spec->argv || !spec->argv[0] ||
-            !spec->envp || spec->n_fds > MAX_FDS || (spec->n_fds && !spec->fds))
+            !spec->envp || spec->n_fds > MAX_FDS || (spec->n_fds && !spec->fds) ||
+            (spec->flags & ~(uint32_t)(SBX_SPAWN_DROP_PRIVS | SBX_SPAWN_PDEATHSIG |
+                                       SBX_SPAWN_NO_NEW_PRIVS)))
         return sbx_error_set(err, SBX_E_INVALID, 0, "invalid spawn request");
     for (size_t i = 0; i < spec->n_fds; i++) {
         if (spec->fds[i].child_fd < 3 || spec->fds[i].parent_fd < 0)

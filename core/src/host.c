@@ -223,6 +223,17 @@ static int host_seccomp_bpf_fd(const struct sbx_host *h, int *ret_fd, struct sbx
     return memfd_with("sbx-seccomp", bpf, len, ret_fd, perr);
 }
 
+static int host_seccomp_kafel_fd(const struct sbx_host *h, int *ret_fd, struct sbx_err *perr)
+{
+    struct sbx_error *e = NULL;
+    const char *text;
+
+    (void)h;
+    if (seccomp_kafel_get(&text, &e) < 0)
+        return to_perr(perr, e);
+    return memfd_with("sbx-seccomp-kafel", text, strlen(text), ret_fd, perr);
+}
+
 static int host_agent_fd(const struct sbx_host *h, int *ret_fd, struct sbx_err *perr)
 {
     const char *path = ctx_of(h)->rt->agent_path;
@@ -276,6 +287,7 @@ void host_init(struct host_ctx *hc, struct sbx_runtime *rt, struct plugin *pl)
             .agent_fd = host_agent_fd,
             .sandbox_ids = host_sandbox_ids,
             .instance_id = host_instance_id,
+            .seccomp_kafel_fd = host_seccomp_kafel_fd,
     };
 }
 

@@ -103,6 +103,14 @@ int seccomp_policy_expand(
         const struct seccomp_policy *p, struct seccomp_flat **ret, struct sbx_error **err);
 struct seccomp_flat *seccomp_flat_free(struct seccomp_flat *f);
 
+/* The policy as a Kafel program for nsjail (seccomp_kafel.c): native
+ * syscall numbers, the expanded rules' conditions, ENOSYS by default.
+ * SBX_E_LIMIT past 1 MiB, SBX_E_NOMEM. (transfer full) */
+int seccomp_policy_kafel(const struct seccomp_policy *p, char **ret, struct sbx_error **err);
+/* The embedded policy as Kafel, translated once per process (thread-safe).
+ * (transfer none: valid until exit) */
+int seccomp_kafel_get(const char **ret, struct sbx_error **err);
+
 /* The embedded policy, parsed and compiled once per process (thread-safe).
  * (transfer none: valid until exit) */
 int seccomp_bpf_get(const void **ret_bpf, size_t *ret_len, struct sbx_error **err);

@@ -1134,6 +1134,98 @@ static void test_enforce_python(void **state)
     assert_string_equal(out, want);
 }
 
+/* The Kafel translation of a small list, pinned: numbers resolved for
+ * x86-64, conditions from the expansion, unknown names skipped. */
+static void test_kafel_small(void **state)
+{
+    static const char list[] = "allow read\n"
+                               "allow write\n"
+                               "allow no_such_syscall_anywhere\n"
+                               "allow socket arg0 in AF_UNIX,AF_INET\n"
+                               "deny socket EAFNOSUPPORT\n"
+                               "deny clone3 ENOSYS\n"
+                               "allow ioctl arg1 == 0x5401\n";
+    static const char want[] =
+            "POLICY llm_sandbox {\n"
+            "  ALLOW {\n"
+            "    SYSCALL[0],\n"
+            "    SYSCALL[1],\n"
+            "    SYSCALL[41](a0, a1, a2, a3, a4, a5) { (a0 & 0xffffffff) == 0x1, "
+            "(a0 & 0xffffffff) == 0x2 },\n"
+            "    SYSCALL[16](a0, a1, a2, a3, a4, a5) { (a1 & 0xffffffff) == 0x5401 }\n"
+            "  },\n"
+            "  ERRNO(97) {\n"
+            "    SYSCALL[41](a0, a1, a2, a3, a4, a5) { %s }\n"
+            "  },\n"
+            "  ERRNO(38) {\n"
+            "    SYSCALL[435]\n"
+            "  }\n"
+            "}\n"
+            "USE llm_sandbox DEFAULT ERRNO(38)\n";
+    struct seccomp_policy *p = parse_ok(list);
+    struct sbx_error *e = NULL;
+    char rest[2048], expect[4096], *text = NULL;
+    size_t o;
+
+    (void)state;
+#if !defined(__x86_64__)
+    skip();
+#endif
+    /* the complement of {1, 2} in the low 32 bits: 0, 3, then every
+     * value with a higher bit set, one prefix per bit */
+    o = (size_t)snprintf(rest, sizeof(rest), "(a0 & 0xffffffff) == 0x0, (a0 & 0xffffffff) == 0x3");
+    for (unsigned k = 2; k < 32; k++)
+        o += (size_t)snprintf(rest + o, sizeof(rest) - o, ", (a0 & 0x%x) == 0x%x",
+                (unsigned)(0xffffffffu << k), 1u << k);
+    snprintf(expect, sizeof(expect), want, rest);
+    assert_int_equal(seccomp_policy_kafel(p, &text, &e), 0);
+    assert_string_equal(text, expect);
+    free(text);
+    seccomp_policy_free(p);
+}
+
+/* The embedded list: every syscall this libseccomp knows is in the Kafel
+ * program, in the block of its action, and nothing else is. */
+static void test_kafel_real_list(void **state)
+{
+    const char *text = NULL, *t = NULL;
+    struct sbx_error *e = NULL;
+    struct seccomp_policy *p = parse_ok(seccomp_policy_text());
+    struct seccomp_flat *f = expand_ok(p);
+    size_t entries = 0, names = 0;
+    char needle[64];
+
+    (void)state;
+    assert_int_equal(seccomp_kafel_get(&text, &e), 0);
+    assert_non_null(strstr(text, "\nUSE llm_sandbox DEFAULT ERRNO(38)\n"));
+    for (size_t i = 0; i < f->n_rules; i++) {
+        int nr = seccomp_syscall_resolve_name_arch(SCMP_ARCH_NATIVE, f->rules[i].name);
+        bool seen_before = false;
+
+        for (size_t j = 0; j < i; j++)
+            seen_before =
+                    seen_before || (strcmp(f->rules[j].name, f->rules[i].name) == 0 &&
+                                           f->rules[j].action == f->rules[i].action &&
+                                           f->rules[j].errno_value == f->rules[i].errno_value);
+        if (nr < 0 || seen_before)
+            continue;
+        names++;
+        snprintf(needle, sizeof(needle), "SYSCALL[%d]%c", nr, f->rules[i].n_atoms ? '(' : ',');
+        if (!strstr(text, needle)) {
+            needle[strlen(needle) - 1] = '\n';
+            if (!strstr(text, needle))
+                fail_msg("%s (%d) missing from the Kafel policy", f->rules[i].name, nr);
+        }
+    }
+    for (t = text; (t = strstr(t, "SYSCALL[")); t++)
+        entries++;
+    assert_int_equal(entries, names);
+    assert_int_equal(seccomp_kafel_get(&t, &e), 0);
+    assert_ptr_equal(t, text); /* built once */
+    seccomp_flat_free(f);
+    seccomp_policy_free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1154,6 +1246,8 @@ int main(void)
             cmocka_unit_test(test_enforce_foreign_abi),
             cmocka_unit_test(test_enforce_normal),
             cmocka_unit_test(test_enforce_python),
+            cmocka_unit_test(test_kafel_small),
+            cmocka_unit_test(test_kafel_real_list),
     };
 
     return cmocka_run_group_tests(tests, setup_group, NULL);

@@ -26,7 +26,7 @@ extern "C" {
 #endif
 
 #define SBX_ABI_MAJOR           1
-#define SBX_ABI_MINOR           0
+#define SBX_ABI_MINOR           1
 #define SBX_PLUGIN_ENTRY_SYMBOL "sbx_plugin_entry_v1"
 
 #if defined(__GNUC__) || defined(__clang__)
@@ -152,8 +152,9 @@ struct sbx_cgroup; /* a per-sandbox cgroup, owned by the core */
 #define SBX_FD_PIPE (-2) /* a pipe; the parent end is sbx_host.proc_fd() */
 
 enum sbx_spawn_flags {
-    SBX_SPAWN_DROP_PRIVS = 1u << 0, /* when the core runs as root: run as the sandbox uid */
-    SBX_SPAWN_PDEATHSIG = 1u << 1,  /* SIGKILL the child if the core dies */
+    SBX_SPAWN_DROP_PRIVS = 1u << 0,   /* when the core runs as root: run as the sandbox uid */
+    SBX_SPAWN_PDEATHSIG = 1u << 1,    /* SIGKILL the child if the core dies */
+    SBX_SPAWN_NO_NEW_PRIVS = 1u << 2, /* ABI 1.1: set no_new_privs before exec */
 };
 
 /* One fd the child receives: parent's fd, the number it has in the child. */
@@ -228,6 +229,11 @@ struct sbx_host {
      * label with it ("<instance>-<something>"), so a restart can tell what
      * a dead instance left behind. (transfer none) */
     const char *(*instance_id)(const struct sbx_host *h);
+
+    /* ABI 1.1 */
+    /* The same seccomp policy as a Kafel program (nsjail's policy language),
+     * in a fresh memfd positioned at 0. The caller closes it. */
+    int (*seccomp_kafel_fd)(const struct sbx_host *h, int *ret_fd, struct sbx_err *err);
 };
 
 /* ------------------------------------------------------------------------ */
