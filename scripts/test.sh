@@ -29,6 +29,7 @@ step "tests"
 if [ "$(id -u)" -eq 0 ]; then
     step "integration tests as an unprivileged user"
     tests/integration/run-unprivileged.sh build
+    SBX_TEST_BACKEND=nsjail tests/integration/run-unprivileged.sh build -m contract
 fi
 
 step "valgrind: one real run"

@@ -16,9 +16,7 @@ struct bwrap_state {
     const struct sbx_host *h;
     char bwrap[256]; /* absolute path */
     char pasta[256]; /* absolute path, or "" */
-    struct bwrap_top tops[8];
-    char top_store[8][2][32];
-    size_t n_tops;
+    struct jail_tops tops;
     char version[32];
     bool tun_ok; /* /dev/net/tun usable by the sandbox uid */
 };
@@ -34,6 +32,6 @@ int bwrap_box_kill(void *box);
 int bwrap_box_close(void *box, struct sbx_box_stats *stats, struct sbx_err *err);
 
 /* Fill err and return rc (plugins cannot use the core's helpers). */
-int bwrap_fail(struct sbx_err *err, int rc, int sys_errno, const char *fmt, ...) SBX_PRINTF(4, 5);
+#define bwrap_fail jail_fail
 
 #endif

@@ -16,26 +16,6 @@
 
 #include "bwrap.h"
 
-static const char *const bwrap_dirs[] = {"/usr/bin", "/usr/local/bin", "/bin"};
-
-static bool find_tool(
-        const struct sbx_host *h, const char *setting, const char *name, char *out, size_t len)
-{
-    const char *v = h->setting(h, setting);
-
-    if (v) {
-        snprintf(out, len, "%s", v);
-        return v[0] == '/' && access(v, X_OK) == 0;
-    }
-    for (size_t i = 0; i < sizeof(bwrap_dirs) / sizeof(bwrap_dirs[0]); i++) {
-        snprintf(out, len, "%s/%s", bwrap_dirs[i], name);
-        if (access(out, X_OK) == 0)
-            return true;
-    }
-    out[0] = '\0';
-    return false;
-}
-
 /* "bubblewrap 0.8.0" -> 0.8.0 >= min? */
 static bool version_at_least(const char *text, int maj, int min, int pat, char *ver, size_t len)
 {
@@ -46,51 +26,6 @@ static bool version_at_least(const char *text, int maj, int min, int pat, char *
         return false;
     snprintf(ver, len, "%d.%d.%d", a, b, c);
     return a > maj || (a == maj && (b > min || (b == min && c >= pat)));
-}
-
-/* Top-level entries of a merged-/usr host: symlinks to recreate, or
- * directories to bind when /usr is not merged. */
-static void inspect_tops(struct bwrap_state *st)
-{
-    static const char *const names[] = {"/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32"};
-    struct stat s;
-
-    st->n_tops = 0;
-    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-        char(*slot)[32] = st->top_store[st->n_tops];
-        ssize_t n;
-
-        if (lstat(names[i], &s) < 0)
-            continue;
-        snprintf(slot[0], sizeof(slot[0]), "%s", names[i]);
-        st->tops[st->n_tops].name = slot[0];
-        st->tops[st->n_tops].target = NULL;
-        if (S_ISLNK(s.st_mode)) {
-            n = readlink(names[i], slot[1], sizeof(slot[1]) - 1);
-            if (n <= 0)
-                continue;
-            slot[1][n] = '\0';
-            st->tops[st->n_tops].target = slot[1];
-        } else if (!S_ISDIR(s.st_mode)) {
-            continue;
-        }
-        st->n_tops++;
-    }
-}
-
-/* Can the sandbox uid open /dev/net/tun (pasta needs it)? */
-static bool tun_usable(const struct sbx_host *h)
-{
-    uint32_t uid, gid;
-    struct stat s;
-
-    if (stat("/dev/net/tun", &s) < 0 || !S_ISCHR(s.st_mode))
-        return false;
-    h->sandbox_ids(h, &uid, &gid);
-    if (geteuid() != 0)
-        return access("/dev/net/tun", R_OK | W_OK) == 0;
-    return (s.st_mode & 0006) == 0006 || (s.st_uid == uid && (s.st_mode & 0600) == 0600) ||
-           (s.st_gid == gid && (s.st_mode & 0060) == 0060);
 }
 
 /* Open a real box with a small policy; the agent's first bytes prove it. */
@@ -146,7 +81,7 @@ int bwrap_probe(void *state, struct sbx_caps *caps, struct sbx_err *err)
     char out[256], note[120];
     int status = 0;
 
-    if (!find_tool(h, "path", "bwrap", st->bwrap, sizeof(st->bwrap)))
+    if (!jail_find_tool(h, "path", "bwrap", st->bwrap, sizeof(st->bwrap)))
         return bwrap_fail(err, SBX_E_UNAVAILABLE, ENOENT,
                 "bwrap not found%s%s (install Debian's bubblewrap package)",
                 st->bwrap[0] ? " at " : "", st->bwrap);
@@ -156,9 +91,9 @@ int bwrap_probe(void *state, struct sbx_caps *caps, struct sbx_err *err)
     if (!version_at_least(out, 0, 8, 0, st->version, sizeof(st->version)))
         return bwrap_fail(err, SBX_E_UNAVAILABLE, 0,
                 "%s is '%.40s'; llm-sandbox needs bubblewrap 0.8.0 or newer", st->bwrap, out);
-    inspect_tops(st);
-    find_tool(h, "pasta", "pasta", st->pasta, sizeof(st->pasta));
-    st->tun_ok = tun_usable(h);
+    jail_inspect_tops(&st->tops);
+    jail_find_tool(h, "pasta", "pasta", st->pasta, sizeof(st->pasta));
+    st->tun_ok = jail_tun_usable(h);
     if (trial_box(st, err) < 0)
         return err->rc;
 

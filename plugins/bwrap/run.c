@@ -14,16 +14,12 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/nsfs.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "bwrap.h"
@@ -40,25 +36,9 @@ struct bwrap_box {
     int agent_pidfd;   /* or -1 (no pidfd_open here) */
 };
 
-int bwrap_fail(struct sbx_err *err, int rc, int sys_errno, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (err) {
-        err->rc = rc;
-        err->sys_errno = sys_errno;
-        va_start(ap, fmt);
-        vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-        va_end(ap);
-    }
-    return rc;
-}
-
-static const char passwd_data[] = "root:x:0:0:root:/root:/usr/sbin/nologin\n"
-                                  "sandbox:x:1000:1000:sandbox:/tmp:/bin/sh\n"
-                                  "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
-static const char group_data[] = "root:x:0:\nsandbox:x:1000:\nnogroup:x:65534:\n";
-static const char hosts_data[] = "127.0.0.1 localhost sandbox\n::1 localhost ip6-localhost\n";
+static const char passwd_data[] = JAIL_PASSWD;
+static const char group_data[] = JAIL_GROUP;
+static const char hosts_data[] = JAIL_HOSTS;
 
 /* Fds given to bwrap, in child fd order from CHILD_FD_BASE. */
 enum { FD_SECCOMP, FD_AGENT, FD_PASSWD, FD_GROUP, FD_HOSTS, FD_INFO, FD_BLOCK, FD_COUNT };
@@ -143,77 +123,15 @@ static int read_child_pid(int fd, int *ret_pid, struct sbx_err *err)
     return 0;
 }
 
-/* True once the namespace has a default route (pasta configured it). */
-static bool ns_has_route(int pid)
-{
-    char path[64], buf[512];
-    ssize_t n;
-    int fd;
-
-    snprintf(path, sizeof(path), "/proc/%d/net/route", pid);
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return false;
-    n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    return n > 0 && memchr(buf, '\n', (size_t)n) != NULL &&
-           strchr(buf, '\n') + 1 < buf + n; /* a line after the header */
-}
-
-/*
- * Attach pasta to the sandbox's network namespace. bwrap puts the sandbox
- * in a user namespace nested inside the one that owns the network
- * namespace, so pasta is given the owner (NS_GET_USERNS) explicitly.
- * This pasta has no readiness notification in the foreground, so we watch
- * for the route it installs: a bounded poll (at most 5 s), the one
- * deliberate wait-by-polling in this plugin.
- */
+/* With network "on": attach pasta, then let bwrap go on (--block-fd). */
 static int attach_pasta(struct bwrap_box *b, struct box_fds *f, const struct sbx_box_spec *spec,
         struct sbx_err *err)
 {
-    const struct sbx_host *h = b->st->h;
-    char path[64];
-    int pid = b->agent_pid, netns, userns, r;
-    struct timespec ts = {0, 2000000};
+    int r = jail_attach_pasta(
+            b->st->h, b->st->pasta, b->agent_pid, spec->envp, b->cg, &b->pasta, err);
 
-    snprintf(path, sizeof(path), "/proc/%d/ns/net", pid);
-    netns = open(path, O_RDONLY | O_CLOEXEC);
-    userns = netns < 0 ? -1 : ioctl(netns, NS_GET_USERNS);
-    if (userns < 0) {
-        r = errno;
-        if (netns >= 0)
-            close(netns);
-        return bwrap_fail(
-                err, SBX_E_BACKEND, r, "cannot open the sandbox's namespaces: %s", strerror(r));
-    }
-    const char *argv[] = {b->st->pasta, "--config-net", "--foreground", "--quiet", "-t", "none",
-            "-u", "none", "-T", "none", "-U", "none", "--no-map-gw", "--userns", "/proc/self/fd/3",
-            "--netns", "/proc/self/fd/4", NULL};
-    struct sbx_fd_map map[] = {{userns, 3}, {netns, 4}};
-    struct sbx_spawn sp = {.size = sizeof(sp),
-            .path = b->st->pasta,
-            .argv = argv,
-            .envp = spec->envp,
-            .stdin_fd = SBX_FD_NULL,
-            .stdout_fd = SBX_FD_NULL,
-            .stderr_fd = SBX_FD_NULL,
-            .fds = map,
-            .n_fds = 2,
-            .cgroup = b->cg,
-            .flags = SBX_SPAWN_DROP_PRIVS | SBX_SPAWN_PDEATHSIG};
-
-    r = h->proc_spawn(h, &sp, &b->pasta, err);
-    close(netns);
-    close(userns);
     if (r < 0)
         return r;
-    for (int i = 0; i < 2500 && !ns_has_route(pid); i++) {
-        if (h->proc_wait(b->pasta, 0, NULL) == 1)
-            return bwrap_fail(err, SBX_E_BACKEND, 0, "pasta exited while attaching");
-        nanosleep(&ts, NULL);
-    }
-    if (!ns_has_route(pid))
-        return bwrap_fail(err, SBX_E_BACKEND, ETIMEDOUT, "pasta did not configure the network");
     if (write(f->block_w, "x", 1) != 1)
         return bwrap_fail(err, SBX_E_BACKEND, errno, "cannot release bwrap: %s", strerror(errno));
     return 0;
@@ -239,8 +157,8 @@ static int spawn_bwrap(struct bwrap_box *b, const struct sbx_box_spec *spec, str
         }
     }
     struct bwrap_input in = {.policy = spec->policy,
-            .tops = b->st->tops,
-            .n_tops = b->st->n_tops,
+            .tops = b->st->tops.top,
+            .n_tops = b->st->tops.n,
             .ro_paths = spec->ro_paths,
             .seccomp_fd = child[FD_SECCOMP],
             .agent_fd = child[FD_AGENT],
@@ -383,23 +301,6 @@ static void await_agent(const struct bwrap_box *b)
                 b->st->h, SBX_LOG_WARN, "sandbox agent %d still exiting after 5 s", b->agent_pid);
 }
 
-/* bwrap's own diagnostics, for the error when the box failed early. */
-static void read_stderr(const struct bwrap_box *b, char *out, size_t len)
-{
-    size_t o = 0;
-    ssize_t n;
-
-    out[0] = '\0';
-    while (b->efd >= 0 && o + 1 < len && (n = read(b->efd, out + o, len - 1 - o)) > 0)
-        o += (size_t)n;
-    out[o] = '\0';
-    while (o > 0 && (out[o - 1] == '\n' || out[o - 1] == ' '))
-        out[--o] = '\0';
-    for (size_t i = 0; i < o; i++)
-        if (out[i] == '\n')
-            out[i] = ';';
-}
-
 int bwrap_box_close(void *box, struct sbx_box_stats *stats, struct sbx_err *err)
 {
     struct bwrap_box *b = box;
@@ -419,7 +320,7 @@ int bwrap_box_close(void *box, struct sbx_box_stats *stats, struct sbx_err *err)
             h->proc_wait(b->proc, -1, &status);
         }
         await_agent(b);
-        read_stderr(b, diag, sizeof(diag));
+        jail_read_diag(b->efd, NULL, diag, sizeof(diag));
         if (diag[0])
             h->log(h, SBX_LOG_DEBUG, "bwrap exited with status %d: %s", status, diag);
         if (status != 0 && strstr(diag, "bwrap:"))

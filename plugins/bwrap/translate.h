@@ -12,20 +12,15 @@
 
 #include <llm-sandbox/plugin.h>
 
+#include "localjail.h"
+
 #define BWRAP_MAX_ARGS  320
 #define BWRAP_ARG_STORE 8192
 #define BWRAP_AGENT     "/.sbx/agent"
 
-/* A top-level host entry (/bin, /lib, ...): a symlink to recreate, or a
- * directory to bind read-only. */
-struct bwrap_top {
-    const char *name;   /* "/bin" */
-    const char *target; /* "usr/bin" when a symlink, NULL when a directory */
-};
-
 struct bwrap_input {
     const struct sbx_policy *policy;
-    const struct bwrap_top *tops; /* the merged-usr entries present on the host */
+    const struct jail_top *tops; /* the merged-usr entries present on the host */
     size_t n_tops;
     const char *const *ro_paths; /* language host paths, NULL-terminated or NULL */
     /* fd numbers as bwrap will see them; -1 when absent */

@@ -1,9 +1,15 @@
 # SPDX-License-Identifier: MIT
-"""Integration tests: the real llm-sandbox binary under real bubblewrap.
+"""Integration tests: the real llm-sandbox binary under a real local jail.
 
 Run by Debian's interpreter (python3-pytest, nothing else):
 
     /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/integration
+
+SBX_TEST_BACKEND picks the backend every run uses (bwrap, the default, or
+nsjail). The modules marked `contract` are the backend contract suite:
+ctest runs them against every local backend from this one list, so the
+backends cannot drift apart; the others (arguments, configuration,
+plugins, the harness) test the front end and run once.
 
 as root and again as an unprivileged user (run-unprivileged.sh). Where the
 two legitimately differ (no writable cgroups for an unprivileged user), tests
@@ -36,6 +42,9 @@ SBX_SOURCE_DIR = os.environ.get("SBX_SOURCE_DIR",
                                     os.path.abspath(__file__)))))
 
 ROOT = os.geteuid() == 0
+# The backend under test, and the name its launcher process has on the host.
+BACKEND = os.environ.get("SBX_TEST_BACKEND", "bwrap")
+LAUNCHER = {"bwrap": "bwrap", "nsjail": "nsjail"}[BACKEND]
 # settings.c: the host uid sandboxed code runs as when the server is root.
 SANDBOX_UID = 1879048192
 SANDBOX_GID = 1879048192
@@ -73,12 +82,17 @@ MARK_KEY = "SBX_ITEST_MARK"
 SESSION = "%d-%s" % (os.getpid(), uuid.uuid4().hex[:12])
 
 # Names of the processes a run consists of (outside view).
-RUN_COMMS = {"llm-sandbox", "bwrap", "agent", "sbx-agent", "pasta", "pasta.avx2", "passt",
+RUN_COMMS = {"llm-sandbox", "bwrap", "nsjail", "agent", "sbx-agent", "pasta", "pasta.avx2", "passt",
              "python3", "sleep", "sh"}
 
 # Pids of every CLI process we started during the current test (for the
 # cgroup check: groups are named p<PID>t<STARTTIME>-<SEQ> after their owner).
 _cli_pids = []
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "contract: the backend contract suite, run against every local backend")
 
 
 # --------------------------------------------------------------------------
@@ -93,8 +107,10 @@ def new_mark():
 def clean_env(extra=None, mark=True, mark_value=None):
     """The environment a CLI run gets: minimal, so the outer environment
     (BACKEND, SANDBOX_MEMORY, ...) cannot change what is tested."""
-    env = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/tmp"), "LANG": "C.UTF-8"}
-    for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"):  # sanitizer builds
+    env = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/tmp"), "LANG": "C.UTF-8",
+           "BACKEND": BACKEND}
+    # sanitizer builds, and where this host keeps nsjail (not in Debian)
+    for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "LLM_SANDBOX_NSJAIL_PATH"):
         if k in os.environ:
             env[k] = os.environ[k]
     if mark:
@@ -250,17 +266,18 @@ def plugin_entry(plugins, name, manifest_dir=None):
     raise AssertionError("plugin %s (in %s) not listed: %r" % (name, manifest_dir, plugins))
 
 
-_bwrap_controls = None
+_backend_controls = None
 
 
-def bwrap_controls():
-    """The bwrap backend's capability report here, as plugins --json says."""
-    global _bwrap_controls
-    if _bwrap_controls is None:
-        entry = plugin_entry(plugins_json(), "bwrap")
+def backend_controls():
+    """The capability report of the backend under test here, as plugins
+    --json says."""
+    global _backend_controls
+    if _backend_controls is None:
+        entry = plugin_entry(plugins_json(), BACKEND)
         assert entry["status"] == "ok" and entry["probe"] == "ok", entry
-        _bwrap_controls = entry["controls"]
-    return _bwrap_controls
+        _backend_controls = entry["controls"]
+    return _backend_controls
 
 
 # --------------------------------------------------------------------------

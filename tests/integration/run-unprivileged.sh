@@ -39,6 +39,7 @@ if [ "$(id -u)" -ne 0 ]; then
     cd "$src"
     set -- "$@" --rootdir="$src" "$here"
     exec env HOME="${HOME:-/tmp}" SBX_BIN="$bin" SBX_BUILD_DIR="$build" SBX_SOURCE_DIR="$src" \
+        SBX_TEST_BACKEND="${SBX_TEST_BACKEND:-bwrap}" \
         PYTHONDONTWRITEBYTECODE=1 "$@"
 fi
 
@@ -63,6 +64,11 @@ if ! as_nobody test -x "$bin" -a -r "$here/conftest.py" 2>/dev/null; then
     src=$stage
     here=$stage/tests/integration
 fi
+# A logged-in user has a private /run/user/UID (systemd-logind); nsjail
+# builds its mount tree there, and would fall back to /tmp without it.
+install -d -m 0700 -o 65534 -g 65534 /run/user/65534
 cd "$src"
 as_nobody env HOME=/tmp SBX_BIN="$bin" SBX_BUILD_DIR="$build" SBX_SOURCE_DIR="$src" \
+    SBX_TEST_BACKEND="${SBX_TEST_BACKEND:-bwrap}" \
+    ${LLM_SANDBOX_NSJAIL_PATH:+LLM_SANDBOX_NSJAIL_PATH="$LLM_SANDBOX_NSJAIL_PATH"} \
     PYTHONDONTWRITEBYTECODE=1 "$@" --rootdir="$src" "$here"

@@ -17,6 +17,8 @@ from conftest import (DEFAULT_FILE_SIZE, DEFAULT_OUTPUT_CAP, EXIT_TIMEOUT, MIB, 
 MEMORY_FALLBACK = "memory limit enforced by a fallback: RLIMIT_AS"
 PIDS_FALLBACK = "pids limit enforced by a fallback: RLIMIT_NPROC"
 
+pytestmark = pytest.mark.contract
+
 
 # --- memory -----------------------------------------------------------------
 

@@ -6,9 +6,11 @@ import json
 
 import pytest
 
-from conftest import bwrap_controls, code
+from conftest import BACKEND, backend_controls, code
 
 NET_ON_ENV = {"LLM_SANDBOX_NETWORK": "on"}
+
+pytestmark = pytest.mark.contract
 
 PROBE = r"""
 import json, socket
@@ -79,9 +81,9 @@ def test_network_off_no_resolution_of_names():
 
 
 def _require_network_on():
-    ctl = bwrap_controls()["network_on"]
+    ctl = backend_controls()["network_on"]
     if ctl["level"] != "full":
-        pytest.skip("bwrap reports network_on as %s here: %s" % (ctl["level"], ctl["note"]))
+        pytest.skip("%s reports network_on as %s here: %s" % (BACKEND, ctl["level"], ctl["note"]))
 
 
 def test_network_on_has_interface_and_route_but_no_host_loopback(canary, canary6):

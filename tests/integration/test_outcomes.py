@@ -9,8 +9,10 @@ import time
 import pytest
 
 import conftest
-from conftest import (EXIT_TIMEOUT, EXIT_TOOL, RESULT_FIELDS, ROOT, SBX_BIN, clean_env, code,
-                      expected_cli_rc, find_marked, new_mark, run_cli, sbx)
+from conftest import (BACKEND, EXIT_TIMEOUT, EXIT_TOOL, RESULT_FIELDS, ROOT, SBX_BIN, clean_env,
+                      code, expected_cli_rc, find_marked, new_mark, run_cli, sbx)
+
+pytestmark = pytest.mark.contract
 
 
 def test_hello_42():
@@ -19,7 +21,7 @@ def test_hello_42():
     assert res["exit_code"] == 0
     assert res["stdout"] == "42\n"
     assert res["stderr"] == ""
-    assert res["backend"] == "bwrap"
+    assert res["backend"] == BACKEND
     assert res["language"] == "python"
     assert res["message"] is None
     assert res["limit"] is None
@@ -227,7 +229,7 @@ def test_json_contract_every_status(case):
         assert res["exit_code"] is None and res["message"], res
         assert r.rc == EXIT_TOOL
     else:
-        assert res["backend"] == "bwrap" and res["language"] == "python", res
+        assert res["backend"] == BACKEND and res["language"] == "python", res
     if status == "timeout":
         assert r.rc == EXIT_TIMEOUT and res["exit_code"] == 137, res
     if status == "oom":

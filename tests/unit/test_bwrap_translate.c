@@ -19,13 +19,13 @@
 
 #include "translate.h"
 
-static const struct bwrap_top merged[] = {
+static const struct jail_top merged[] = {
         {"/bin", "usr/bin"},
         {"/sbin", "usr/sbin"},
         {"/lib", "usr/lib"},
         {"/lib64", "usr/lib64"},
 };
-static const struct bwrap_top split[] = {{"/bin", NULL}, {"/lib", NULL}, {"/lib64", "usr/lib64"}};
+static const struct jail_top split[] = {{"/bin", NULL}, {"/lib", NULL}, {"/lib64", "usr/lib64"}};
 
 static struct sbx_policy base_policy(void)
 {

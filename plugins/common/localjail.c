@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * localjail.c: see localjail.h.
+ */
+#include "localjail.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/nsfs.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The default PATH's directories: plugins do not read the environment
+ * (STYLE I3), so a tool elsewhere is named by its setting. */
+static const char *const tool_dirs[] = {
+        "/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"};
+
+int jail_fail(struct sbx_err *err, int rc, int sys_errno, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (err) {
+        err->rc = rc;
+        err->sys_errno = sys_errno;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+        va_end(ap);
+    }
+    return rc;
+}
+
+static bool in_dir(const char *dir, size_t dir_len, const char *name, char *out, size_t len)
+{
+    int n = snprintf(out, len, "%.*s/%s", (int)dir_len, dir, name);
+
+    return n > 0 && (size_t)n < len && out[0] == '/' && access(out, X_OK) == 0;
+}
+
+bool jail_find_tool(
+        const struct sbx_host *h, const char *setting, const char *name, char *out, size_t len)
+{
+    const char *v = h->setting(h, setting);
+
+    if (v) {
+        snprintf(out, len, "%s", v);
+        return v[0] == '/' && access(v, X_OK) == 0;
+    }
+    for (size_t i = 0; i < sizeof(tool_dirs) / sizeof(tool_dirs[0]); i++)
+        if (in_dir(tool_dirs[i], strlen(tool_dirs[i]), name, out, len))
+            return true;
+    out[0] = '\0';
+    return false;
+}
+
+void jail_inspect_tops(struct jail_tops *t)
+{
+    static const char *const names[] = {"/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32"};
+    struct stat s;
+
+    t->n = 0;
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        char(*slot)[32] = t->store[t->n];
+        ssize_t n;
+
+        if (lstat(names[i], &s) < 0)
+            continue;
+        snprintf(slot[0], sizeof(slot[0]), "%s", names[i]);
+        t->top[t->n].name = slot[0];
+        t->top[t->n].target = NULL;
+        if (S_ISLNK(s.st_mode)) {
+            n = readlink(names[i], slot[1], sizeof(slot[1]) - 1);
+            if (n <= 0)
+                continue;
+            slot[1][n] = '\0';
+            t->top[t->n].target = slot[1];
+        } else if (!S_ISDIR(s.st_mode)) {
+            continue;
+        }
+        t->n++;
+    }
+}
+
+bool jail_tun_usable(const struct sbx_host *h)
+{
+    uint32_t uid, gid;
+    struct stat s;
+
+    if (stat("/dev/net/tun", &s) < 0 || !S_ISCHR(s.st_mode))
+        return false;
+    h->sandbox_ids(h, &uid, &gid);
+    if (geteuid() != 0)
+        return access("/dev/net/tun", R_OK | W_OK) == 0;
+    return (s.st_mode & 0006) == 0006 || (s.st_uid == uid && (s.st_mode & 0600) == 0600) ||
+           (s.st_gid == gid && (s.st_mode & 0060) == 0060);
+}
+
+/* True once the namespace has a default route (pasta configured it). */
+static bool ns_has_route(int pid)
+{
+    char path[64], buf[512];
+    ssize_t n;
+    int fd;
+
+    snprintf(path, sizeof(path), "/proc/%d/net/route", pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    return n > 0 && memchr(buf, '\n', (size_t)n) != NULL &&
+           strchr(buf, '\n') + 1 < buf + n; /* a line after the header */
+}
+
+/*
+ * The jail may put the sandbox in a user namespace nested inside the one
+ * that owns the network namespace, so pasta is given the owner
+ * (NS_GET_USERNS) explicitly. This pasta has no readiness notification in
+ * the foreground, so we watch for the route it installs: a bounded poll
+ * (at most 5 s), the one deliberate wait-by-polling of the local jails.
+ */
+int jail_attach_pasta(const struct sbx_host *h, const char *pasta, int pid, const char *const *envp,
+        struct sbx_cgroup *cg, struct sbx_proc **ret_pasta, struct sbx_err *err)
+{
+    char path[64];
+    int netns, userns, r;
+    struct timespec ts = {0, 2000000};
+
+    snprintf(path, sizeof(path), "/proc/%d/ns/net", pid);
+    netns = open(path, O_RDONLY | O_CLOEXEC);
+    userns = netns < 0 ? -1 : ioctl(netns, NS_GET_USERNS);
+    if (userns < 0) {
+        r = errno;
+        if (netns >= 0)
+            close(netns);
+        return jail_fail(
+                err, SBX_E_BACKEND, r, "cannot open the sandbox's namespaces: %s", strerror(r));
+    }
+    const char *argv[] = {pasta, "--config-net", "--foreground", "--quiet", "-t", "none", "-u",
+            "none", "-T", "none", "-U", "none", "--no-map-gw", "--userns", "/proc/self/fd/3",
+            "--netns", "/proc/self/fd/4", NULL};
+    struct sbx_fd_map map[] = {{userns, 3}, {netns, 4}};
+    struct sbx_spawn sp = {.size = sizeof(sp),
+            .path = pasta,
+            .argv = argv,
+            .envp = envp,
+            .stdin_fd = SBX_FD_NULL,
+            .stdout_fd = SBX_FD_NULL,
+            .stderr_fd = SBX_FD_NULL,
+            .fds = map,
+            .n_fds = 2,
+            .cgroup = cg,
+            .flags = SBX_SPAWN_DROP_PRIVS | SBX_SPAWN_PDEATHSIG};
+
+    r = h->proc_spawn(h, &sp, ret_pasta, err);
+    close(netns);
+    close(userns);
+    if (r < 0)
+        return r;
+    for (int i = 0; i < 2500 && !ns_has_route(pid); i++) {
+        if (h->proc_wait(*ret_pasta, 0, NULL) == 1)
+            return jail_fail(err, SBX_E_BACKEND, 0, "pasta exited while attaching");
+        nanosleep(&ts, NULL);
+    }
+    if (!ns_has_route(pid))
+        return jail_fail(err, SBX_E_BACKEND, ETIMEDOUT, "pasta did not configure the network");
+    return 0;
+}
+
+void jail_read_diag(int fd, const char *drop, char *out, size_t len)
+{
+    char buf[4096], *line, *save = NULL;
+    size_t got = 0, o = 0;
+    ssize_t n;
+
+    out[0] = '\0';
+    while (fd >= 0 && got + 1 < sizeof(buf) && (n = read(fd, buf + got, sizeof(buf) - 1 - got)) > 0)
+        got += (size_t)n;
+    buf[got] = '\0';
+    for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        int w;
+
+        if ((drop && strstr(line, drop)) || !line[0])
+            continue;
+        w = snprintf(out + o, len - o, "%s%s", o ? "; " : "", line);
+        if (w < 0 || (size_t)w >= len - o)
+            break;
+        o += (size_t)w;
+    }
+}

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * nsjail.h: shared between the NsJail plugin's files (plugin.c, run.c,
+ * probe.c). Plugin-private; only llm-sandbox/plugin.h crosses to the core.
+ */
+#ifndef NSJAIL_NSJAIL_H
+#define NSJAIL_NSJAIL_H
+
+#include <stdbool.h>
+
+#include <llm-sandbox/plugin.h>
+
+#include "translate.h"
+
+struct nsjail_state {
+    const struct sbx_host *h;
+    char nsjail[256]; /* absolute path */
+    char pasta[256];  /* absolute path, or "" */
+    struct jail_tops tops;
+    bool tun_ok;                     /* /dev/net/tun usable by the sandbox uid */
+    bool cgroup_memory, cgroup_pids; /* the core's cgroup enforces them here */
+};
+
+int nsjail_probe(void *state, struct sbx_caps *caps, struct sbx_err *err);
+int nsjail_box_open(
+        void *state, const struct sbx_box_spec *spec, void **ret_box, struct sbx_err *err);
+int nsjail_box_poll_fd(void *box);
+int nsjail_box_write_fd(void *box);
+int64_t nsjail_box_read(void *box, void *buf, size_t len);
+int64_t nsjail_box_write(void *box, const void *buf, size_t len);
+int nsjail_box_kill(void *box);
+int nsjail_box_close(void *box, struct sbx_box_stats *stats, struct sbx_err *err);
+
+/* Fill err and return rc (plugins cannot use the core's helpers). */
+#define nsjail_fail jail_fail
+
+#endif

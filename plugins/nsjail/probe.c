@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * probe.c: find nsjail and pasta, check that this nsjail has what the
+ * translation needs, and prove the backend works by opening and closing a
+ * real box (a cgroup made and removed, the Kafel policy compiled by nsjail,
+ * the agent started under it). Fills the capability report from what
+ * actually worked.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "nsjail.h"
+
+/* nsjail has no version option; these options (and the configuration keys
+ * behind them) arrived with nsjail 3.4, the oldest release we translate
+ * for. */
+static const char *const needed_options[] = {
+        "--execute_fd",      /* exec_bin.exec_fd: the agent runs from an fd */
+        "--symlink",         /* mount.is_symlink */
+        "--rlimit_msgqueue", /* every rlimit, with its _type */
+        "--disable_tsc",     /* configuration keys of the same release */
+        "--nice_level",
+        "--seccomp_policy",
+};
+
+static int check_options(struct nsjail_state *st, struct sbx_err *err)
+{
+    const struct sbx_host *h = st->h;
+    const char *argv[] = {st->nsjail, "--help", NULL};
+    char *out = malloc(65536);
+    int status = 0, r;
+
+    if (!out)
+        return nsjail_fail(err, SBX_E_NOMEM, ENOMEM, "out of memory");
+    r = h->run_capture(h, argv, 5000, out, 65536, &status, err);
+    for (size_t i = 0; r == 0 && i < sizeof(needed_options) / sizeof(needed_options[0]); i++)
+        if (!strstr(out, needed_options[i]))
+            r = nsjail_fail(err, SBX_E_UNAVAILABLE, 0,
+                    "%s lacks %s; llm-sandbox needs nsjail 3.4 or newer", st->nsjail,
+                    needed_options[i]);
+    free(out);
+    return r;
+}
+
+/*
+ * nsjail builds its mount tree under the first of /run/user/UID/nsjail,
+ * /run/user, /tmp, ... it can create (UID: its real uid). As root we give
+ * the sandbox uid a private /run/user/UID, so nsjail never falls back to a
+ * predictable name in the world-writable /tmp. Best effort: without it
+ * nsjail still works.
+ */
+static void prepare_run_dir(const struct sbx_host *h)
+{
+    uint32_t uid, gid;
+    char dir[64];
+    struct stat s;
+
+    if (geteuid() != 0)
+        return;
+    h->sandbox_ids(h, &uid, &gid);
+    snprintf(dir, sizeof(dir), "/run/user/%u", uid);
+    if (mkdir("/run/user", 0755) < 0 && errno != EEXIST)
+        return;
+    if (mkdir(dir, 0700) == 0 && chown(dir, uid, gid) < 0)
+        h->log(h, SBX_LOG_WARN, "chown %s: %s", dir, strerror(errno));
+    if (lstat(dir, &s) < 0 || !S_ISDIR(s.st_mode) || s.st_uid != uid || (s.st_mode & 0077))
+        h->log(h, SBX_LOG_WARN,
+                "%s is not a private directory of uid %u: nsjail will use /tmp instead", dir, uid);
+}
+
+/* Open a real box with a small policy; the agent's first bytes prove it. */
+static int trial_box(struct nsjail_state *st, struct sbx_err *err)
+{
+    static const char *const env[] = {"PATH=/usr/bin:/bin", NULL};
+    struct sbx_policy pol = {.size = sizeof(pol),
+            .network = SBX_NET_OFF,
+            .wall_time_ms = 5000,
+            .memory_bytes = 64u << 20,
+            .cpu_millicores = 1000,
+            .pids_max = 16,
+            .output_bytes = 4096,
+            .file_size_bytes = 1u << 20,
+            .workspace_bytes = 1u << 20,
+            .open_files_max = 64,
+            .read_only_system = 1};
+    struct sbx_box_spec spec = {.size = sizeof(spec),
+            .policy = &pol,
+            .language = "probe",
+            .envp = env,
+            .cancel_fd = -1};
+    struct sbx_box_stats stats = {.size = sizeof(stats)};
+    char byte, id[96];
+    void *box = NULL;
+    int r;
+
+    snprintf(id, sizeof(id), "%s-probe", st->h->instance_id(st->h));
+    spec.id = id;
+    r = nsjail_box_open(st, &spec, &box, err);
+    if (r < 0)
+        return r;
+    struct pollfd pfd = {.fd = nsjail_box_poll_fd(box), .events = POLLIN};
+    r = poll(&pfd, 1, 10000) == 1 && nsjail_box_read(box, &byte, 1) == 1;
+    if (!r)
+        nsjail_box_kill(box);
+    /* Closing its input ends the agent normally, so nsjail reaps it. */
+    if (nsjail_box_close(box, &stats, err) < 0)
+        return err->rc; /* nsjail's own words */
+    return r ? 0 : nsjail_fail(err, SBX_E_UNAVAILABLE, 0, "the sandbox agent did not start");
+}
+
+static void cap(struct sbx_caps *c, enum sbx_control ctl, enum sbx_enforce lvl, const char *note)
+{
+    c->level[ctl] = (uint8_t)lvl;
+    snprintf(c->note[ctl], sizeof(c->note[ctl]), "%s", note);
+}
+
+int nsjail_probe(void *state, struct sbx_caps *caps, struct sbx_err *err)
+{
+    struct nsjail_state *st = state;
+    const struct sbx_host *h = st->h;
+    char note[120];
+
+    if (!jail_find_tool(h, "path", "nsjail", st->nsjail, sizeof(st->nsjail)))
+        return nsjail_fail(err, SBX_E_UNAVAILABLE, ENOENT,
+                "nsjail not found%s%s (Debian has no package: scripts/install-deps.sh installs "
+                "one, or set LLM_SANDBOX_NSJAIL_PATH)",
+                st->nsjail[0] ? " at " : "", st->nsjail);
+    if (check_options(st, err) < 0)
+        return err->rc;
+    jail_inspect_tops(&st->tops);
+    jail_find_tool(h, "pasta", "pasta", st->pasta, sizeof(st->pasta));
+    st->tun_ok = jail_tun_usable(h);
+    prepare_run_dir(h);
+    /* which limits the cgroup service enforces decides the rlimits */
+    h->cgroup_caps(h, caps);
+    st->cgroup_memory = caps->level[SBX_CTL_MEMORY] == SBX_ENF_FULL;
+    st->cgroup_pids = caps->level[SBX_CTL_PIDS] == SBX_ENF_FULL;
+    if (trial_box(st, err) < 0)
+        return err->rc;
+
+    cap(caps, SBX_CTL_WALL_TIME, SBX_ENF_FULL,
+            "core deadline, then SIGTERM to nsjail (SIGKILL of pid 1) and the cgroup");
+    cap(caps, SBX_CTL_OUTPUT, SBX_ENF_FULL, "capped by the core while streaming");
+    cap(caps, SBX_CTL_FILE_SIZE, SBX_ENF_FULL, "RLIMIT_FSIZE");
+    cap(caps, SBX_CTL_WORKSPACE, SBX_ENF_FULL,
+            "tmpfs /workspace, /tmp, /dev/shm; RAM, so at most 3/4 of the memory limit each");
+    cap(caps, SBX_CTL_NET_OFF, SBX_ENF_FULL, "empty network namespace (loopback only)");
+    if (st->pasta[0] && st->tun_ok)
+        cap(caps, SBX_CTL_NET_ON, SBX_ENF_FULL,
+                "own namespace, pasta user-mode NAT, no host loopback");
+    else
+        cap(caps, SBX_CTL_NET_ON, SBX_ENF_NONE,
+                !st->pasta[0] ? "pasta not found (install Debian's passt package)"
+                              : "/dev/net/tun is not usable by the sandbox uid (Debian's default "
+                                "mode is 0666)");
+    cap(caps, SBX_CTL_NET_HOST, SBX_ENF_FULL, "host network namespace (operator override only)");
+    cap(caps, SBX_CTL_NET_REGISTRIES, SBX_ENF_NONE, "needs the filtering proxy (not built yet)");
+    cap(caps, SBX_CTL_NET_ALLOWLIST, SBX_ENF_NONE, "needs the filtering proxy (not built yet)");
+    cap(caps, SBX_CTL_READ_ONLY_SYSTEM, SBX_ENF_FULL,
+            "read-only /usr binds, root tmpfs mounted read-only");
+    cap(caps, SBX_CTL_ENV, SBX_ENF_FULL, "keep_env false: only the sandbox environment");
+    cap(caps, SBX_CTL_SECCOMP, SBX_ENF_FULL, "the core's policy as Kafel (seccomp_policy_file)");
+    cap(caps, SBX_CTL_NO_NEW_PRIVS, SBX_ENF_FULL,
+            "nsjail: no_new_privs, no capabilities; new user, pid, ipc, uts, mount, cgroup, net "
+            "ns");
+    if (geteuid() == 0) {
+        uint32_t uid, gid;
+
+        h->sandbox_ids(h, &uid, &gid);
+        snprintf(note, sizeof(note), "root drops to host uid %u before nsjail", uid);
+    } else {
+        snprintf(note, sizeof(note), "runs as host uid %u", (unsigned)geteuid());
+    }
+    cap(caps, SBX_CTL_UNPRIVILEGED, SBX_ENF_FULL, note);
+    return 0;
+}

@@ -1,0 +1,329 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * run.c: open, watch and destroy one nsjail box. Thin: the configuration
+ * comes from translate.c, supervision from the core's host table (spawn,
+ * cgroup, the Kafel policy, memfds), networking from localjail.c. The box's
+ * channel is the agent's stdin/stdout, which nsjail hands to its child
+ * unchanged; nsjail's stderr holds nsjail's and the agent's diagnostics.
+ *
+ * nsjail runs in the core's cgroup (so the agent and everything it starts
+ * do too) and starts the agent as pid 1 of new namespaces (mode ONCE). On
+ * SIGTERM nsjail SIGKILLs that pid 1 and reaps it, and a pid namespace's
+ * init finishes exiting only after all its members: so killing the box is
+ * SIGTERM to nsjail, and nsjail's exit means the sandbox is gone. If nsjail
+ * itself dies, the kernel SIGKILLs the agent (nsjail sets PDEATHSIG).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "nsjail.h"
+
+#define CHILD_FD_BASE 3
+#define LIBNL_NOISE   "no version information available" /* ld.so on some nsjail builds */
+
+struct nsjail_box {
+    struct nsjail_state *st;
+    struct sbx_proc *proc;
+    struct sbx_cgroup *cg;
+    struct sbx_proc *pasta;
+    int rfd, wfd, efd; /* nsjail's stdout, stdin and stderr pipes */
+};
+
+/* Fds given to nsjail, in child fd order from CHILD_FD_BASE. */
+enum { FD_CONFIG, FD_SECCOMP, FD_AGENT, FD_COUNT };
+
+static void fds_close(int *fd)
+{
+    for (int i = 0; i < FD_COUNT; i++)
+        if (fd[i] >= 0)
+            close(fd[i]), fd[i] = -1;
+}
+
+/* The configuration, in a memfd nsjail reads as /proc/self/fd/N. */
+static int make_config(const struct nsjail_state *st, const struct sbx_box_spec *spec, int *fd,
+        struct sbx_err *err)
+{
+    const struct sbx_host *h = st->h;
+    struct nsjail_config *cfg = malloc(sizeof(*cfg)); /* 32 KiB: not on the stack */
+    struct nsjail_input in = {.policy = spec->policy,
+            .tops = st->tops.top,
+            .n_tops = st->tops.n,
+            .ro_paths = spec->ro_paths,
+            .envp = spec->envp,
+            .agent_fd = CHILD_FD_BASE + FD_AGENT,
+            .seccomp_fd = CHILD_FD_BASE + FD_SECCOMP,
+            .cgroup_memory = st->cgroup_memory,
+            .cgroup_pids = st->cgroup_pids,
+            .sandbox_uid = 1000,
+            .sandbox_gid = 1000};
+    int r;
+
+    if (!cfg)
+        return nsjail_fail(err, SBX_E_NOMEM, ENOMEM, "out of memory");
+    r = nsjail_translate(&in, cfg, err);
+    if (r == 0)
+        r = h->memfd_new(h, "nsjail.cfg", cfg->text, cfg->len, &fd[FD_CONFIG], err);
+    free(cfg);
+    return r;
+}
+
+static int spawn_nsjail(
+        struct nsjail_box *b, const struct sbx_box_spec *spec, const int *fd, struct sbx_err *err)
+{
+    const struct sbx_host *h = b->st->h;
+    char config[32];
+    struct sbx_fd_map map[FD_COUNT];
+
+    snprintf(config, sizeof(config), "/proc/self/fd/%d", CHILD_FD_BASE + FD_CONFIG);
+    for (int i = 0; i < FD_COUNT; i++)
+        map[i] = (struct sbx_fd_map){fd[i], CHILD_FD_BASE + i};
+    const char *argv[] = {b->st->nsjail, "--config", config, NULL};
+    struct sbx_spawn sp = {.size = sizeof(sp),
+            .path = b->st->nsjail,
+            .argv = argv,
+            .envp = spec->envp,
+            .stdin_fd = SBX_FD_PIPE,
+            .stdout_fd = SBX_FD_PIPE,
+            .stderr_fd = SBX_FD_PIPE,
+            .fds = map,
+            .n_fds = FD_COUNT,
+            .cgroup = b->cg,
+            .flags = SBX_SPAWN_DROP_PRIVS | SBX_SPAWN_PDEATHSIG | SBX_SPAWN_NO_NEW_PRIVS};
+
+    return h->proc_spawn(h, &sp, &b->proc, err);
+}
+
+/* The parent pid in /proc/PID/stat, or -1. */
+static int parent_of(const char *pid)
+{
+    char path[300], buf[512], *p;
+    ssize_t n;
+    int fd;
+
+    snprintf(path, sizeof(path), "/proc/%s/stat", pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    p = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
+    if (!p || strlen(p) < 5)
+        return -1;
+    return (int)strtol(p + 4, NULL, 10); /* ") S PPID" */
+}
+
+/* nsjail's child, the agent: with mode ONCE it has no other. */
+static int find_agent(int nsjail_pid)
+{
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    int pid = 0;
+
+    while (d && (e = readdir(d)) && !pid)
+        if (e->d_name[0] >= '1' && e->d_name[0] <= '9' && parent_of(e->d_name) == nsjail_pid)
+            pid = (int)strtol(e->d_name, NULL, 10);
+    if (d)
+        closedir(d);
+    return pid;
+}
+
+/*
+ * Network "on": once the agent has started (its first frame is readable,
+ * and left there for the core), attach pasta to its network namespace. The
+ * agent does nothing before the core's first frame, so the program never
+ * runs without its network.
+ */
+static int attach_network(
+        struct nsjail_box *b, const struct sbx_box_spec *spec, struct sbx_err *err)
+{
+    const struct sbx_host *h = b->st->h;
+    struct pollfd pfd = {.fd = b->rfd, .events = POLLIN};
+    int agent;
+
+    if (poll(&pfd, 1, 10000) != 1)
+        return nsjail_fail(err, SBX_E_BACKEND, ETIMEDOUT, "the sandbox agent did not start");
+    agent = find_agent(h->proc_pid(b->proc));
+    if (agent <= 0)
+        return nsjail_fail(err, SBX_E_BACKEND, ESRCH, "nsjail has no running child");
+    return jail_attach_pasta(h, b->st->pasta, agent, spec->envp, b->cg, &b->pasta, err);
+}
+
+int nsjail_box_open(
+        void *state, const struct sbx_box_spec *spec, void **ret_box, struct sbx_err *err)
+{
+    struct nsjail_state *st = state;
+    const struct sbx_host *h = st->h;
+    struct nsjail_box *b = calloc(1, sizeof(*b));
+    int fd[FD_COUNT] = {-1, -1, -1}, r;
+
+    if (!b)
+        return nsjail_fail(err, SBX_E_NOMEM, ENOMEM, "out of memory");
+    b->st = st;
+    b->rfd = b->wfd = b->efd = -1;
+    r = h->cgroup_new(h, spec->id, spec->policy, &b->cg, err);
+    if (r == SBX_E_UNAVAILABLE) { /* no cgroups here: rlimits instead */
+        b->cg = NULL;
+        memset(err->msg, 0, sizeof(err->msg));
+        r = 0;
+    }
+    if (r == 0)
+        r = make_config(st, spec, fd, err);
+    if (r == 0)
+        r = h->seccomp_kafel_fd(h, &fd[FD_SECCOMP], err);
+    if (r == 0)
+        r = h->agent_fd(h, &fd[FD_AGENT], err);
+    if (r == 0)
+        r = spawn_nsjail(b, spec, fd, err);
+    fds_close(fd); /* nsjail has its copies */
+    if (r == 0) {
+        b->wfd = h->proc_fd(b->proc, 0);
+        b->rfd = h->proc_fd(b->proc, 1);
+        b->efd = h->proc_fd(b->proc, 2);
+        fcntl(b->wfd, F_SETFL, O_NONBLOCK);
+        fcntl(b->rfd, F_SETFL, O_NONBLOCK);
+        fcntl(b->efd, F_SETFL, O_NONBLOCK);
+        if (spec->policy->network == SBX_NET_ON)
+            r = attach_network(b, spec, err);
+    }
+    if (r < 0) {
+        struct sbx_box_stats st2 = {.size = sizeof(st2)};
+        struct sbx_err cerr = {.size = sizeof(cerr)};
+
+        nsjail_box_kill(b);
+        /* nsjail's own message says more than ours */
+        if (nsjail_box_close(b, &st2, &cerr) < 0)
+            nsjail_fail(err, cerr.rc, cerr.sys_errno, "%s", cerr.msg);
+        return r;
+    }
+    *ret_box = b;
+    return 0;
+}
+
+int nsjail_box_poll_fd(void *box)
+{
+    return ((struct nsjail_box *)box)->rfd;
+}
+
+int nsjail_box_write_fd(void *box)
+{
+    return ((struct nsjail_box *)box)->wfd;
+}
+
+int64_t nsjail_box_read(void *box, void *buf, size_t len)
+{
+    return read(((struct nsjail_box *)box)->rfd, buf, len);
+}
+
+int64_t nsjail_box_write(void *box, const void *buf, size_t len)
+{
+    return write(((struct nsjail_box *)box)->wfd, buf, len);
+}
+
+int nsjail_box_kill(void *box)
+{
+    struct nsjail_box *b = box;
+    const struct sbx_host *h = b->st->h;
+
+    /* nsjail SIGKILLs pid 1 of the sandbox, reaps it and exits; box_close
+     * escalates if it lingers. */
+    if (b->proc)
+        h->proc_signal(b->proc, SIGTERM);
+    if (b->pasta)
+        h->proc_signal(b->pasta, SIGKILL);
+    return 0;
+}
+
+/* One nsjail log line's prefix, "[E][2026-...][123] func():45 ": where the
+ * message starts, or p itself when the line has no such prefix. */
+static char *skip_prefix(char *p)
+{
+    char *q = p, *sp;
+
+    if (*q != '[')
+        return p;
+    for (int i = 0; i < 3; i++) { /* [level][time][pid] */
+        q = strchr(q, ']');
+        if (!q)
+            return p;
+        q++;
+    }
+    while (*q == ' ')
+        q++;
+    sp = strchr(q, ' ');
+    if (sp && memmem(q, (size_t)(sp - q), "():", 3))
+        q = sp + 1;
+    return q;
+}
+
+/* "[E][...][1] newProc():232 x; [F][...] y" -> "x; y" (lines joined by "; ") */
+static char *tidy(char *diag)
+{
+    char *in = diag, *out = diag;
+
+    while (*in) {
+        char *end = strstr(in, "; "), *msg = skip_prefix(in);
+        size_t n;
+
+        if (end && msg > end) /* a prefix never spans lines */
+            msg = in;
+        n = end ? (size_t)(end - msg) + 2 : strlen(msg);
+
+        memmove(out, msg, n);
+        out += n;
+        in = end ? end + 2 : msg + n;
+    }
+    *out = '\0';
+    return diag;
+}
+
+int nsjail_box_close(void *box, struct sbx_box_stats *stats, struct sbx_err *err)
+{
+    struct nsjail_box *b = box;
+    const struct sbx_host *h = b->st->h;
+    char diag[240];
+    int status = 0, r = 0;
+
+    if (b->wfd >= 0)
+        close(b->wfd); /* end of input: the agent kills everything and exits */
+    b->wfd = -1;
+    if (b->proc) {
+        if (h->proc_wait(b->proc, 2000, &status) != 1) {
+            nsjail_box_kill(b);
+            if (h->proc_wait(b->proc, 2000, &status) != 1) {
+                h->log(h, SBX_LOG_WARN, "nsjail ignored SIGTERM for 2 s; killing it");
+                if (b->cg)
+                    h->cgroup_kill(b->cg);
+                h->proc_signal(b->proc, SIGKILL);
+                h->proc_wait(b->proc, -1, &status);
+            }
+        }
+        jail_read_diag(b->efd, LIBNL_NOISE, diag, sizeof(diag));
+        if (diag[0])
+            h->log(h, SBX_LOG_DEBUG, "nsjail exited with status %d: %s", status, diag);
+        if (status != 0 && (strstr(diag, "[E][") || strstr(diag, "[F][")))
+            r = nsjail_fail(err, SBX_E_BACKEND, 0, "nsjail: %s", tidy(diag));
+    }
+    if (b->cg) {
+        stats->oom_killed = h->cgroup_oom_killed(b->cg);
+        stats->pids_limited = h->cgroup_pids_limited(b->cg);
+        h->cgroup_free(b->cg);
+    }
+    h->proc_free(b->pasta);
+    h->proc_free(b->proc);
+    if (b->rfd >= 0)
+        close(b->rfd);
+    if (b->efd >= 0)
+        close(b->efd);
+    free(b);
+    return r;
+}
