@@ -21,13 +21,11 @@ struct bwrap_state {
     bool tun_ok; /* /dev/net/tun usable by the sandbox uid */
 };
 
+extern const struct sbx_backend_ops bwrap_ops;
+
 int bwrap_probe(void *state, struct sbx_caps *caps, struct sbx_err *err);
 int bwrap_box_open(
         void *state, const struct sbx_box_spec *spec, void **ret_box, struct sbx_err *err);
-int bwrap_box_poll_fd(void *box);
-int bwrap_box_write_fd(void *box);
-int64_t bwrap_box_read(void *box, void *buf, size_t len);
-int64_t bwrap_box_write(void *box, const void *buf, size_t len);
 int bwrap_box_kill(void *box);
 int bwrap_box_close(void *box, struct sbx_box_stats *stats, struct sbx_err *err);
 

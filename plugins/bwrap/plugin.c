@@ -24,14 +24,14 @@ static void bwrap_fini(void *state)
     free(state);
 }
 
-static const struct sbx_backend_ops ops = {
+const struct sbx_backend_ops bwrap_ops = {
         .size = sizeof(struct sbx_backend_ops),
         .probe = bwrap_probe,
         .box_open = bwrap_box_open,
-        .box_poll_fd = bwrap_box_poll_fd,
-        .box_read = bwrap_box_read,
-        .box_write = bwrap_box_write,
-        .box_write_fd = bwrap_box_write_fd,
+        .box_poll_fd = jail_box_poll_fd,
+        .box_read = jail_box_read,
+        .box_write = jail_box_write,
+        .box_write_fd = jail_box_write_fd,
         .box_kill = bwrap_box_kill,
         .box_close = bwrap_box_close,
 };
@@ -48,7 +48,7 @@ static const struct sbx_plugin descriptor = {
         .backend_names = names,
         .init = bwrap_init,
         .fini = bwrap_fini,
-        .backend = &ops,
+        .backend = &bwrap_ops,
 };
 
 SBX_PLUGIN_ENTRY

@@ -7,7 +7,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,46 +25,6 @@ static bool version_at_least(const char *text, int maj, int min, int pat, char *
         return false;
     snprintf(ver, len, "%d.%d.%d", a, b, c);
     return a > maj || (a == maj && (b > min || (b == min && c >= pat)));
-}
-
-/* Open a real box with a small policy; the agent's first bytes prove it. */
-static int trial_box(struct bwrap_state *st, struct sbx_err *err)
-{
-    static const char *const env[] = {"PATH=/usr/bin:/bin", NULL};
-    struct sbx_policy pol = {.size = sizeof(pol),
-            .network = SBX_NET_OFF,
-            .wall_time_ms = 5000,
-            .memory_bytes = 64u << 20,
-            .cpu_millicores = 1000,
-            .pids_max = 16,
-            .output_bytes = 4096,
-            .file_size_bytes = 1u << 20,
-            .workspace_bytes = 1u << 20,
-            .open_files_max = 64,
-            .read_only_system = 1};
-    struct sbx_box_spec spec = {.size = sizeof(spec),
-            .policy = &pol,
-            .language = "probe",
-            .envp = env,
-            .cancel_fd = -1};
-    struct sbx_box_stats stats = {.size = sizeof(stats)};
-    char byte, id[96];
-    void *box = NULL;
-    int r;
-
-    snprintf(id, sizeof(id), "%s-probe", st->h->instance_id(st->h));
-    spec.id = id;
-    r = bwrap_box_open(st, &spec, &box, err);
-    if (r < 0)
-        return r;
-    struct pollfd pfd = {.fd = bwrap_box_poll_fd(box), .events = POLLIN};
-    r = poll(&pfd, 1, 10000) == 1 && bwrap_box_read(box, &byte, 1) == 1;
-    if (!r)
-        bwrap_box_kill(box);
-    /* Closing its input ends the agent normally, so bwrap reaps it. */
-    if (bwrap_box_close(box, &stats, err) < 0)
-        return err->rc; /* bwrap's own words */
-    return r ? 0 : bwrap_fail(err, SBX_E_UNAVAILABLE, 0, "the sandbox agent did not start");
 }
 
 static void cap(struct sbx_caps *c, enum sbx_control ctl, enum sbx_enforce lvl, const char *note)
@@ -94,7 +53,7 @@ int bwrap_probe(void *state, struct sbx_caps *caps, struct sbx_err *err)
     jail_inspect_tops(&st->tops);
     jail_find_tool(h, "pasta", "pasta", st->pasta, sizeof(st->pasta));
     st->tun_ok = jail_tun_usable(h);
-    if (trial_box(st, err) < 0)
+    if (jail_trial_box(&bwrap_ops, st, h, err) < 0)
         return err->rc;
 
     snprintf(note, sizeof(note), "bubblewrap %s: new user, pid, ipc, uts, mount, cgroup, net ns",

@@ -27,13 +27,13 @@
 #define CHILD_FD_BASE 3
 
 struct bwrap_box {
+    struct jail_chan chan; /* first: the shared channel accessors use it */
     struct bwrap_state *st;
     struct sbx_proc *proc;
     struct sbx_cgroup *cg;
     struct sbx_proc *pasta;
-    int rfd, wfd, efd; /* bwrap's stdout, stdin and stderr pipes */
-    int agent_pid;     /* host pid of the agent (pid 1 inside), or 0 */
-    int agent_pidfd;   /* or -1 (no pidfd_open here) */
+    int agent_pid;   /* host pid of the agent (pid 1 inside), or 0 */
+    int agent_pidfd; /* or -1 (no pidfd_open here) */
 };
 
 static const char passwd_data[] = JAIL_PASSWD;
@@ -202,25 +202,15 @@ int bwrap_box_open(
     if (!b)
         return bwrap_fail(err, SBX_E_NOMEM, ENOMEM, "out of memory");
     b->st = st;
-    b->rfd = b->wfd = b->efd = b->agent_pidfd = -1;
+    b->chan.rfd = b->chan.wfd = b->chan.efd = b->agent_pidfd = -1;
     fds_init(&f);
-    r = h->cgroup_new(h, spec->id, spec->policy, &b->cg, err);
-    if (r == SBX_E_UNAVAILABLE) { /* no cgroups here: rlimits instead */
-        b->cg = NULL;
-        memset(err->msg, 0, sizeof(err->msg));
-        r = 0;
-    }
+    r = jail_cgroup_new(h, spec, &b->cg, err);
     if (r == 0)
         r = fds_open(h, net_on, &f, err);
     if (r == 0)
         r = spawn_bwrap(b, spec, &f, err);
     if (r == 0) {
-        b->wfd = h->proc_fd(b->proc, 0);
-        b->rfd = h->proc_fd(b->proc, 1);
-        b->efd = h->proc_fd(b->proc, 2);
-        fcntl(b->wfd, F_SETFL, O_NONBLOCK);
-        fcntl(b->rfd, F_SETFL, O_NONBLOCK);
-        fcntl(b->efd, F_SETFL, O_NONBLOCK);
+        jail_chan_take(h, b->proc, &b->chan);
         for (int i = 0; i < FD_COUNT; i++) /* bwrap has its copies now */
             if (f.fd[i] >= 0)
                 close(f.fd[i]), f.fd[i] = -1;
@@ -245,26 +235,6 @@ int bwrap_box_open(
     }
     *ret_box = b;
     return 0;
-}
-
-int bwrap_box_poll_fd(void *box)
-{
-    return ((struct bwrap_box *)box)->rfd;
-}
-
-int bwrap_box_write_fd(void *box)
-{
-    return ((struct bwrap_box *)box)->wfd;
-}
-
-int64_t bwrap_box_read(void *box, void *buf, size_t len)
-{
-    return read(((struct bwrap_box *)box)->rfd, buf, len);
-}
-
-int64_t bwrap_box_write(void *box, const void *buf, size_t len)
-{
-    return write(((struct bwrap_box *)box)->wfd, buf, len);
 }
 
 int bwrap_box_kill(void *box)
@@ -308,9 +278,9 @@ int bwrap_box_close(void *box, struct sbx_box_stats *stats, struct sbx_err *err)
     char diag[200];
     int status = 0, r = 0;
 
-    if (b->wfd >= 0)
-        close(b->wfd); /* end of input: the agent kills everything and exits */
-    b->wfd = -1;
+    if (b->chan.wfd >= 0)
+        close(b->chan.wfd); /* end of input: the agent kills everything and exits */
+    b->chan.wfd = -1;
     if (b->proc) {
         if (h->proc_wait(b->proc, 2000, &status) != 1) {
             bwrap_box_kill(b);
@@ -320,7 +290,7 @@ int bwrap_box_close(void *box, struct sbx_box_stats *stats, struct sbx_err *err)
             h->proc_wait(b->proc, -1, &status);
         }
         await_agent(b);
-        jail_read_diag(b->efd, NULL, diag, sizeof(diag));
+        jail_read_diag(b->chan.efd, NULL, diag, sizeof(diag));
         if (diag[0])
             h->log(h, SBX_LOG_DEBUG, "bwrap exited with status %d: %s", status, diag);
         if (status != 0 && strstr(diag, "bwrap:"))
@@ -333,10 +303,7 @@ int bwrap_box_close(void *box, struct sbx_box_stats *stats, struct sbx_err *err)
     }
     h->proc_free(b->pasta);
     h->proc_free(b->proc);
-    if (b->rfd >= 0)
-        close(b->rfd);
-    if (b->efd >= 0)
-        close(b->efd);
+    jail_chan_close(&b->chan);
     if (b->agent_pidfd >= 0)
         close(b->agent_pidfd);
     free(b);

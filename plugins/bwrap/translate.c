@@ -46,20 +46,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *const etc_files[] = {
-        "/etc/ld.so.cache",
-        "/etc/ld.so.conf",
-        "/etc/ld.so.conf.d",
-        "/etc/localtime",
-        "/etc/alternatives",
-        "/etc/ssl",
-        "/etc/ca-certificates",
-        "/etc/protocols",
-        "/etc/services",
-        "/etc/mime.types",
-        "/etc/os-release",
-        "/etc/nsswitch.conf",
-};
+static const char *const etc_files[] = {JAIL_ETC_FILES};
 
 struct builder {
     struct bwrap_argv *out;

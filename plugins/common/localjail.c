@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/nsfs.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -192,4 +193,98 @@ void jail_read_diag(int fd, const char *drop, char *out, size_t len)
             break;
         o += (size_t)w;
     }
+}
+
+void jail_chan_take(const struct sbx_host *h, struct sbx_proc *p, struct jail_chan *c)
+{
+    c->wfd = h->proc_fd(p, 0);
+    c->rfd = h->proc_fd(p, 1);
+    c->efd = h->proc_fd(p, 2);
+    fcntl(c->wfd, F_SETFL, O_NONBLOCK);
+    fcntl(c->rfd, F_SETFL, O_NONBLOCK);
+    fcntl(c->efd, F_SETFL, O_NONBLOCK);
+}
+
+void jail_chan_close(struct jail_chan *c)
+{
+    int *fds[] = {&c->wfd, &c->rfd, &c->efd};
+
+    for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
+        if (*fds[i] >= 0)
+            close(*fds[i]);
+        *fds[i] = -1;
+    }
+}
+
+int jail_box_poll_fd(void *box)
+{
+    return ((struct jail_chan *)box)->rfd;
+}
+
+int jail_box_write_fd(void *box)
+{
+    return ((struct jail_chan *)box)->wfd;
+}
+
+int64_t jail_box_read(void *box, void *buf, size_t len)
+{
+    return read(((struct jail_chan *)box)->rfd, buf, len);
+}
+
+int64_t jail_box_write(void *box, const void *buf, size_t len)
+{
+    return write(((struct jail_chan *)box)->wfd, buf, len);
+}
+
+int jail_cgroup_new(const struct sbx_host *h, const struct sbx_box_spec *spec,
+        struct sbx_cgroup **ret_cg, struct sbx_err *err)
+{
+    int r = h->cgroup_new(h, spec->id, spec->policy, ret_cg, err);
+
+    if (r == SBX_E_UNAVAILABLE) { /* no cgroups here: rlimits instead */
+        *ret_cg = NULL;
+        memset(err->msg, 0, sizeof(err->msg));
+        r = 0;
+    }
+    return r;
+}
+
+int jail_trial_box(const struct sbx_backend_ops *ops, void *state, const struct sbx_host *h,
+        struct sbx_err *err)
+{
+    static const char *const env[] = {"PATH=/usr/bin:/bin", NULL};
+    struct sbx_policy pol = {.size = sizeof(pol),
+            .network = SBX_NET_OFF,
+            .wall_time_ms = 5000,
+            .memory_bytes = 64u << 20,
+            .cpu_millicores = 1000,
+            .pids_max = 16,
+            .output_bytes = 4096,
+            .file_size_bytes = 1u << 20,
+            .workspace_bytes = 1u << 20,
+            .open_files_max = 64,
+            .read_only_system = 1};
+    struct sbx_box_spec spec = {.size = sizeof(spec),
+            .policy = &pol,
+            .language = "probe",
+            .envp = env,
+            .cancel_fd = -1};
+    struct sbx_box_stats stats = {.size = sizeof(stats)};
+    char byte, id[96];
+    void *box = NULL;
+    int r;
+
+    snprintf(id, sizeof(id), "%s-probe", h->instance_id(h));
+    spec.id = id;
+    r = ops->box_open(state, &spec, &box, err);
+    if (r < 0)
+        return r;
+    struct pollfd pfd = {.fd = ops->box_poll_fd(box), .events = POLLIN};
+    r = poll(&pfd, 1, 10000) == 1 && ops->box_read(box, &byte, 1) == 1;
+    if (!r)
+        ops->box_kill(box);
+    /* Closing its input ends the agent normally, so the launcher reaps it. */
+    if (ops->box_close(box, &stats, err) < 0)
+        return err->rc; /* the jail's own words */
+    return r ? 0 : jail_fail(err, SBX_E_UNAVAILABLE, 0, "the sandbox agent did not start");
 }

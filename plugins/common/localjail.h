@@ -29,6 +29,13 @@ struct jail_top {
 #define JAIL_GROUP "root:x:0:\nsandbox:x:1000:\nnogroup:x:65534:\n"
 #define JAIL_HOSTS "127.0.0.1 localhost sandbox\n::1 localhost ip6-localhost\n"
 
+/* The /etc files runtimes need, bound read-only one by one when present
+ * (never /etc as a whole). */
+#define JAIL_ETC_FILES                                                                             \
+    "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime",                  \
+            "/etc/alternatives", "/etc/ssl", "/etc/ca-certificates", "/etc/protocols",             \
+            "/etc/services", "/etc/mime.types", "/etc/os-release", "/etc/nsswitch.conf"
+
 #define JAIL_MAX_TOPS 8
 
 struct jail_tops {
@@ -61,6 +68,34 @@ int jail_attach_pasta(const struct sbx_host *h, const char *pasta, int pid, cons
 /* Read what is left on a jail's stderr (non-blocking fd) into out as one
  * line: newlines become "; ", lines containing `drop` are left out. */
 void jail_read_diag(int fd, const char *drop, char *out, size_t len);
+
+/* The channel of a jail whose launcher hands its stdin and stdout to the
+ * agent unchanged, and whose stderr carries diagnostics. It is the first
+ * member of each such plugin's box, so the accessors below serve as the
+ * box_poll_fd, box_write_fd, box_read and box_write operations of any. */
+struct jail_chan {
+    int rfd, wfd, efd; /* the launcher's stdout, stdin and stderr pipes, or -1 */
+};
+
+/* Take the three pipes of a launcher spawned with SBX_FD_PIPE for each,
+ * non-blocking. */
+void jail_chan_take(const struct sbx_host *h, struct sbx_proc *p, struct jail_chan *c);
+/* Close what is still open (stdin first ends the agent: it exits). */
+void jail_chan_close(struct jail_chan *c);
+int jail_box_poll_fd(void *box);
+int jail_box_write_fd(void *box);
+int64_t jail_box_read(void *box, void *buf, size_t len);
+int64_t jail_box_write(void *box, const void *buf, size_t len);
+
+/* The run's cgroup, or *ret_cg NULL where this host has none (rlimits stand
+ * in, as the capability report says). */
+int jail_cgroup_new(const struct sbx_host *h, const struct sbx_box_spec *spec,
+        struct sbx_cgroup **ret_cg, struct sbx_err *err);
+
+/* A probe's proof: open a real box with a small policy through ops, wait
+ * for the agent's first byte, close it. The jail's own words on failure. */
+int jail_trial_box(const struct sbx_backend_ops *ops, void *state, const struct sbx_host *h,
+        struct sbx_err *err);
 
 /* Fill err (if not NULL) and return rc. */
 int jail_fail(struct sbx_err *err, int rc, int sys_errno, const char *fmt, ...) SBX_PRINTF(4, 5);

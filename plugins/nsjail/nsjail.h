@@ -21,13 +21,11 @@ struct nsjail_state {
     bool cgroup_memory, cgroup_pids; /* the core's cgroup enforces them here */
 };
 
+extern const struct sbx_backend_ops nsjail_ops;
+
 int nsjail_probe(void *state, struct sbx_caps *caps, struct sbx_err *err);
 int nsjail_box_open(
         void *state, const struct sbx_box_spec *spec, void **ret_box, struct sbx_err *err);
-int nsjail_box_poll_fd(void *box);
-int nsjail_box_write_fd(void *box);
-int64_t nsjail_box_read(void *box, void *buf, size_t len);
-int64_t nsjail_box_write(void *box, const void *buf, size_t len);
 int nsjail_box_kill(void *box);
 int nsjail_box_close(void *box, struct sbx_box_stats *stats, struct sbx_err *err);
 

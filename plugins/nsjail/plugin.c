@@ -30,14 +30,14 @@ static void nsjail_fini(void *state)
     free(state);
 }
 
-static const struct sbx_backend_ops ops = {
+const struct sbx_backend_ops nsjail_ops = {
         .size = sizeof(struct sbx_backend_ops),
         .probe = nsjail_probe,
         .box_open = nsjail_box_open,
-        .box_poll_fd = nsjail_box_poll_fd,
-        .box_read = nsjail_box_read,
-        .box_write = nsjail_box_write,
-        .box_write_fd = nsjail_box_write_fd,
+        .box_poll_fd = jail_box_poll_fd,
+        .box_read = jail_box_read,
+        .box_write = jail_box_write,
+        .box_write_fd = jail_box_write_fd,
         .box_kill = nsjail_box_kill,
         .box_close = nsjail_box_close,
 };
@@ -54,7 +54,7 @@ static const struct sbx_plugin descriptor = {
         .backend_names = names,
         .init = nsjail_init,
         .fini = nsjail_fini,
-        .backend = &ops,
+        .backend = &nsjail_ops,
 };
 
 SBX_PLUGIN_ENTRY

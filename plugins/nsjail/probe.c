@@ -8,7 +8,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,46 +73,6 @@ static void prepare_run_dir(const struct sbx_host *h)
                 "%s is not a private directory of uid %u: nsjail will use /tmp instead", dir, uid);
 }
 
-/* Open a real box with a small policy; the agent's first bytes prove it. */
-static int trial_box(struct nsjail_state *st, struct sbx_err *err)
-{
-    static const char *const env[] = {"PATH=/usr/bin:/bin", NULL};
-    struct sbx_policy pol = {.size = sizeof(pol),
-            .network = SBX_NET_OFF,
-            .wall_time_ms = 5000,
-            .memory_bytes = 64u << 20,
-            .cpu_millicores = 1000,
-            .pids_max = 16,
-            .output_bytes = 4096,
-            .file_size_bytes = 1u << 20,
-            .workspace_bytes = 1u << 20,
-            .open_files_max = 64,
-            .read_only_system = 1};
-    struct sbx_box_spec spec = {.size = sizeof(spec),
-            .policy = &pol,
-            .language = "probe",
-            .envp = env,
-            .cancel_fd = -1};
-    struct sbx_box_stats stats = {.size = sizeof(stats)};
-    char byte, id[96];
-    void *box = NULL;
-    int r;
-
-    snprintf(id, sizeof(id), "%s-probe", st->h->instance_id(st->h));
-    spec.id = id;
-    r = nsjail_box_open(st, &spec, &box, err);
-    if (r < 0)
-        return r;
-    struct pollfd pfd = {.fd = nsjail_box_poll_fd(box), .events = POLLIN};
-    r = poll(&pfd, 1, 10000) == 1 && nsjail_box_read(box, &byte, 1) == 1;
-    if (!r)
-        nsjail_box_kill(box);
-    /* Closing its input ends the agent normally, so nsjail reaps it. */
-    if (nsjail_box_close(box, &stats, err) < 0)
-        return err->rc; /* nsjail's own words */
-    return r ? 0 : nsjail_fail(err, SBX_E_UNAVAILABLE, 0, "the sandbox agent did not start");
-}
-
 static void cap(struct sbx_caps *c, enum sbx_control ctl, enum sbx_enforce lvl, const char *note)
 {
     c->level[ctl] = (uint8_t)lvl;
@@ -141,7 +100,7 @@ int nsjail_probe(void *state, struct sbx_caps *caps, struct sbx_err *err)
     h->cgroup_caps(h, caps);
     st->cgroup_memory = caps->level[SBX_CTL_MEMORY] == SBX_ENF_FULL;
     st->cgroup_pids = caps->level[SBX_CTL_PIDS] == SBX_ENF_FULL;
-    if (trial_box(st, err) < 0)
+    if (jail_trial_box(&nsjail_ops, st, h, err) < 0)
         return err->rc;
 
     cap(caps, SBX_CTL_WALL_TIME, SBX_ENF_FULL,

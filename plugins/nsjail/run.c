@@ -29,11 +29,11 @@
 #define LIBNL_NOISE   "no version information available" /* ld.so on some nsjail builds */
 
 struct nsjail_box {
+    struct jail_chan chan; /* first: the shared channel accessors use it */
     struct nsjail_state *st;
     struct sbx_proc *proc;
     struct sbx_cgroup *cg;
     struct sbx_proc *pasta;
-    int rfd, wfd, efd; /* nsjail's stdout, stdin and stderr pipes */
 };
 
 /* Fds given to nsjail, in child fd order from CHILD_FD_BASE. */
@@ -147,7 +147,7 @@ static int attach_network(
         struct nsjail_box *b, const struct sbx_box_spec *spec, struct sbx_err *err)
 {
     const struct sbx_host *h = b->st->h;
-    struct pollfd pfd = {.fd = b->rfd, .events = POLLIN};
+    struct pollfd pfd = {.fd = b->chan.rfd, .events = POLLIN};
     int agent;
 
     if (poll(&pfd, 1, 10000) != 1)
@@ -169,13 +169,8 @@ int nsjail_box_open(
     if (!b)
         return nsjail_fail(err, SBX_E_NOMEM, ENOMEM, "out of memory");
     b->st = st;
-    b->rfd = b->wfd = b->efd = -1;
-    r = h->cgroup_new(h, spec->id, spec->policy, &b->cg, err);
-    if (r == SBX_E_UNAVAILABLE) { /* no cgroups here: rlimits instead */
-        b->cg = NULL;
-        memset(err->msg, 0, sizeof(err->msg));
-        r = 0;
-    }
+    b->chan.rfd = b->chan.wfd = b->chan.efd = -1;
+    r = jail_cgroup_new(h, spec, &b->cg, err);
     if (r == 0)
         r = make_config(st, spec, fd, err);
     if (r == 0)
@@ -186,12 +181,7 @@ int nsjail_box_open(
         r = spawn_nsjail(b, spec, fd, err);
     fds_close(fd); /* nsjail has its copies */
     if (r == 0) {
-        b->wfd = h->proc_fd(b->proc, 0);
-        b->rfd = h->proc_fd(b->proc, 1);
-        b->efd = h->proc_fd(b->proc, 2);
-        fcntl(b->wfd, F_SETFL, O_NONBLOCK);
-        fcntl(b->rfd, F_SETFL, O_NONBLOCK);
-        fcntl(b->efd, F_SETFL, O_NONBLOCK);
+        jail_chan_take(h, b->proc, &b->chan);
         if (spec->policy->network == SBX_NET_ON)
             r = attach_network(b, spec, err);
     }
@@ -207,26 +197,6 @@ int nsjail_box_open(
     }
     *ret_box = b;
     return 0;
-}
-
-int nsjail_box_poll_fd(void *box)
-{
-    return ((struct nsjail_box *)box)->rfd;
-}
-
-int nsjail_box_write_fd(void *box)
-{
-    return ((struct nsjail_box *)box)->wfd;
-}
-
-int64_t nsjail_box_read(void *box, void *buf, size_t len)
-{
-    return read(((struct nsjail_box *)box)->rfd, buf, len);
-}
-
-int64_t nsjail_box_write(void *box, const void *buf, size_t len)
-{
-    return write(((struct nsjail_box *)box)->wfd, buf, len);
 }
 
 int nsjail_box_kill(void *box)
@@ -293,9 +263,9 @@ int nsjail_box_close(void *box, struct sbx_box_stats *stats, struct sbx_err *err
     char diag[240];
     int status = 0, r = 0;
 
-    if (b->wfd >= 0)
-        close(b->wfd); /* end of input: the agent kills everything and exits */
-    b->wfd = -1;
+    if (b->chan.wfd >= 0)
+        close(b->chan.wfd); /* end of input: the agent kills everything and exits */
+    b->chan.wfd = -1;
     if (b->proc) {
         if (h->proc_wait(b->proc, 2000, &status) != 1) {
             nsjail_box_kill(b);
@@ -307,7 +277,7 @@ int nsjail_box_close(void *box, struct sbx_box_stats *stats, struct sbx_err *err
                 h->proc_wait(b->proc, -1, &status);
             }
         }
-        jail_read_diag(b->efd, LIBNL_NOISE, diag, sizeof(diag));
+        jail_read_diag(b->chan.efd, LIBNL_NOISE, diag, sizeof(diag));
         if (diag[0])
             h->log(h, SBX_LOG_DEBUG, "nsjail exited with status %d: %s", status, diag);
         if (status != 0 && (strstr(diag, "[E][") || strstr(diag, "[F][")))
@@ -320,10 +290,7 @@ int nsjail_box_close(void *box, struct sbx_box_stats *stats, struct sbx_err *err
     }
     h->proc_free(b->pasta);
     h->proc_free(b->proc);
-    if (b->rfd >= 0)
-        close(b->rfd);
-    if (b->efd >= 0)
-        close(b->efd);
+    jail_chan_close(&b->chan);
     free(b);
     return r;
 }

@@ -62,20 +62,7 @@
 #define MIB              (1024ull * 1024ull)
 #define TIME_LIMIT_SLACK 60 /* seconds past the wall time: a backstop, never the limit */
 
-static const char *const etc_files[] = {
-        "/etc/ld.so.cache",
-        "/etc/ld.so.conf",
-        "/etc/ld.so.conf.d",
-        "/etc/localtime",
-        "/etc/alternatives",
-        "/etc/ssl",
-        "/etc/ca-certificates",
-        "/etc/protocols",
-        "/etc/services",
-        "/etc/mime.types",
-        "/etc/os-release",
-        "/etc/nsswitch.conf",
-};
+static const char *const etc_files[] = {JAIL_ETC_FILES};
 
 static const char *const dev_nodes[] = {
         "/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"};

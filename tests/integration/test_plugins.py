@@ -245,3 +245,36 @@ def test_allowed_languages_bad_name_stops_start_up(value, phrase):
     res = json.loads(r.out)
     assert res["status"] in ("error", "refused") and phrase in res["message"], res
     assert res["stdout"] == "" and r.rc != 0, (res, r.rc)
+
+
+NSJAIL_TOO_OLD = """#!/bin/sh
+# an nsjail from before 3.4: no --execute_fd, no --symlink
+echo ' Usage: nsjail [options] -- path_to_command [args]'
+echo '  --config|-C VALUE'
+echo '  --seccomp_policy|-P VALUE'
+echo '  --rlimit_msgqueue VALUE'
+exit 0
+"""
+
+
+def test_nsjail_missing_or_too_old_is_refused_clearly(tmp_path):
+    """The nsjail probe names what is missing: no binary at the configured
+    path, or one without the options the translation needs (nsjail has no
+    version option, so the probe reads --help)."""
+    missing = str(tmp_path / "no-nsjail")
+    r = sbx("--backend", "nsjail", "--code", "print(1)",
+            extra_env={"LLM_SANDBOX_NSJAIL_PATH": missing})
+    assert r.json["status"] == "refused", r.json
+    assert "nsjail not found at %s" % missing in r.json["message"], r.json
+    old = tmp_path / "nsjail"
+    old.write_text(NSJAIL_TOO_OLD)
+    old.chmod(0o755)
+    r = sbx("--backend", "nsjail", "--code", "print(1)",
+            extra_env={"LLM_SANDBOX_NSJAIL_PATH": str(old)})
+    assert r.json["status"] == "refused", r.json
+    assert "lacks --execute_fd" in r.json["message"], r.json
+    assert "nsjail 3.4 or newer" in r.json["message"], r.json
+    # and bwrap is unaffected
+    r = sbx("--backend", "bwrap", "--code", "print(1)",
+            extra_env={"LLM_SANDBOX_NSJAIL_PATH": str(old)})
+    assert r.json["status"] == "ok", r.json
