@@ -10,6 +10,12 @@
  * session. GET /mcp (a server-initiated stream) is 405: this server never
  * sends requests of its own.
  *
+ * Revision 2026-07-28 has no sessions: a POST whose body names its
+ * version in params._meta gets a connection of its own, freed with the
+ * exchange, after the checks in modern_refusal(). Its client cancels by
+ * closing the connection, not with notifications/cancelled, so such an
+ * exchange watches its socket while the call runs (ex_wait).
+ *
  * Safety: the Host and Origin headers must name a loopback host while the
  * server listens on loopback (DNS rebinding), a bearer token from the
  * environment is required for any other address, bodies are capped at the
@@ -31,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/eventfd.h>
 #include <sys/random.h>
 #include <sys/signalfd.h>
 #include <time.h>
@@ -57,6 +64,7 @@ struct http {
     const char *token; /* required bearer token, or NULL */
     pthread_mutex_t lock;
     struct session sessions[MAX_SESSIONS];
+    struct exchange *modern; /* 2026-07-28 exchanges in progress, for shutdown */
 };
 
 /* One POST: its body, then the messages the server sends for it. */
@@ -72,6 +80,11 @@ struct exchange {
     bool done;
     struct session *session;
     struct http *h;
+    /* 2026-07-28 only (else NULL and -1): its own connection, listed in
+     * h->modern; an eventfd poked with cond; the client's socket */
+    struct mcp_conn *conn;
+    struct exchange *prev, *next;
+    int wake_fd, sock_fd;
 };
 
 static void ex_unref(struct exchange *x)
@@ -82,9 +95,56 @@ static void ex_unref(struct exchange *x)
         free(x->msgs[i]);
     free(x->msgs);
     free(x->body);
+    if (x->wake_fd >= 0)
+        close(x->wake_fd);
     pthread_mutex_destroy(&x->lock);
     pthread_cond_destroy(&x->cond);
     free(x);
+}
+
+/* (x->lock held) */
+static void ex_wake(struct exchange *x)
+{
+    uint64_t one = 1;
+
+    pthread_cond_broadcast(&x->cond);
+    if (x->wake_fd >= 0 && write(x->wake_fd, &one, sizeof(one)) < 0) {
+        /* the counter is full: the waiter is awake anyway */
+    }
+}
+
+/* Wait (x->lock held) for a message or the end of the request. An
+ * exchange with a socket to watch returns false when the client hangs up,
+ * after cancelling its call (the sandbox is killed). */
+static bool ex_wait(struct exchange *x)
+{
+    while (x->first == x->n_msgs && !x->done) {
+        struct pollfd p[2] = {
+                {.fd = x->wake_fd, .events = POLLIN}, {.fd = x->sock_fd, .events = POLLRDHUP}};
+        uint64_t n;
+        int r;
+
+        if (x->sock_fd < 0) {
+            pthread_cond_wait(&x->cond, &x->lock);
+            continue;
+        }
+        pthread_mutex_unlock(&x->lock);
+        r = poll(p, 2, -1);
+        if (r > 0 && (p[1].revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+            mcp_conn_cancel(x->conn);
+            pthread_mutex_lock(&x->lock);
+            return false;
+        }
+        /* bytes we will not read, or no poll: fall back to the condition
+         * (sinks signal both), rather than spin */
+        if ((r < 0 && errno != EINTR) || (p[1].revents & (POLLIN | POLLNVAL)))
+            x->sock_fd = -1;
+        if (read(x->wake_fd, &n, sizeof(n)) < 0) {
+            /* EAGAIN: woken by the socket, or already drained */
+        }
+        pthread_mutex_lock(&x->lock);
+    }
+    return true;
 }
 
 static void sink_send(void *ud, const char *text, size_t len)
@@ -100,7 +160,7 @@ static void sink_send(void *ud, const char *text, size_t len)
         if (x->msgs[x->n_msgs])
             x->n_msgs++;
     }
-    pthread_cond_broadcast(&x->cond);
+    ex_wake(x);
     pthread_mutex_unlock(&x->lock);
 }
 
@@ -110,7 +170,7 @@ static void sink_done(void *ud)
 
     pthread_mutex_lock(&x->lock);
     x->done = true;
-    pthread_cond_broadcast(&x->cond);
+    ex_wake(x);
     pthread_mutex_unlock(&x->lock);
     ex_unref(x);
 }
@@ -266,8 +326,10 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
         char *msg;
 
         pthread_mutex_lock(&x->lock);
-        while (x->first == x->n_msgs && !x->done)
-            pthread_cond_wait(&x->cond, &x->lock);
+        if (!ex_wait(x)) {
+            pthread_mutex_unlock(&x->lock);
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+        }
         if (x->first == x->n_msgs) {
             pthread_mutex_unlock(&x->lock);
             return MHD_CONTENT_READER_END_OF_STREAM;
@@ -319,8 +381,10 @@ static enum MHD_Result answer(
 
     pthread_mutex_lock(&x->lock);
     for (;;) {
-        while (x->first == x->n_msgs && !x->done)
-            pthread_cond_wait(&x->cond, &x->lock);
+        if (!ex_wait(x)) { /* the client is gone, and its call cancelled */
+            pthread_mutex_unlock(&x->lock);
+            return MHD_NO;
+        }
         if (x->first == x->n_msgs || sse_ok || is_response(x->msgs[x->first]))
             break;
         free(x->msgs[x->first++]); /* a notification the client cannot take */
@@ -400,22 +464,184 @@ static enum MHD_Result on_delete(struct http *h, struct MHD_Connection *c)
     return respond(c, MHD_HTTP_OK, NULL, "", NULL);
 }
 
+/* ---- revision 2026-07-28 ------------------------------------------------ */
+
+/* A header value less HTTP's optional white space around it: *ret_len
+ * bytes from the pointer returned. */
+static const char *ows_trim(const char *field, size_t *ret_len)
+{
+    size_t len;
+
+    while (*field == ' ' || *field == '\t')
+        field++;
+    len = strlen(field);
+    while (len > 0 && (field[len - 1] == ' ' || field[len - 1] == '\t'))
+        len--;
+    *ret_len = len;
+    return field;
+}
+
+static bool field_is(const char *field, const char *want)
+{
+    size_t len;
+
+    field = ows_trim(field, &len);
+    return len == strlen(want) && memcmp(field, want, len) == 0;
+}
+
+static int b64_digit(char ch)
+{
+    static const char digits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    const char *p = ch ? strchr(digits, ch) : NULL;
+
+    return p ? (int)(p - digits) : -1;
+}
+
+/* Whether the base64 text in[0..n) decodes to want[0..want_len). */
+static bool b64_is(const char *in, size_t n, const char *want, size_t want_len)
+{
+    unsigned acc = 0, bits = 0;
+    size_t o = 0;
+
+    for (int pad = 0; pad < 2 && n > 0 && in[n - 1] == '='; pad++)
+        n--;
+    for (size_t i = 0; i < n; i++) {
+        int d = b64_digit(in[i]);
+
+        if (d < 0)
+            return false;
+        acc = (acc << 6 | (unsigned)d) & 0xFFFFu;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            if (o >= want_len || (unsigned char)want[o] != ((acc >> bits) & 0xFFu))
+                return false;
+            o++;
+        }
+    }
+    return o == want_len;
+}
+
+/* The Mcp-Name header says want: as it is, or as "=?base64?...?=" when
+ * the value is not plain printable ASCII. */
+static bool name_is(const char *field, const char *want)
+{
+    size_t len;
+
+    field = ows_trim(field, &len);
+    if (len >= 11 && strncmp(field, "=?base64?", 9) == 0 && strncmp(field + len - 2, "?=", 2) == 0)
+        return b64_is(field + 9, len - 11, want, strlen(want));
+    return len == strlen(want) && memcmp(field, want, len) == 0;
+}
+
+/* Why a 2026-07-28 request is refused with HTTP 400, or NULL: its envelope
+ * must be one served here (mcp_envelope_error), and the
+ * MCP-Protocol-Version, Mcp-Method and (for tools/call, prompts/get and
+ * resources/read) Mcp-Name headers must repeat what the body says, since
+ * proxies route by them. (transfer full) */
+static struct json_object *modern_refusal(struct MHD_Connection *c, const struct jr_msg *m)
+{
+    const char *version = header(c, "MCP-Protocol-Version"), *method = header(c, "Mcp-Method"),
+               *name = header(c, "Mcp-Name"), *claim = mcp_envelope_version(m->params);
+    const char *field = NULL, *why = NULL;
+    struct json_object *v;
+
+    if (m->kind != JR_REQUEST)
+        return NULL;
+    if (!claim)
+        return jr_error(m->id, JR_INVALID_PARAMS,
+                "MCP-Protocol-Version names " MCP_MODERN_VERSION
+                ", which needs params._meta " MCP_META_VERSION,
+                NULL);
+    if (version && *claim && !field_is(version, claim))
+        why = "the MCP-Protocol-Version header and params._meta name different versions";
+    else if ((v = mcp_envelope_error(m->id, m->params)))
+        return v;
+    else if (!version)
+        why = "a " MCP_MODERN_VERSION " request needs the MCP-Protocol-Version header";
+    else if (!method || !field_is(method, m->method))
+        why = "the Mcp-Method header must repeat the request's method";
+    if (strcmp(m->method, "tools/call") == 0 || strcmp(m->method, "prompts/get") == 0)
+        field = "name";
+    else if (strcmp(m->method, "resources/read") == 0)
+        field = "uri";
+    if (!why && field && json_object_object_get_ex(m->params, field, &v) &&
+            json_object_is_type(v, json_type_string) &&
+            (!name || !name_is(name, json_object_get_string(v))))
+        why = "the Mcp-Name header must repeat params.name (params.uri for resources/read)";
+    return why ? jr_error(m->id, MCP_HEADER_MISMATCH, why, NULL) : NULL;
+}
+
+/* Give x a connection of its own, listed for shutdown; watch the client's
+ * socket when x is a request. */
+static bool modern_start(struct http *h, struct MHD_Connection *c, struct exchange *x, bool request)
+{
+    const union MHD_ConnectionInfo *ci;
+
+    x->conn = mcp_conn_new(h->s);
+    if (!x->conn)
+        return false;
+    if (request) {
+        ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        x->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        x->sock_fd = ci && x->wake_fd >= 0 ? ci->connect_fd : -1;
+    }
+    pthread_mutex_lock(&h->lock);
+    x->next = h->modern;
+    if (h->modern)
+        h->modern->prev = x;
+    h->modern = x;
+    pthread_mutex_unlock(&h->lock);
+    return true;
+}
+
+static void modern_end(struct http *h, struct exchange *x)
+{
+    pthread_mutex_lock(&h->lock);
+    if (x->prev)
+        x->prev->next = x->next;
+    else
+        h->modern = x->next;
+    if (x->next)
+        x->next->prev = x->prev;
+    pthread_mutex_unlock(&h->lock);
+    x->conn = mcp_conn_free(x->conn); /* cancels what still runs, and waits */
+}
+
+/* ---- POST ------------------------------------------------------------------ */
+
 static enum MHD_Result on_post(struct http *h, struct MHD_Connection *c, struct exchange *x)
 {
     const char *version = header(c, "MCP-Protocol-Version"), *accept = header(c, "Accept");
     struct mcp_sink sink = {sink_send, sink_done, x};
+    struct json_object *refused = NULL;
+    struct mcp_conn *conn;
     struct jr_msg m;
-    bool init, request;
+    bool init, request, modern;
 
     if (x->too_big)
         return http_error(c, MHD_HTTP_CONTENT_TOO_LARGE, "message too large");
-    if (version && !mcp_protocol_supported(version))
-        return http_error(c, MHD_HTTP_BAD_REQUEST, "unsupported MCP-Protocol-Version");
     jr_parse(x->body ? x->body : "", x->len, &m);
     init = m.kind == JR_REQUEST && strcmp(m.method, "initialize") == 0;
     request = m.kind == JR_REQUEST;
+    modern = !init &&
+             (mcp_envelope_version(m.params) || (version && field_is(version, MCP_MODERN_VERSION)));
+    if (modern)
+        refused = modern_refusal(c, &m);
     jr_msg_done(&m);
-    if (init) {
+    if (refused) {
+        enum MHD_Result r =
+                respond(c, MHD_HTTP_BAD_REQUEST, "application/json", jr_text(refused, NULL), NULL);
+
+        json_object_put(refused);
+        return r;
+    }
+    if (!modern && version && !mcp_protocol_supported(version))
+        return http_error(c, MHD_HTTP_BAD_REQUEST, "unsupported MCP-Protocol-Version");
+    if (modern) {
+        if (!modern_start(h, c, x, request))
+            return http_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory");
+    } else if (init) {
         x->session = session_new(h);
         if (!x->session)
             return http_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "too many sessions");
@@ -428,8 +654,9 @@ static enum MHD_Result on_post(struct http *h, struct MHD_Connection *c, struct 
         if (!x->session)
             return http_error(c, MHD_HTTP_NOT_FOUND, "unknown session");
     }
+    conn = modern ? x->conn : x->session->conn;
     atomic_fetch_add(&x->refs, 1); /* the sink's, dropped by sink_done */
-    mcp_handle(x->session->conn, x->body ? x->body : "", x->len, &sink);
+    mcp_handle(conn, x->body ? x->body : "", x->len, &sink);
     if (!request) {
         /* an invalid message gets its JSON-RPC error with a 400 */
         pthread_mutex_lock(&x->lock);
@@ -467,6 +694,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         if (!x)
             return MHD_NO;
         atomic_init(&x->refs, 1);
+        x->wake_fd = x->sock_fd = -1;
         pthread_mutex_init(&x->lock, NULL);
         pthread_cond_init(&x->cond, NULL);
         x->h = h;
@@ -503,6 +731,8 @@ static void completed(
         return;
     if (x->session)
         session_put(cls, x->session);
+    if (x->conn)
+        modern_end(cls, x);
     *con_cls = NULL;
     ex_unref(x);
 }
@@ -622,6 +852,8 @@ int mcp_serve_http(struct sbx_runtime *rt, const struct mcp_options *opt, const 
     for (size_t i = 0; i < MAX_SESSIONS; i++)
         if (h.sessions[i].conn)
             mcp_conn_cancel(h.sessions[i].conn);
+    for (struct exchange *x = h.modern; x; x = x->next)
+        mcp_conn_cancel(x->conn);
     pthread_mutex_unlock(&h.lock);
     MHD_stop_daemon(d);
     for (size_t i = 0; i < MAX_SESSIONS; i++)

@@ -54,7 +54,36 @@ void mcp_conn_cancel(struct mcp_conn *c);
 struct mcp_conn *mcp_conn_free(struct mcp_conn *c);
 /* The negotiated protocol version, or NULL before initialize. */
 const char *mcp_conn_protocol(const struct mcp_conn *c);
+/* One of the versions initialize negotiates (2025-11-25 and older). */
 bool mcp_protocol_supported(const char *version);
+
+/* ---- revision 2026-07-28 ------------------------------------------------
+ * A request of this revision needs no initialize: it names its version,
+ * and the client's capabilities, in its own params._meta (the envelope):
+ * "io.modelcontextprotocol/protocolVersion" and
+ * "io.modelcontextprotocol/clientCapabilities", optionally ".../clientInfo"
+ * and ".../logLevel". mcp_handle() serves such a request on any
+ * connection, initialized or not; a request without the version key is
+ * served as before. Over HTTP it needs no session either. */
+
+#define MCP_MODERN_VERSION "2026-07-28"
+#define MCP_META_VERSION   "io.modelcontextprotocol/protocolVersion"
+
+enum mcp_code {
+    MCP_HEADER_MISMATCH = -32020,     /* HTTP headers and body disagree */
+    MCP_UNSUPPORTED_VERSION = -32022, /* the envelope names a version not served */
+};
+
+/* The version the envelope names, or NULL when params carry no envelope
+ * (then the request is one of the initialize revisions). When the key is
+ * there but not a string, "" (mcp_envelope_error says why). (transfer
+ * none: borrowed from params) */
+const char *mcp_envelope_version(struct json_object *params);
+/* NULL when params carry an envelope this server serves; otherwise the
+ * error response for request id: MCP_UNSUPPORTED_VERSION (with data
+ * {supported, requested}) or JR_INVALID_PARAMS naming the bad key.
+ * (transfer full) */
+struct json_object *mcp_envelope_error(struct json_object *id, struct json_object *params);
 
 void mcp_handle(struct mcp_conn *c, const char *buf, size_t len, const struct mcp_sink *sink);
 

@@ -7,6 +7,17 @@
  * run) and progress. Answers every malformed message with the right
  * JSON-RPC error and keeps serving. Transport-free: see mcp.h.
  *
+ * Two eras share the method table. Revisions 2025-03-26 to 2025-11-25
+ * start with initialize. Revision 2026-07-28 has no handshake: each
+ * request carries its version in params._meta (the envelope, checked by
+ * mcp_envelope_error), the server answers server/discover, every result
+ * says resultType "complete" and names the server in _meta, cacheable
+ * results (lists, resources/read, server/discover) say ttlMs and
+ * cacheScope, a missing resource is -32602, logs go only to a request
+ * whose envelope asks for a logLevel, and ping, logging/setLevel and
+ * resources/(un)subscribe are gone. subscriptions/listen is not served:
+ * nothing here ever changes, so there is nothing to listen for.
+ *
  * Threads: the transport's thread calls mcp_handle(); quick methods answer
  * inline; tool calls flagged MCP_TOOL_WORKER run on the pool. A
  * connection's in-flight calls are listed under its mutex so a cancel can
@@ -27,6 +38,10 @@
 #define MAX_QUEUED 256 /* tool calls waiting for a worker */
 
 static const char *const protocol_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26"};
+static const char instructions[] =
+        "Runs code in an isolated sandbox and returns what it printed. Call "
+        "get_supported_languages first; execute_code runs one program in a fresh sandbox with "
+        "no network by default.";
 static const char *const log_levels[] = {
         "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"};
 
@@ -59,12 +74,28 @@ struct mcp_conn {
     struct mcp_call *calls; /* in flight, for cancellation */
 };
 
+#define LOG_NONE 8 /* above every level: no notifications/message */
+
+/* Where a request's answer goes, and in which era's shape. */
+enum {
+    R_MODERN = 1u << 0,    /* 2026-07-28: resultType, serverInfo in _meta */
+    R_CACHEABLE = 1u << 1, /* and ttlMs, cacheScope */
+};
+
+struct req {
+    struct json_object *id; /* borrowed */
+    const struct mcp_sink *sink;
+    unsigned flags;
+};
+
 struct mcp_call {
     struct mcp_conn *conn;
     struct json_object *root; /* owns the request: id, params */
     struct json_object *id, *args, *token;
     const struct mcp_tool *tool;
     struct mcp_sink sink;
+    unsigned flags;
+    int log_level; /* the envelope's (LOG_NONE without one); -1: the connection's */
     struct sbx_cancel *cancel;
     atomic_bool cancelled;
     struct mcp_call *next_queued, *next_in_conn;
@@ -95,15 +126,59 @@ static void send_obj(const struct mcp_sink *sink, struct json_object *o)
     json_object_put(o);
 }
 
-static void reply(const struct mcp_sink *sink, struct json_object *id, struct json_object *result)
+static struct json_object *server_info(void)
 {
-    send_obj(sink, jr_result(id, result));
+    struct json_object *info = json_object_new_object();
+
+    json_object_object_add(info, "name", json_object_new_string("llm-sandbox"));
+    json_object_object_add(info, "title", json_object_new_string("LLM Sandbox"));
+    json_object_object_add(info, "version", json_object_new_string(sbx_version()));
+    return info;
 }
 
-static void reply_error(
-        const struct mcp_sink *sink, struct json_object *id, int code, const char *msg)
+static void add_absent(struct json_object *o, const char *key, struct json_object *v)
 {
-    send_obj(sink, jr_error(id, code, msg, NULL));
+    if (json_object_object_get_ex(o, key, NULL))
+        json_object_put(v);
+    else
+        json_object_object_add(o, key, v);
+}
+
+/* A 2026-07-28 result: resultType, the cache fields when the method's
+ * result is cacheable (always stale and private: what tools, languages
+ * and backends there are can change with the host), and the server's
+ * identity in _meta. (result: transfer full) */
+static struct json_object *modern_result(struct json_object *result, bool cacheable)
+{
+    struct json_object *meta;
+
+    if (!result)
+        result = json_object_new_object();
+    add_absent(result, "resultType", json_object_new_string("complete"));
+    if (cacheable) {
+        add_absent(result, "ttlMs", json_object_new_int(0));
+        add_absent(result, "cacheScope", json_object_new_string("private"));
+    }
+    if (!json_object_object_get_ex(result, "_meta", &meta)) {
+        meta = json_object_new_object();
+        json_object_object_add(result, "_meta", meta);
+    }
+    if (json_object_is_type(meta, json_type_object))
+        add_absent(meta, "io.modelcontextprotocol/serverInfo", server_info());
+    return result;
+}
+
+/* (result: transfer full) */
+static void answer(const struct req *r, struct json_object *result)
+{
+    if (r->flags & R_MODERN)
+        result = modern_result(result, r->flags & R_CACHEABLE);
+    send_obj(r->sink, jr_result(r->id, result));
+}
+
+static void answer_error(const struct req *r, int code, const char *msg)
+{
+    send_obj(r->sink, jr_error(r->id, code, msg, NULL));
 }
 
 struct json_object *mcp_text_result(const char *text, bool is_error)
@@ -186,7 +261,7 @@ void mcp_call_log(struct mcp_call *call, const char *level, struct json_object *
     struct json_object *p;
     int lv = level_index(level);
 
-    if (lv < 0 || lv < call->conn->log_level) {
+    if (lv < 0 || lv < (call->log_level >= 0 ? call->log_level : call->conn->log_level)) {
         json_object_put(data);
         return;
     }
@@ -215,10 +290,12 @@ static void call_run(struct mcp_call *call)
     if (!mcp_call_cancelled(call))
         r = call->tool->fn(call, call->args, &result);
     if (!mcp_call_cancelled(call)) {
+        struct req to = {call->id, &call->sink, call->flags};
+
         if (r < 0 || !result)
-            reply_error(&call->sink, call->id, JR_INTERNAL_ERROR, "the tool failed internally");
+            answer_error(&to, JR_INTERNAL_ERROR, "the tool failed internally");
         else
-            reply(&call->sink, call->id, json_object_get(result));
+            answer(&to, json_object_get(result));
     }
     json_object_put(result);
     pthread_mutex_lock(&c->lock);
@@ -293,7 +370,93 @@ bool mcp_protocol_supported(const char *version)
     return false;
 }
 
-static struct json_object *server_capabilities(const struct mcp_server *s)
+static struct json_object *envelope_meta(struct json_object *params)
+{
+    struct json_object *meta;
+
+    if (params && json_object_object_get_ex(params, "_meta", &meta) &&
+            json_object_is_type(meta, json_type_object))
+        return meta;
+    return NULL;
+}
+
+const char *mcp_envelope_version(struct json_object *params)
+{
+    struct json_object *meta = envelope_meta(params), *v;
+
+    if (!meta || !json_object_object_get_ex(meta, MCP_META_VERSION, &v))
+        return NULL;
+    return json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
+}
+
+/* An Implementation: an object with a string name and version. */
+static bool implementation_ok(struct json_object *o)
+{
+    struct json_object *v;
+
+    return json_object_is_type(o, json_type_object) && json_object_object_get_ex(o, "name", &v) &&
+           json_object_is_type(v, json_type_string) &&
+           json_object_object_get_ex(o, "version", &v) && json_object_is_type(v, json_type_string);
+}
+
+/* The version is judged first: an envelope of a revision this server does
+ * not know may have other required keys, and the client needs -32022 (with
+ * the versions to retry with) rather than a complaint about them. Its
+ * "supported" lists what may be named in _meta; the 2025 revisions are
+ * reached through initialize (server/discover lists both). */
+struct json_object *mcp_envelope_error(struct json_object *id, struct json_object *params)
+{
+    struct json_object *meta = envelope_meta(params), *v, *data, *supported;
+    const char *version = mcp_envelope_version(params);
+    char msg[160];
+
+    if (!version)
+        return jr_error(id, JR_INVALID_PARAMS, "_meta needs " MCP_META_VERSION, NULL);
+    if (!*version)
+        return jr_error(id, JR_INVALID_PARAMS, "_meta " MCP_META_VERSION " must be a string", NULL);
+    if (strcmp(version, MCP_MODERN_VERSION) != 0) {
+        data = json_object_new_object();
+        supported = json_object_new_array();
+        json_object_array_add(supported, json_object_new_string(MCP_MODERN_VERSION));
+        json_object_object_add(data, "supported", supported);
+        json_object_object_add(data, "requested", json_object_new_string(version));
+        snprintf(msg, sizeof(msg),
+                "unsupported protocol version '%.40s' in _meta; this server "
+                "serves " MCP_MODERN_VERSION " there (older revisions through initialize)",
+                version);
+        return jr_error(id, MCP_UNSUPPORTED_VERSION, msg, data);
+    }
+    if (!json_object_object_get_ex(meta, "io.modelcontextprotocol/clientCapabilities", &v) ||
+            !json_object_is_type(v, json_type_object))
+        return jr_error(id, JR_INVALID_PARAMS,
+                "_meta needs io.modelcontextprotocol/clientCapabilities, an object", NULL);
+    if (json_object_object_get_ex(meta, "io.modelcontextprotocol/clientInfo", &v) &&
+            !implementation_ok(v))
+        return jr_error(id, JR_INVALID_PARAMS,
+                "_meta io.modelcontextprotocol/clientInfo must be an object with a string name "
+                "and version",
+                NULL);
+    if (json_object_object_get_ex(meta, "io.modelcontextprotocol/logLevel", &v) &&
+            level_index(json_object_get_string(v)) < 0)
+        return jr_error(id, JR_INVALID_PARAMS,
+                "_meta io.modelcontextprotocol/logLevel must be a logging level (debug ... "
+                "emergency)",
+                NULL);
+    return NULL;
+}
+
+/* The level an enveloped request asked for, or LOG_NONE. */
+static int envelope_log_level(struct json_object *params)
+{
+    struct json_object *v;
+    int lv = -1;
+
+    if (json_object_object_get_ex(envelope_meta(params), "io.modelcontextprotocol/logLevel", &v))
+        lv = level_index(json_object_get_string(v));
+    return lv < 0 ? LOG_NONE : lv;
+}
+
+static struct json_object *server_capabilities(const struct mcp_server *s, bool modern)
 {
     struct json_object *caps = json_object_new_object(), *t = json_object_new_object(),
                        *r = json_object_new_object();
@@ -301,7 +464,8 @@ static struct json_object *server_capabilities(const struct mcp_server *s)
     json_object_object_add(t, "listChanged", json_object_new_boolean(false));
     json_object_object_add(caps, "tools", t);
     json_object_object_add(r, "listChanged", json_object_new_boolean(false));
-    json_object_object_add(r, "subscribe", json_object_new_boolean(s->subscriptions));
+    /* 2026-07-28 subscribes through subscriptions/listen, not served here */
+    json_object_object_add(r, "subscribe", json_object_new_boolean(s->subscriptions && !modern));
     json_object_object_add(caps, "resources", r);
     json_object_object_add(caps, "logging", json_object_new_object());
     if (s->n_prompts) {
@@ -315,15 +479,14 @@ static struct json_object *server_capabilities(const struct mcp_server *s)
     return caps;
 }
 
-static void m_initialize(struct mcp_conn *c, struct json_object *id, struct json_object *params,
-        const struct mcp_sink *sink)
+static void m_initialize(struct mcp_conn *c, const struct req *r, struct json_object *params)
 {
-    struct json_object *v, *res, *info;
+    struct json_object *v, *res;
     const char *asked;
 
     if (!params || !json_object_object_get_ex(params, "protocolVersion", &v) ||
             !json_object_is_type(v, json_type_string)) {
-        reply_error(sink, id, JR_INVALID_PARAMS, "initialize needs a protocolVersion");
+        answer_error(r, JR_INVALID_PARAMS, "initialize needs a protocolVersion");
         return;
     }
     asked = json_object_get_string(v);
@@ -333,21 +496,29 @@ static void m_initialize(struct mcp_conn *c, struct json_object *id, struct json
             mcp_protocol_supported(asked) ? asked : protocol_versions[0]);
     pthread_mutex_unlock(&c->lock);
     res = json_object_new_object();
-    info = json_object_new_object();
     json_object_object_add(res, "protocolVersion", json_object_new_string(c->protocol));
-    json_object_object_add(res, "capabilities", server_capabilities(c->s));
-    json_object_object_add(info, "name", json_object_new_string("llm-sandbox"));
-    json_object_object_add(info, "title", json_object_new_string("LLM Sandbox"));
-    json_object_object_add(info, "version", json_object_new_string(sbx_version()));
-    json_object_object_add(res, "serverInfo", info);
-    json_object_object_add(res, "instructions",
-            json_object_new_string("Runs code in an isolated sandbox and returns what it printed. "
-                                   "Call get_supported_languages first; execute_code runs one "
-                                   "program in a fresh sandbox with no network by default."));
-    reply(sink, id, res);
+    json_object_object_add(res, "capabilities", server_capabilities(c->s, false));
+    json_object_object_add(res, "serverInfo", server_info());
+    json_object_object_add(res, "instructions", json_object_new_string(instructions));
+    answer(r, res);
 }
 
-static void m_tools_list(struct mcp_conn *c, struct json_object *id, const struct mcp_sink *sink)
+/* Every revision this server speaks, newest first: 2026-07-28 per
+ * request, the others through initialize. */
+static void m_discover(struct mcp_conn *c, const struct req *r)
+{
+    struct json_object *res = json_object_new_object(), *v = json_object_new_array();
+
+    json_object_array_add(v, json_object_new_string(MCP_MODERN_VERSION));
+    for (size_t i = 0; i < sizeof(protocol_versions) / sizeof(*protocol_versions); i++)
+        json_object_array_add(v, json_object_new_string(protocol_versions[i]));
+    json_object_object_add(res, "supportedVersions", v);
+    json_object_object_add(res, "capabilities", server_capabilities(c->s, true));
+    json_object_object_add(res, "instructions", json_object_new_string(instructions));
+    answer(r, res);
+}
+
+static void m_tools_list(struct mcp_conn *c, const struct req *r)
 {
     struct mcp_server *s = c->s;
     struct json_object *res = json_object_new_object(), *a = json_object_new_array();
@@ -361,7 +532,7 @@ static void m_tools_list(struct mcp_conn *c, struct json_object *id, const struc
             json_object_array_add(a, t);
     }
     json_object_object_add(res, "tools", a);
-    reply(sink, id, res);
+    answer(r, res);
 }
 
 static const struct mcp_tool *find_tool(const struct mcp_server *s, const char *name)
@@ -393,8 +564,8 @@ static bool enqueue(struct mcp_server *s, struct mcp_call *call)
 }
 
 /* Takes ownership of *root (set to NULL) when the call is kept. */
-static void m_tools_call(struct mcp_conn *c, struct json_object **root, struct json_object *id,
-        struct json_object *params, const struct mcp_sink *sink)
+static void m_tools_call(struct mcp_conn *c, struct json_object **root, const struct req *r,
+        struct json_object *params)
 {
     struct json_object *name = NULL, *args = NULL, *meta, *token = NULL;
     const struct mcp_tool *tool;
@@ -402,17 +573,17 @@ static void m_tools_call(struct mcp_conn *c, struct json_object **root, struct j
 
     if (!params || !json_object_object_get_ex(params, "name", &name) ||
             !json_object_is_type(name, json_type_string)) {
-        reply_error(sink, id, JR_INVALID_PARAMS, "tools/call needs a tool name");
+        answer_error(r, JR_INVALID_PARAMS, "tools/call needs a tool name");
         return;
     }
     tool = find_tool(c->s, json_object_get_string(name));
     if (!tool) {
-        reply_error(sink, id, JR_INVALID_PARAMS, "unknown tool");
+        answer_error(r, JR_INVALID_PARAMS, "unknown tool");
         return;
     }
     if (json_object_object_get_ex(params, "arguments", &args) && args &&
             !json_object_is_type(args, json_type_object)) {
-        reply_error(sink, id, JR_INVALID_PARAMS, "\"arguments\" must be an object");
+        answer_error(r, JR_INVALID_PARAMS, "\"arguments\" must be an object");
         return;
     }
     if (json_object_object_get_ex(params, "_meta", &meta) &&
@@ -422,21 +593,23 @@ static void m_tools_call(struct mcp_conn *c, struct json_object **root, struct j
     if (!call || sbx_cancel_new(&call->cancel, NULL) < 0) {
         free(call);
         {
-            reply_error(sink, id, JR_INTERNAL_ERROR, "out of memory");
+            answer_error(r, JR_INTERNAL_ERROR, "out of memory");
             return;
         }
     }
     call->conn = c;
     call->root = *root;
     *root = NULL;
-    call->id = id;
+    call->id = r->id;
     call->args = args;
     call->token = token && (json_object_is_type(token, json_type_string) ||
                                    json_object_is_type(token, json_type_int))
                           ? token
                           : NULL;
     call->tool = tool;
-    call->sink = *sink;
+    call->sink = *r->sink;
+    call->flags = r->flags;
+    call->log_level = r->flags & R_MODERN ? envelope_log_level(params) : -1;
     pthread_mutex_lock(&c->lock);
     call->next_in_conn = c->calls;
     c->calls = call;
@@ -448,7 +621,7 @@ static void m_tools_call(struct mcp_conn *c, struct json_object **root, struct j
     if (!enqueue(c->s, call)) {
         /* answered as a tool error: the client may retry later */
         atomic_store(&call->cancelled, true);
-        reply(sink, id, mcp_error_result("too many tool calls in flight; retry later"));
+        answer(r, mcp_error_result("too many tool calls in flight; retry later"));
         call_run(call);
     }
 }
@@ -465,8 +638,7 @@ static struct json_object *resource_entry(const struct mcp_resource *r)
     return o;
 }
 
-static void m_resources_list(
-        struct mcp_conn *c, struct json_object *id, bool templates, const struct mcp_sink *sink)
+static void m_resources_list(struct mcp_conn *c, const struct req *r, bool templates)
 {
     struct json_object *res = json_object_new_object(), *a = json_object_new_array();
 
@@ -474,31 +646,30 @@ static void m_resources_list(
         if (c->s->res[i].is_template == templates)
             json_object_array_add(a, resource_entry(&c->s->res[i]));
     json_object_object_add(res, templates ? "resourceTemplates" : "resources", a);
-    reply(sink, id, res);
+    answer(r, res);
 }
 
-static void m_resources_read(struct mcp_conn *c, struct json_object *id, struct json_object *params,
-        const struct mcp_sink *sink)
+static void m_resources_read(struct mcp_conn *c, const struct req *r, struct json_object *params)
 {
     struct json_object *uri, *contents = NULL, *res;
     const char *u;
 
     if (!params || !json_object_object_get_ex(params, "uri", &uri) ||
             !json_object_is_type(uri, json_type_string)) {
-        reply_error(sink, id, JR_INVALID_PARAMS, "resources/read needs a uri");
+        answer_error(r, JR_INVALID_PARAMS, "resources/read needs a uri");
         return;
     }
     u = json_object_get_string(uri);
     for (int pass = 0; pass < 2 && !contents; pass++) {
         for (size_t i = 0; i < c->s->n_res && !contents; i++) {
-            const struct mcp_resource *r = &c->s->res[i];
+            const struct mcp_resource *e = &c->s->res[i];
             int rc;
 
-            if (r->is_template != (pass == 1) || (!r->is_template && strcmp(r->uri, u) != 0))
+            if (e->is_template != (pass == 1) || (!e->is_template && strcmp(e->uri, u) != 0))
                 continue;
-            rc = r->read(c->s, u, &contents);
+            rc = e->read(c->s, u, &contents);
             if (rc < 0) {
-                reply_error(sink, id, JR_INTERNAL_ERROR, "reading the resource failed");
+                answer_error(r, JR_INTERNAL_ERROR, "reading the resource failed");
                 return;
             }
         }
@@ -507,18 +678,18 @@ static void m_resources_read(struct mcp_conn *c, struct json_object *id, struct 
         struct json_object *data = json_object_new_object();
 
         json_object_object_add(data, "uri", json_object_new_string(u));
-        {
-            send_obj(sink, jr_error(id, JR_SERVER_NOT_INITIALIZED, "resource not found", data));
-            return;
-        }
+        /* 2026-07-28 made a missing resource invalid params; before, -32002 */
+        send_obj(r->sink,
+                jr_error(r->id, r->flags & R_MODERN ? JR_INVALID_PARAMS : JR_SERVER_NOT_INITIALIZED,
+                        "resource not found", data));
+        return;
     }
     res = json_object_new_object();
     json_object_object_add(res, "contents", contents);
-    reply(sink, id, res);
+    answer(r, res);
 }
 
-static void m_prompts(struct mcp_conn *c, struct json_object *id, struct json_object *params,
-        bool get, const struct mcp_sink *sink)
+static void m_prompts(struct mcp_conn *c, const struct req *r, struct json_object *params, bool get)
 {
     struct json_object *res = NULL, *name, *args = NULL;
 
@@ -539,12 +710,12 @@ static void m_prompts(struct mcp_conn *c, struct json_object *id, struct json_ob
         res = json_object_new_object();
         json_object_object_add(res, "prompts", a);
         {
-            reply(sink, id, res);
+            answer(r, res);
             return;
         }
     }
     if (!params || !json_object_object_get_ex(params, "name", &name)) {
-        reply_error(sink, id, JR_INVALID_PARAMS, "prompts/get needs a name");
+        answer_error(r, JR_INVALID_PARAMS, "prompts/get needs a name");
         return;
     }
     json_object_object_get_ex(params, "arguments", &args);
@@ -552,19 +723,18 @@ static void m_prompts(struct mcp_conn *c, struct json_object *id, struct json_ob
         if (strcmp(c->s->prompts[i].name, json_object_get_string(name)) != 0)
             continue;
         if (c->s->prompts[i].get(args, &res) < 0) {
-            reply_error(sink, id, JR_INVALID_PARAMS, "bad prompt arguments");
+            answer_error(r, JR_INVALID_PARAMS, "bad prompt arguments");
             return;
         }
         {
-            reply(sink, id, res);
+            answer(r, res);
             return;
         }
     }
-    reply_error(sink, id, JR_INVALID_PARAMS, "unknown prompt");
+    answer_error(r, JR_INVALID_PARAMS, "unknown prompt");
 }
 
-static void m_set_level(struct mcp_conn *c, struct json_object *id, struct json_object *params,
-        const struct mcp_sink *sink)
+static void m_set_level(struct mcp_conn *c, const struct req *r, struct json_object *params)
 {
     struct json_object *lv;
     int i = -1;
@@ -572,76 +742,114 @@ static void m_set_level(struct mcp_conn *c, struct json_object *id, struct json_
     if (params && json_object_object_get_ex(params, "level", &lv))
         i = level_index(json_object_get_string(lv));
     if (i < 0) {
-        reply_error(sink, id, JR_INVALID_PARAMS, "unknown logging level");
+        answer_error(r, JR_INVALID_PARAMS, "unknown logging level");
         return;
     }
     c->log_level = i;
-    reply(sink, id, NULL);
+    answer(r, NULL);
+}
+
+/* What only the initialize era has: ping, the initialize gate,
+ * subscriptions and logging/setLevel. True when it answered. */
+static bool dispatch_legacy(
+        struct mcp_conn *c, const char *me, const struct req *r, struct json_object *params)
+{
+    bool ready;
+
+    if (strcmp(me, "ping") == 0) {
+        answer(r, NULL);
+        return true;
+    }
+    pthread_mutex_lock(&c->lock);
+    ready = c->protocol[0] != '\0';
+    pthread_mutex_unlock(&c->lock);
+    if (!ready) {
+        answer_error(r, JR_INVALID_REQUEST, "not initialized: send initialize first");
+        return true;
+    }
+    if (c->s->subscriptions &&
+            (strcmp(me, "resources/subscribe") == 0 || strcmp(me, "resources/unsubscribe") == 0)) {
+        answer(r, NULL);
+        return true;
+    }
+    if (strcmp(me, "logging/setLevel") == 0) {
+        m_set_level(c, r, params);
+        return true;
+    }
+    return false;
+}
+
+static bool cacheable(const char *me)
+{
+    static const char *const methods[] = {"tools/list", "prompts/list", "resources/list",
+            "resources/templates/list", "resources/read", "server/discover"};
+
+    for (size_t i = 0; i < sizeof(methods) / sizeof(*methods); i++)
+        if (strcmp(me, methods[i]) == 0)
+            return true;
+    return false;
 }
 
 /* Requests; takes *root when the request lives on (tools/call). */
 static void dispatch(struct mcp_conn *c, struct jr_msg *m, const struct mcp_sink *sink)
 {
     const char *me = m->method;
-    bool ready;
+    struct req r = {m->id, sink, 0};
 
-    pthread_mutex_lock(&c->lock);
-    ready = c->protocol[0] != '\0';
-    pthread_mutex_unlock(&c->lock);
+    /* initialize is the 2025 handshake whatever its _meta says: a 2026
+     * client never sends it */
     if (strcmp(me, "initialize") == 0) {
-        m_initialize(c, m->id, m->params, sink);
+        m_initialize(c, &r, m->params);
         return;
     }
-    if (strcmp(me, "ping") == 0) {
-        reply(sink, m->id, NULL);
-        return;
-    }
-    if (!ready) {
-        reply_error(sink, m->id, JR_INVALID_REQUEST, "not initialized: send initialize first");
+    if (mcp_envelope_version(m->params)) {
+        struct json_object *err = mcp_envelope_error(m->id, m->params);
+
+        if (err) {
+            send_obj(sink, err);
+            return;
+        }
+        r.flags = R_MODERN | (cacheable(me) ? R_CACHEABLE : 0);
+        if (strcmp(me, "server/discover") == 0) {
+            m_discover(c, &r);
+            return;
+        }
+    } else if (dispatch_legacy(c, me, &r, m->params)) {
         return;
     }
     if (strcmp(me, "tools/list") == 0) {
-        m_tools_list(c, m->id, sink);
+        m_tools_list(c, &r);
         return;
     }
     if (strcmp(me, "tools/call") == 0) {
-        m_tools_call(c, &m->root, m->id, m->params, sink);
+        m_tools_call(c, &m->root, &r, m->params);
         return;
     }
     if (strcmp(me, "resources/list") == 0 || strcmp(me, "resources/templates/list") == 0) {
-        m_resources_list(c, m->id, me[10] == 't', sink);
+        m_resources_list(c, &r, me[10] == 't');
         return;
     }
     if (strcmp(me, "resources/read") == 0) {
-        m_resources_read(c, m->id, m->params, sink);
-        return;
-    }
-    if (c->s->subscriptions &&
-            (strcmp(me, "resources/subscribe") == 0 || strcmp(me, "resources/unsubscribe") == 0)) {
-        reply(sink, m->id, NULL);
-        return;
-    }
-    if (strcmp(me, "logging/setLevel") == 0) {
-        m_set_level(c, m->id, m->params, sink);
+        m_resources_read(c, &r, m->params);
         return;
     }
     if (c->s->n_prompts && (strcmp(me, "prompts/list") == 0 || strcmp(me, "prompts/get") == 0)) {
-        m_prompts(c, m->id, m->params, me[8] == 'g', sink);
+        m_prompts(c, &r, m->params, me[8] == 'g');
         return;
     }
     if (c->s->complete && strcmp(me, "completion/complete") == 0) {
         struct json_object *res = NULL;
 
         if (c->s->complete(m->params, &res) < 0) {
-            reply_error(sink, m->id, JR_INVALID_PARAMS, "cannot complete that");
+            answer_error(&r, JR_INVALID_PARAMS, "cannot complete that");
             return;
         }
         {
-            reply(sink, m->id, res);
+            answer(&r, res);
             return;
         }
     }
-    reply_error(sink, m->id, JR_METHOD_NOT_FOUND, "method not found");
+    answer_error(&r, JR_METHOD_NOT_FOUND, "method not found");
 }
 
 void mcp_handle(struct mcp_conn *c, const char *buf, size_t len, const struct mcp_sink *sink)
@@ -651,7 +859,7 @@ void mcp_handle(struct mcp_conn *c, const char *buf, size_t len, const struct mc
 
     jr_parse(buf, len, &m);
     switch (m.kind) {
-    case JR_INVALID: reply_error(sink, m.id, m.err_code, m.err_msg); break;
+    case JR_INVALID: send_obj(sink, jr_error(m.id, m.err_code, m.err_msg, NULL)); break;
     case JR_RESPONSE: break; /* we send no requests, so no answer is awaited */
     case JR_NOTIFICATION:
         if (strcmp(m.method, "notifications/cancelled") == 0)

@@ -3,12 +3,16 @@
 broken, hostile or merely unusual client may send, and what sandboxed code
 may print. After each, the server must still answer the next request, and
 its stdout must carry nothing but JSON-RPC messages, one per line (every
-line is checked by the reader in mcptest.Server).
+line is checked by the reader in mcptest.Server). At the end, protocol
+revision 2026-07-28 (the per-request _meta envelope, server/discover, the
+result fields, its errors), on stdio and as raw POSTs over HTTP.
 
     /usr/bin/python3 -m pytest -q -rs tests/mcp/test_protocol.py
 
 SBX_BIN names the binary (ctest sets it).
 """
+import base64
+import http.client
 import json
 import os
 import shutil
@@ -16,10 +20,12 @@ import signal
 import subprocess
 import tempfile
 import time
+import urllib.parse
 
 import pytest
 
-from mcptest import SBX_BIN, ProcWatch, Server, clean_env
+from mcptest import (SBX_BIN, HttpUnavailable, ProcWatch, Server, clean_env, start_http,
+                     stop_http)
 
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
 
@@ -570,3 +576,274 @@ def test_audit_log_has_one_line_per_call_and_no_output(tmp_path):
     assert first["policy"]["wall_time_ms"] == 30000, first["policy"]
     assert last["limit"] == "wall_time" and last["policy"]["wall_time_ms"] == 1000, last
     assert oct(log.stat().st_mode & 0o777) == oct(0o600), oct(log.stat().st_mode)
+
+
+# --------------------------------------------------------------------------
+# Revision 2026-07-28: no initialize; each request carries its version and
+# the client's capabilities in params._meta (the envelope); results say
+# resultType, name the server in _meta, and the cacheable ones say ttlMs
+# and cacheScope.
+
+MODERN = "2026-07-28"
+UNSUPPORTED_VERSION, HEADER_MISMATCH = -32022, -32020
+SERVER_INFO = "io.modelcontextprotocol/serverInfo"
+
+
+def envelope(version=MODERN, **extra):
+    meta = {"io.modelcontextprotocol/protocolVersion": version,
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "test_protocol", "version": "1"}}
+    meta.update(extra)
+    return meta
+
+
+def modern(params=None, meta=None):
+    """params with the envelope (or meta) as _meta."""
+    return dict(params or {}, _meta=envelope() if meta is None else meta)
+
+
+def check_modern_result(resp, cacheable):
+    assert "result" in resp, resp
+    r = resp["result"]
+    assert r["resultType"] == "complete", r
+    assert r["_meta"][SERVER_INFO]["name"] == "llm-sandbox", r
+    if cacheable:
+        assert r["ttlMs"] == 0 and r["cacheScope"] == "private", r
+    else:
+        assert "ttlMs" not in r and "cacheScope" not in r, r
+    return r
+
+
+@pytest.fixture
+def fresh():
+    """A server that has seen no initialize; checked as `server` is."""
+    s = Server()
+    try:
+        yield s
+        assert s.bad_lines == [], s.bad_lines
+        assert s.finish() == 0, s.stderr.decode(errors="replace")
+    finally:
+        s.kill()
+
+
+def test_2026_serves_without_initialize(fresh):
+    d = check_modern_result(fresh.request("server/discover", modern(), timeout=10), True)
+    assert d["supportedVersions"][0] == MODERN, d
+    assert {"2025-11-25", "2025-06-18", "2025-03-26"} <= set(d["supportedVersions"]), d
+    assert "tools" in d["capabilities"] and "resources" in d["capabilities"], d
+    assert d["capabilities"]["resources"].get("subscribe") is not True, d
+    assert "sandbox" in d["instructions"], d
+    tools = check_modern_result(fresh.request("tools/list", modern(), timeout=10), True)
+    assert "execute_code" in {t["name"] for t in tools["tools"]}, tools
+    r = check_modern_result(fresh.request(
+        "tools/call", modern({"name": "execute_code", "arguments": {"code": "print(6*7)"}}),
+        timeout=60), False)
+    assert r["structuredContent"]["stdout"] == "42\n" and r["isError"] is False, r
+    r = check_modern_result(fresh.request(
+        "resources/read", modern({"uri": "sandbox://languages"}), timeout=30), True)
+    assert r["contents"][0]["uri"] == "sandbox://languages", r
+    check_modern_result(fresh.request("resources/list", modern(), timeout=10), True)
+    check_modern_result(fresh.request("resources/templates/list", modern(), timeout=10), True)
+    # without the envelope the same connection still wants initialize
+    err = fresh.request("tools/list", timeout=10)
+    assert err["error"]["code"] == INVALID_REQUEST and "initialize" in err["error"]["message"]
+
+
+ENVELOPE_ERRORS = [
+    ("future", envelope("2099-01-01"), UNSUPPORTED_VERSION),
+    ("2025-in-meta", envelope("2025-11-25"), UNSUPPORTED_VERSION),
+    ("version-not-string", envelope(20260728), INVALID_PARAMS),
+    ("version-null", envelope(None), INVALID_PARAMS),
+    ("no-capabilities", {"io.modelcontextprotocol/protocolVersion": MODERN}, INVALID_PARAMS),
+    ("capabilities-not-object",
+     envelope(**{"io.modelcontextprotocol/clientCapabilities": []}), INVALID_PARAMS),
+    ("client-info-bad", envelope(**{"io.modelcontextprotocol/clientInfo": {"name": 1}}),
+     INVALID_PARAMS),
+    ("log-level-bad", envelope(**{"io.modelcontextprotocol/logLevel": "loud"}), INVALID_PARAMS),
+]
+
+
+@pytest.mark.parametrize("meta,code", [e[1:] for e in ENVELOPE_ERRORS],
+                         ids=[e[0] for e in ENVELOPE_ERRORS])
+def test_2026_envelope_errors(fresh, meta, code):
+    for method in ("tools/list", "server/discover"):
+        err = fresh.request(method, {"_meta": meta}, timeout=10)
+        assert err["error"]["code"] == code, err
+        if code == UNSUPPORTED_VERSION:
+            asked = meta["io.modelcontextprotocol/protocolVersion"]
+            assert err["error"]["data"] == {"supported": [MODERN], "requested": asked}, err
+            assert MODERN in err["error"]["message"], err
+    # and the next good request is served
+    check_modern_result(fresh.request("tools/list", modern(), timeout=10), True)
+
+
+def test_2026_methods_it_removed(fresh):
+    """ping, logging/setLevel and resources/(un)subscribe are gone in
+    2026-07-28; initialize is the 2025 handshake even with an envelope."""
+    for method, params in [("ping", {}), ("logging/setLevel", {"level": "debug"}),
+                           ("resources/subscribe", {"uri": "sandbox://languages"}),
+                           ("subscriptions/listen", {"notifications": {}}),
+                           ("no/such/method", {})]:
+        err = fresh.request(method, modern(params), timeout=10)
+        assert err["error"]["code"] == METHOD_NOT_FOUND, (method, err)
+    r = fresh.request("initialize", modern({"protocolVersion": "2025-11-25", "capabilities": {},
+                                           "clientInfo": {"name": "t", "version": "1"}}))
+    assert r["result"]["protocolVersion"] == "2025-11-25" and "resultType" not in r["result"], r
+
+
+def test_2026_missing_resource_is_invalid_params(server):
+    """-32602 on 2026-07-28, while the initialized 2025 session on the same
+    connection keeps -32002 (test_unknown_resource)."""
+    err = server.request("resources/read", modern({"uri": "sandbox://nothing"}))
+    assert err["error"]["code"] == INVALID_PARAMS, err
+    assert err["error"]["data"] == {"uri": "sandbox://nothing"}, err
+    err = server.request("resources/read", {"uri": "sandbox://nothing"})
+    assert err["error"]["code"] == -32002, err
+
+
+def test_2026_and_2025_requests_on_one_connection(server):
+    """An initialized connection answers each request in its own era."""
+    old = server.request("tools/list", timeout=10)["result"]
+    new = check_modern_result(server.request("tools/list", modern(), timeout=10), True)
+    assert not {"resultType", "ttlMs", "cacheScope", "_meta"} & set(old), old
+    assert old["tools"] == new["tools"]
+    r = server.call_tool("execute_code", {"code": "print(6*7)"})
+    assert "resultType" not in r["result"] and structured(r)["stdout"] == "42\n", r
+
+
+@pytest.mark.parametrize("level,want", [(None, 0), ("warning", 0), ("info", 3), ("debug", 3)])
+def test_2026_logs_only_at_the_requested_level(level, want):
+    """notifications/message only when the envelope asks for a logLevel
+    (2026-07-28 has no logging/setLevel), and only at or above it."""
+    s = Server(args=("serve", "--test-fixtures"))
+    try:
+        extra = {"io.modelcontextprotocol/logLevel": level} if level else {}
+        id = s.request_async("tools/call", modern({"name": "test_tool_with_logging",
+                                                   "arguments": {}}, envelope(**extra)))
+        r = check_modern_result(s.response(id, timeout=30), False)
+        assert r["content"][0]["text"] == "Logging test completed", r
+        logs = [m for m in s.pending if m.get("method") == "notifications/message"]
+        assert len(logs) == want, s.pending
+        assert s.finish() == 0
+        assert s.bad_lines == []
+    finally:
+        s.kill()
+
+
+def test_2026_cancel_kills_the_run(fresh):
+    watch = ProcWatch(fresh.pid)
+    id = fresh.request_async("tools/call", modern({"name": "execute_code", "arguments": {
+        "code": "while True: pass", "timeout": 120}}))
+    t0 = time.monotonic()
+    while not watch.saw("python3"):
+        assert time.monotonic() - t0 < 20, "the run did not start"
+        time.sleep(0.02)
+    fresh.notify("notifications/cancelled", {"requestId": id, "_meta": envelope()})
+    gone = watch.wait_gone(1.0)
+    watch.stop()
+    assert gone is not None, "still running 1 s after the cancel: %s" % watch.alive()
+
+
+# ---- the same over Streamable HTTP: no session, headers checked --------------
+
+
+@pytest.fixture(scope="module")
+def http_url():
+    try:
+        proc, url = start_http()
+    except HttpUnavailable as e:
+        pytest.skip(str(e))
+    try:
+        yield url
+        assert proc.poll() is None, "serve --http died during the tests"
+    finally:
+        assert stop_http(proc) == 0
+
+
+def post(url, msg, headers):
+    """POST one message; (status, headers, parsed JSON body or None)."""
+    u = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
+    try:
+        conn.request("POST", u.path, json.dumps(msg).encode(), dict({
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream"}, **headers))
+        resp = conn.getresponse()
+        body = resp.read()
+        return resp.status, resp.headers, json.loads(body) if body else None
+    finally:
+        conn.close()
+
+
+def modern_headers(method, name=None, version=MODERN):
+    h = {"MCP-Protocol-Version": version, "Mcp-Method": method}
+    if name is not None:
+        h["Mcp-Name"] = name
+    return h
+
+
+def test_2026_http_needs_no_session(http_url):
+    msg = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": modern()}
+    status, headers, body = post(http_url, msg, modern_headers("tools/list"))
+    assert status == 200 and headers.get("Mcp-Session-Id") is None, (status, body)
+    check_modern_result(body, True)
+    call = {"jsonrpc": "2.0", "id": "c", "method": "tools/call",
+            "params": modern({"name": "execute_code", "arguments": {"code": "print(6*7)"}})}
+    status, _, body = post(http_url, call, modern_headers("tools/call", "execute_code"))
+    assert status == 200 and body["id"] == "c", body
+    assert check_modern_result(body, False)["structuredContent"]["stdout"] == "42\n", body
+    # a name that is not plain ASCII travels base64-encoded
+    read = {"jsonrpc": "2.0", "id": 2, "method": "resources/read",
+            "params": modern({"uri": "sandbox://languages"})}
+    b64 = "=?base64?%s?=" % base64.b64encode(b"sandbox://languages").decode()
+    status, _, body = post(http_url, read, modern_headers("resources/read", b64))
+    assert status == 200, body
+    check_modern_result(body, True)
+    # a notification is accepted, as before
+    note = {"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": 99, "_meta": envelope()}}
+    assert post(http_url, note, {"MCP-Protocol-Version": MODERN})[0] == 202
+    # and the 2025 rules still hold for requests without the envelope
+    status, _, body = post(http_url, {"jsonrpc": "2.0", "id": 3, "method": "tools/list"},
+                           {"MCP-Protocol-Version": "2025-11-25"})
+    assert status == 400 and "Mcp-Session-Id" in body["error"]["message"], body
+
+
+CALL = {"name": "execute_code", "arguments": {"code": "print(1)"}}
+HTTP_REFUSALS = [
+    ("version-header-differs", "tools/list", {}, None,
+     modern_headers("tools/list", version="2025-11-25"), HEADER_MISMATCH),
+    ("version-header-missing", "tools/list", {}, None, {"Mcp-Method": "tools/list"},
+     HEADER_MISMATCH),
+    ("method-header-missing", "tools/list", {}, None, {"MCP-Protocol-Version": MODERN},
+     HEADER_MISMATCH),
+    ("method-header-differs", "tools/list", {}, None, modern_headers("tools/call"),
+     HEADER_MISMATCH),
+    ("name-header-missing", "tools/call", CALL, None, modern_headers("tools/call"),
+     HEADER_MISMATCH),
+    ("name-header-differs", "tools/call", CALL, None,
+     modern_headers("tools/call", "list_backends"), HEADER_MISMATCH),
+    ("name-header-bad-base64", "tools/call", CALL, None,
+     modern_headers("tools/call", "=?base64?!!!?="), HEADER_MISMATCH),
+    ("unsupported-version", "tools/list", {}, envelope("2099-01-01"),
+     modern_headers("tools/list", version="2099-01-01"), UNSUPPORTED_VERSION),
+    ("header-without-envelope", "tools/list", {}, {}, modern_headers("tools/list"),
+     INVALID_PARAMS),
+    ("envelope-incomplete", "tools/list", {},
+     {"io.modelcontextprotocol/protocolVersion": MODERN}, modern_headers("tools/list"),
+     INVALID_PARAMS),
+]
+
+
+@pytest.mark.parametrize("method,params,meta,headers,code", [r[1:] for r in HTTP_REFUSALS],
+                         ids=[r[0] for r in HTTP_REFUSALS])
+def test_2026_http_refusals(http_url, method, params, meta, headers, code):
+    """HTTP 400 with the JSON-RPC error (and the request's id) when the
+    envelope is not served or the headers do not repeat the body."""
+    msg = {"jsonrpc": "2.0", "id": 7, "method": method,
+           "params": dict(params, _meta=envelope() if meta is None else meta)}
+    if meta == {}:
+        del msg["params"]["_meta"]
+    status, headers, body = post(http_url, msg, headers)
+    assert status == 400, (status, body)
+    assert body["id"] == 7 and body["error"]["code"] == code, body
