@@ -5,7 +5,8 @@
  * an integer, a string method, params an object when present; no batches
  * (MCP 2025-06-18 removed them). UTF-8 is checked strictly first (json-c's
  * own check lets overlong forms and surrogates through); the tokener is
- * capped at JR_MAX_DEPTH. No I/O.
+ * capped at JR_MAX_DEPTH; no integer may lie outside what json-c holds
+ * exactly (integers_exact). No I/O.
  */
 #include "jsonrpc.h"
 
@@ -23,6 +24,68 @@ static void invalid(struct jr_msg *msg, int code, const char *why)
 static bool id_ok(struct json_object *id)
 {
     return json_object_is_type(id, json_type_string) || json_object_is_type(id, json_type_int);
+}
+
+static bool is_digit(char ch)
+{
+    return ch >= '0' && ch <= '9';
+}
+
+/* Whether the n digits at d, as a number, are at most those of max. */
+static bool digits_at_most(const char *d, size_t n, const char *max)
+{
+    size_t max_n = strlen(max);
+
+    while (n > 1 && *d == '0') {
+        d++;
+        n--;
+    }
+    return n < max_n || (n == max_n && memcmp(d, max, n) <= 0);
+}
+
+/*
+ * json-c 0.16 (Debian 12) clamps an integer it cannot hold to INT64_MIN or
+ * UINT64_MAX and says nothing, so a request with id 2^64 would be answered
+ * with id 18446744073709551615: a response to a request the client never
+ * sent (a progressToken or a cancelled requestId would go astray the same
+ * way). JSON lets a receiver limit the range of its numbers (RFC 8259,
+ * section 6), and later json-c releases refuse such an integer as a parse
+ * error in strict mode; this does the same whichever json-c is linked. The message
+ * is answered -32700 with a null id, as JSON-RPC 2.0 (section 5) asks when
+ * the id could not be read. So every integer id that is accepted, from
+ * -2^63 to 2^64-1, is held exactly and echoed byte for byte; the one
+ * exception is -0, which is the integer 0 and comes back as 0. Runs on text
+ * json-c has accepted: strings are closed, numbers are well formed, and a
+ * digit or '-' outside a string starts a number.
+ */
+static bool integers_exact(const char *s, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        size_t j, digits;
+        bool neg;
+
+        if (s[i] == '"') {
+            for (i++; i < len && s[i] != '"'; i++)
+                if (s[i] == '\\')
+                    i++;
+            continue;
+        }
+        if (s[i] != '-' && !is_digit(s[i]))
+            continue;
+        neg = s[i] == '-';
+        j = i + neg;
+        while (j < len && is_digit(s[j]))
+            j++;
+        digits = j - i - neg;
+        if ((j == len || (s[j] != '.' && s[j] != 'e' && s[j] != 'E')) &&
+                !digits_at_most(
+                        s + i + neg, digits, neg ? "9223372036854775808" : "18446744073709551615"))
+            return false;
+        while (j < len && s[j] && (is_digit(s[j]) || strchr(".eE+-", s[j])))
+            j++;
+        i = j - 1;
+    }
+    return true;
 }
 
 static void classify(struct jr_msg *msg)
@@ -120,6 +183,12 @@ void jr_parse(const char *buf, size_t len, struct jr_msg *msg)
         used++;
     if (used != len) {
         invalid(msg, JR_PARSE_ERROR, "malformed JSON: data after the message");
+        return;
+    }
+    if (!integers_exact(buf, len)) {
+        invalid(msg, JR_PARSE_ERROR,
+                "JSON holds an integer outside -2^63 .. 2^64-1, which this server cannot hold "
+                "exactly; send such an id as a string");
         return;
     }
     if (json_object_is_type(msg->root, json_type_array)) {

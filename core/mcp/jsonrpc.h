@@ -43,7 +43,8 @@ struct jr_msg {
 
 /* Parse len bytes (need not be NUL-terminated). Always fills msg; caller
  * calls jr_msg_done. Invalid UTF-8, depth past JR_MAX_DEPTH, trailing
- * garbage, batches and wrong envelopes become JR_INVALID. */
+ * garbage, an integer outside -2^63 .. 2^64-1 (JR_PARSE_ERROR: json-c
+ * cannot hold it exactly), batches and wrong envelopes become JR_INVALID. */
 void jr_parse(const char *buf, size_t len, struct jr_msg *msg);
 void jr_msg_done(struct jr_msg *msg);
 

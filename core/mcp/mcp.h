@@ -57,7 +57,7 @@ const char *mcp_conn_protocol(const struct mcp_conn *c);
 /* One of the versions initialize negotiates (2025-11-25 and older). */
 bool mcp_protocol_supported(const char *version);
 
-/* ---- revision 2026-07-28 ------------------------------------------------
+/* ---- revision 2026-07-28 (modern.c) -------------------------------------
  * A request of this revision needs no initialize: it names its version,
  * and the client's capabilities, in its own params._meta (the envelope):
  * "io.modelcontextprotocol/protocolVersion" and

@@ -8,15 +8,11 @@
  * JSON-RPC error and keeps serving. Transport-free: see mcp.h.
  *
  * Two eras share the method table. Revisions 2025-03-26 to 2025-11-25
- * start with initialize. Revision 2026-07-28 has no handshake: each
- * request carries its version in params._meta (the envelope, checked by
- * mcp_envelope_error), the server answers server/discover, every result
- * says resultType "complete" and names the server in _meta, cacheable
- * results (lists, resources/read, server/discover) say ttlMs and
- * cacheScope, a missing resource is -32602, logs go only to a request
- * whose envelope asks for a logLevel, and ping, logging/setLevel and
- * resources/(un)subscribe are gone. subscriptions/listen is not served:
- * nothing here ever changes, so there is nothing to listen for.
+ * start with initialize (the gate, ping, logging/setLevel and the
+ * subscriptions are here). Revision 2026-07-28 has no handshake: a request
+ * that carries its version in params._meta goes through modern.c, which
+ * judges the envelope, answers server/discover and shapes the results;
+ * server_priv.h is what the two files share.
  *
  * Threads: the transport's thread calls mcp_handle(); quick methods answer
  * inline; tool calls flagged MCP_TOOL_WORKER run on the pool. A
@@ -34,11 +30,12 @@
 
 #include "jsonrpc.h"
 #include "mcp.h"
+#include "server_priv.h"
 
 #define MAX_QUEUED 256 /* tool calls waiting for a worker */
 
 static const char *const protocol_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26"};
-static const char instructions[] =
+const char server_instructions[] =
         "Runs code in an isolated sandbox and returns what it printed. Call "
         "get_supported_languages first; execute_code runs one program in a fresh sandbox with "
         "no network by default.";
@@ -74,20 +71,6 @@ struct mcp_conn {
     struct mcp_call *calls; /* in flight, for cancellation */
 };
 
-#define LOG_NONE 8 /* above every level: no notifications/message */
-
-/* Where a request's answer goes, and in which era's shape. */
-enum {
-    R_MODERN = 1u << 0,    /* 2026-07-28: resultType, serverInfo in _meta */
-    R_CACHEABLE = 1u << 1, /* and ttlMs, cacheScope */
-};
-
-struct req {
-    struct json_object *id; /* borrowed */
-    const struct mcp_sink *sink;
-    unsigned flags;
-};
-
 struct mcp_call {
     struct mcp_conn *conn;
     struct json_object *root; /* owns the request: id, params */
@@ -103,7 +86,7 @@ struct mcp_call {
 
 /* ---- sending ----------------------------------------------------------- */
 
-static void send_obj(const struct mcp_sink *sink, struct json_object *o)
+void server_send(const struct mcp_sink *sink, struct json_object *o)
 {
     size_t len;
     const char *text;
@@ -126,7 +109,7 @@ static void send_obj(const struct mcp_sink *sink, struct json_object *o)
     json_object_put(o);
 }
 
-static struct json_object *server_info(void)
+struct json_object *server_info(void)
 {
     struct json_object *info = json_object_new_object();
 
@@ -136,49 +119,16 @@ static struct json_object *server_info(void)
     return info;
 }
 
-static void add_absent(struct json_object *o, const char *key, struct json_object *v)
-{
-    if (json_object_object_get_ex(o, key, NULL))
-        json_object_put(v);
-    else
-        json_object_object_add(o, key, v);
-}
-
-/* A 2026-07-28 result: resultType, the cache fields when the method's
- * result is cacheable (always stale and private: what tools, languages
- * and backends there are can change with the host), and the server's
- * identity in _meta. (result: transfer full) */
-static struct json_object *modern_result(struct json_object *result, bool cacheable)
-{
-    struct json_object *meta;
-
-    if (!result)
-        result = json_object_new_object();
-    add_absent(result, "resultType", json_object_new_string("complete"));
-    if (cacheable) {
-        add_absent(result, "ttlMs", json_object_new_int(0));
-        add_absent(result, "cacheScope", json_object_new_string("private"));
-    }
-    if (!json_object_object_get_ex(result, "_meta", &meta)) {
-        meta = json_object_new_object();
-        json_object_object_add(result, "_meta", meta);
-    }
-    if (json_object_is_type(meta, json_type_object))
-        add_absent(meta, "io.modelcontextprotocol/serverInfo", server_info());
-    return result;
-}
-
-/* (result: transfer full) */
-static void answer(const struct req *r, struct json_object *result)
+void server_answer(const struct req *r, struct json_object *result)
 {
     if (r->flags & R_MODERN)
         result = modern_result(result, r->flags & R_CACHEABLE);
-    send_obj(r->sink, jr_result(r->id, result));
+    server_send(r->sink, jr_result(r->id, result));
 }
 
 static void answer_error(const struct req *r, int code, const char *msg)
 {
-    send_obj(r->sink, jr_error(r->id, code, msg, NULL));
+    server_send(r->sink, jr_error(r->id, code, msg, NULL));
 }
 
 struct json_object *mcp_text_result(const char *text, bool is_error)
@@ -245,10 +195,10 @@ void mcp_call_progress(struct mcp_call *call, double progress, double total, con
         json_object_object_add(p, "total", json_object_new_double(total));
     if (message)
         json_object_object_add(p, "message", json_object_new_string(message));
-    send_obj(&call->sink, jr_notification("notifications/progress", p));
+    server_send(&call->sink, jr_notification("notifications/progress", p));
 }
 
-static int level_index(const char *level)
+int server_level_index(const char *level)
 {
     for (int i = 0; i < 8; i++)
         if (level && strcmp(level, log_levels[i]) == 0)
@@ -259,7 +209,7 @@ static int level_index(const char *level)
 void mcp_call_log(struct mcp_call *call, const char *level, struct json_object *data)
 {
     struct json_object *p;
-    int lv = level_index(level);
+    int lv = server_level_index(level);
 
     if (lv < 0 || lv < (call->log_level >= 0 ? call->log_level : call->conn->log_level)) {
         json_object_put(data);
@@ -269,7 +219,7 @@ void mcp_call_log(struct mcp_call *call, const char *level, struct json_object *
     json_object_object_add(p, "level", json_object_new_string(level));
     json_object_object_add(p, "logger", json_object_new_string("llm-sandbox"));
     json_object_object_add(p, "data", data);
-    send_obj(&call->sink, jr_notification("notifications/message", p));
+    server_send(&call->sink, jr_notification("notifications/message", p));
 }
 
 static void call_free(struct mcp_call *call)
@@ -295,7 +245,7 @@ static void call_run(struct mcp_call *call)
         if (r < 0 || !result)
             answer_error(&to, JR_INTERNAL_ERROR, "the tool failed internally");
         else
-            answer(&to, json_object_get(result));
+            server_answer(&to, json_object_get(result));
     }
     json_object_put(result);
     pthread_mutex_lock(&c->lock);
@@ -335,13 +285,13 @@ static void *worker(void *arg)
     }
 }
 
+/* json_object_equal compares strings by length and bytes (an id may hold
+ * a NUL) and integers over the whole int64 and uint64 range, where
+ * json_object_get_int64 would clamp 2^63 and above to 2^63-1 and make two
+ * ids one. */
 static bool ids_equal(struct json_object *a, struct json_object *b)
 {
-    if (!a || !b || json_object_get_type(a) != json_object_get_type(b))
-        return false;
-    if (json_object_is_type(a, json_type_string))
-        return strcmp(json_object_get_string(a), json_object_get_string(b)) == 0;
-    return json_object_get_int64(a) == json_object_get_int64(b);
+    return a && b && json_object_equal(a, b);
 }
 
 static void cancel_request(struct mcp_conn *c, struct json_object *params)
@@ -370,93 +320,7 @@ bool mcp_protocol_supported(const char *version)
     return false;
 }
 
-static struct json_object *envelope_meta(struct json_object *params)
-{
-    struct json_object *meta;
-
-    if (params && json_object_object_get_ex(params, "_meta", &meta) &&
-            json_object_is_type(meta, json_type_object))
-        return meta;
-    return NULL;
-}
-
-const char *mcp_envelope_version(struct json_object *params)
-{
-    struct json_object *meta = envelope_meta(params), *v;
-
-    if (!meta || !json_object_object_get_ex(meta, MCP_META_VERSION, &v))
-        return NULL;
-    return json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
-}
-
-/* An Implementation: an object with a string name and version. */
-static bool implementation_ok(struct json_object *o)
-{
-    struct json_object *v;
-
-    return json_object_is_type(o, json_type_object) && json_object_object_get_ex(o, "name", &v) &&
-           json_object_is_type(v, json_type_string) &&
-           json_object_object_get_ex(o, "version", &v) && json_object_is_type(v, json_type_string);
-}
-
-/* The version is judged first: an envelope of a revision this server does
- * not know may have other required keys, and the client needs -32022 (with
- * the versions to retry with) rather than a complaint about them. Its
- * "supported" lists what may be named in _meta; the 2025 revisions are
- * reached through initialize (server/discover lists both). */
-struct json_object *mcp_envelope_error(struct json_object *id, struct json_object *params)
-{
-    struct json_object *meta = envelope_meta(params), *v, *data, *supported;
-    const char *version = mcp_envelope_version(params);
-    char msg[160];
-
-    if (!version)
-        return jr_error(id, JR_INVALID_PARAMS, "_meta needs " MCP_META_VERSION, NULL);
-    if (!*version)
-        return jr_error(id, JR_INVALID_PARAMS, "_meta " MCP_META_VERSION " must be a string", NULL);
-    if (strcmp(version, MCP_MODERN_VERSION) != 0) {
-        data = json_object_new_object();
-        supported = json_object_new_array();
-        json_object_array_add(supported, json_object_new_string(MCP_MODERN_VERSION));
-        json_object_object_add(data, "supported", supported);
-        json_object_object_add(data, "requested", json_object_new_string(version));
-        snprintf(msg, sizeof(msg),
-                "unsupported protocol version '%.40s' in _meta; this server "
-                "serves " MCP_MODERN_VERSION " there (older revisions through initialize)",
-                version);
-        return jr_error(id, MCP_UNSUPPORTED_VERSION, msg, data);
-    }
-    if (!json_object_object_get_ex(meta, "io.modelcontextprotocol/clientCapabilities", &v) ||
-            !json_object_is_type(v, json_type_object))
-        return jr_error(id, JR_INVALID_PARAMS,
-                "_meta needs io.modelcontextprotocol/clientCapabilities, an object", NULL);
-    if (json_object_object_get_ex(meta, "io.modelcontextprotocol/clientInfo", &v) &&
-            !implementation_ok(v))
-        return jr_error(id, JR_INVALID_PARAMS,
-                "_meta io.modelcontextprotocol/clientInfo must be an object with a string name "
-                "and version",
-                NULL);
-    if (json_object_object_get_ex(meta, "io.modelcontextprotocol/logLevel", &v) &&
-            level_index(json_object_get_string(v)) < 0)
-        return jr_error(id, JR_INVALID_PARAMS,
-                "_meta io.modelcontextprotocol/logLevel must be a logging level (debug ... "
-                "emergency)",
-                NULL);
-    return NULL;
-}
-
-/* The level an enveloped request asked for, or LOG_NONE. */
-static int envelope_log_level(struct json_object *params)
-{
-    struct json_object *v;
-    int lv = -1;
-
-    if (json_object_object_get_ex(envelope_meta(params), "io.modelcontextprotocol/logLevel", &v))
-        lv = level_index(json_object_get_string(v));
-    return lv < 0 ? LOG_NONE : lv;
-}
-
-static struct json_object *server_capabilities(const struct mcp_server *s, bool modern)
+struct json_object *server_capabilities(const struct mcp_server *s, bool modern)
 {
     struct json_object *caps = json_object_new_object(), *t = json_object_new_object(),
                        *r = json_object_new_object();
@@ -479,6 +343,11 @@ static struct json_object *server_capabilities(const struct mcp_server *s, bool 
     return caps;
 }
 
+/* A later initialize on the same connection is answered as the first was,
+ * and renegotiates the version. The specification (Lifecycle, 2025-03-26
+ * to 2025-11-25) says that "the initialization phase MUST be the first
+ * interaction between client and server", but not what a server does with
+ * a second initialize, so none is refused here. */
 static void m_initialize(struct mcp_conn *c, const struct req *r, struct json_object *params)
 {
     struct json_object *v, *res;
@@ -499,23 +368,14 @@ static void m_initialize(struct mcp_conn *c, const struct req *r, struct json_ob
     json_object_object_add(res, "protocolVersion", json_object_new_string(c->protocol));
     json_object_object_add(res, "capabilities", server_capabilities(c->s, false));
     json_object_object_add(res, "serverInfo", server_info());
-    json_object_object_add(res, "instructions", json_object_new_string(instructions));
-    answer(r, res);
+    json_object_object_add(res, "instructions", json_object_new_string(server_instructions));
+    server_answer(r, res);
 }
 
-/* Every revision this server speaks, newest first: 2026-07-28 per
- * request, the others through initialize. */
-static void m_discover(struct mcp_conn *c, const struct req *r)
+void server_add_versions(struct json_object *array)
 {
-    struct json_object *res = json_object_new_object(), *v = json_object_new_array();
-
-    json_object_array_add(v, json_object_new_string(MCP_MODERN_VERSION));
     for (size_t i = 0; i < sizeof(protocol_versions) / sizeof(*protocol_versions); i++)
-        json_object_array_add(v, json_object_new_string(protocol_versions[i]));
-    json_object_object_add(res, "supportedVersions", v);
-    json_object_object_add(res, "capabilities", server_capabilities(c->s, true));
-    json_object_object_add(res, "instructions", json_object_new_string(instructions));
-    answer(r, res);
+        json_object_array_add(array, json_object_new_string(protocol_versions[i]));
 }
 
 static void m_tools_list(struct mcp_conn *c, const struct req *r)
@@ -532,7 +392,7 @@ static void m_tools_list(struct mcp_conn *c, const struct req *r)
             json_object_array_add(a, t);
     }
     json_object_object_add(res, "tools", a);
-    answer(r, res);
+    server_answer(r, res);
 }
 
 static const struct mcp_tool *find_tool(const struct mcp_server *s, const char *name)
@@ -592,10 +452,8 @@ static void m_tools_call(struct mcp_conn *c, struct json_object **root, const st
     call = calloc(1, sizeof(*call));
     if (!call || sbx_cancel_new(&call->cancel, NULL) < 0) {
         free(call);
-        {
-            answer_error(r, JR_INTERNAL_ERROR, "out of memory");
-            return;
-        }
+        answer_error(r, JR_INTERNAL_ERROR, "out of memory");
+        return;
     }
     call->conn = c;
     call->root = *root;
@@ -609,7 +467,7 @@ static void m_tools_call(struct mcp_conn *c, struct json_object **root, const st
     call->tool = tool;
     call->sink = *r->sink;
     call->flags = r->flags;
-    call->log_level = r->flags & R_MODERN ? envelope_log_level(params) : -1;
+    call->log_level = r->flags & R_MODERN ? modern_log_level(params) : -1;
     pthread_mutex_lock(&c->lock);
     call->next_in_conn = c->calls;
     c->calls = call;
@@ -621,7 +479,7 @@ static void m_tools_call(struct mcp_conn *c, struct json_object **root, const st
     if (!enqueue(c->s, call)) {
         /* answered as a tool error: the client may retry later */
         atomic_store(&call->cancelled, true);
-        answer(r, mcp_error_result("too many tool calls in flight; retry later"));
+        server_answer(r, mcp_error_result("too many tool calls in flight; retry later"));
         call_run(call);
     }
 }
@@ -646,7 +504,7 @@ static void m_resources_list(struct mcp_conn *c, const struct req *r, bool templ
         if (c->s->res[i].is_template == templates)
             json_object_array_add(a, resource_entry(&c->s->res[i]));
     json_object_object_add(res, templates ? "resourceTemplates" : "resources", a);
-    answer(r, res);
+    server_answer(r, res);
 }
 
 static void m_resources_read(struct mcp_conn *c, const struct req *r, struct json_object *params)
@@ -679,14 +537,14 @@ static void m_resources_read(struct mcp_conn *c, const struct req *r, struct jso
 
         json_object_object_add(data, "uri", json_object_new_string(u));
         /* 2026-07-28 made a missing resource invalid params; before, -32002 */
-        send_obj(r->sink,
+        server_send(r->sink,
                 jr_error(r->id, r->flags & R_MODERN ? JR_INVALID_PARAMS : JR_SERVER_NOT_INITIALIZED,
                         "resource not found", data));
         return;
     }
     res = json_object_new_object();
     json_object_object_add(res, "contents", contents);
-    answer(r, res);
+    server_answer(r, res);
 }
 
 static void m_prompts(struct mcp_conn *c, const struct req *r, struct json_object *params, bool get)
@@ -709,10 +567,8 @@ static void m_prompts(struct mcp_conn *c, const struct req *r, struct json_objec
         }
         res = json_object_new_object();
         json_object_object_add(res, "prompts", a);
-        {
-            answer(r, res);
-            return;
-        }
+        server_answer(r, res);
+        return;
     }
     if (!params || !json_object_object_get_ex(params, "name", &name)) {
         answer_error(r, JR_INVALID_PARAMS, "prompts/get needs a name");
@@ -726,10 +582,8 @@ static void m_prompts(struct mcp_conn *c, const struct req *r, struct json_objec
             answer_error(r, JR_INVALID_PARAMS, "bad prompt arguments");
             return;
         }
-        {
-            answer(r, res);
-            return;
-        }
+        server_answer(r, res);
+        return;
     }
     answer_error(r, JR_INVALID_PARAMS, "unknown prompt");
 }
@@ -740,13 +594,13 @@ static void m_set_level(struct mcp_conn *c, const struct req *r, struct json_obj
     int i = -1;
 
     if (params && json_object_object_get_ex(params, "level", &lv))
-        i = level_index(json_object_get_string(lv));
+        i = server_level_index(json_object_get_string(lv));
     if (i < 0) {
         answer_error(r, JR_INVALID_PARAMS, "unknown logging level");
         return;
     }
     c->log_level = i;
-    answer(r, NULL);
+    server_answer(r, NULL);
 }
 
 /* What only the initialize era has: ping, the initialize gate,
@@ -757,7 +611,7 @@ static bool dispatch_legacy(
     bool ready;
 
     if (strcmp(me, "ping") == 0) {
-        answer(r, NULL);
+        server_answer(r, NULL);
         return true;
     }
     pthread_mutex_lock(&c->lock);
@@ -769,24 +623,13 @@ static bool dispatch_legacy(
     }
     if (c->s->subscriptions &&
             (strcmp(me, "resources/subscribe") == 0 || strcmp(me, "resources/unsubscribe") == 0)) {
-        answer(r, NULL);
+        server_answer(r, NULL);
         return true;
     }
     if (strcmp(me, "logging/setLevel") == 0) {
         m_set_level(c, r, params);
         return true;
     }
-    return false;
-}
-
-static bool cacheable(const char *me)
-{
-    static const char *const methods[] = {"tools/list", "prompts/list", "resources/list",
-            "resources/templates/list", "resources/read", "server/discover"};
-
-    for (size_t i = 0; i < sizeof(methods) / sizeof(*methods); i++)
-        if (strcmp(me, methods[i]) == 0)
-            return true;
     return false;
 }
 
@@ -803,17 +646,8 @@ static void dispatch(struct mcp_conn *c, struct jr_msg *m, const struct mcp_sink
         return;
     }
     if (mcp_envelope_version(m->params)) {
-        struct json_object *err = mcp_envelope_error(m->id, m->params);
-
-        if (err) {
-            send_obj(sink, err);
+        if (modern_dispatch(c->s, me, &r, m->params))
             return;
-        }
-        r.flags = R_MODERN | (cacheable(me) ? R_CACHEABLE : 0);
-        if (strcmp(me, "server/discover") == 0) {
-            m_discover(c, &r);
-            return;
-        }
     } else if (dispatch_legacy(c, me, &r, m->params)) {
         return;
     }
@@ -844,10 +678,8 @@ static void dispatch(struct mcp_conn *c, struct jr_msg *m, const struct mcp_sink
             answer_error(&r, JR_INVALID_PARAMS, "cannot complete that");
             return;
         }
-        {
-            answer(&r, res);
-            return;
-        }
+        server_answer(&r, res);
+        return;
     }
     answer_error(&r, JR_METHOD_NOT_FOUND, "method not found");
 }
@@ -859,7 +691,7 @@ void mcp_handle(struct mcp_conn *c, const char *buf, size_t len, const struct mc
 
     jr_parse(buf, len, &m);
     switch (m.kind) {
-    case JR_INVALID: send_obj(sink, jr_error(m.id, m.err_code, m.err_msg, NULL)); break;
+    case JR_INVALID: server_send(sink, jr_error(m.id, m.err_code, m.err_msg, NULL)); break;
     case JR_RESPONSE: break; /* we send no requests, so no answer is awaited */
     case JR_NOTIFICATION:
         if (strcmp(m.method, "notifications/cancelled") == 0)

@@ -5,8 +5,9 @@
  * stdout: at start-up fd 1 is moved to a private descriptor and fd 1 then
  * points at stderr, so a stray printf in a library or plugin cannot corrupt
  * the stream (STYLE G1). An oversized line is answered with an error and
- * skipped. End of input, SIGINT or SIGTERM ends the server cleanly: calls
- * in flight are cancelled (their sandboxes killed) before it returns.
+ * skipped; a blank one (whitespace only) is skipped without a word. End
+ * of input, SIGINT or SIGTERM ends the server cleanly: calls in flight are
+ * cancelled (their sandboxes killed) before it returns.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -72,6 +73,16 @@ static void *probe_versions(void *arg)
     return NULL;
 }
 
+/* A line of JSON whitespace only (spaces, tabs, the CR of a CRLF) holds no
+ * message: it is skipped as an empty line is, not answered -32700. */
+static bool blank(const char *line, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        if (line[i] != ' ' && line[i] != '\t' && line[i] != '\r')
+            return false;
+    return true;
+}
+
 /* Hand every complete line in buf[0..*len) to the server; keep the rest. */
 static void feed_lines(
         struct mcp_conn *c, const struct mcp_sink *sink, char *buf, size_t *len, bool *skipping)
@@ -81,7 +92,7 @@ static void feed_lines(
     for (size_t i = 0; i < *len; i++) {
         if (buf[i] != '\n')
             continue;
-        if (!*skipping && i > start)
+        if (!*skipping && !blank(buf + start, i - start))
             mcp_handle(c, buf + start, i - start, sink);
         *skipping = false;
         start = i + 1;
@@ -130,7 +141,7 @@ static int serve_loop(struct mcp_conn *c, const struct mcp_sink *sink, int sig_f
         len += (size_t)n;
         feed_lines(c, sink, buf, &len, &skipping);
     }
-    if (len > 0 && !skipping) /* a last message without a newline */
+    if (!skipping && !blank(buf, len)) /* a last message without a newline */
         mcp_handle(c, buf, len, sink);
     free(buf);
     return 0;

@@ -161,6 +161,7 @@ class Server:
                                      env=env or clean_env())
         self.lines = queue.Queue()   # parsed messages, in order
         self.bad_lines = []          # stdout lines that were not one JSON-RPC object
+        self.raw_lines = []          # every stdout line as it came, bytes
         self.stdout_bytes = 0
         self.stderr = bytearray()
         self.pending = []            # messages read but not yet claimed
@@ -177,6 +178,7 @@ class Server:
     def _read_out(self):
         for line in self.proc.stdout:
             self.stdout_bytes += len(line)
+            self.raw_lines.append(line)
             try:
                 if not line.endswith(b"\n"):
                     raise ValueError("no newline at the end")

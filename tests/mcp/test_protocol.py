@@ -133,6 +133,45 @@ def test_ids_are_echoed_exactly(server):
         assert r == {"jsonrpc": "2.0", "id": id, "result": {}}
 
 
+# As sent, and as they must come back byte for byte: json-c holds every
+# integer from -2^63 to 2^64-1 exactly (-0 is the integer 0).
+EXACT_IDS = [b"9007199254740993", b"-9007199254740993", b"12345678901234567890",
+             b"9223372036854775807", b"9223372036854775808", b"18446744073709551615",
+             b"-9223372036854775808", b"0", b"-0"]
+
+
+def raw_answer(s, id):
+    """The stdout line that answered id, as bytes."""
+    s.response(id, timeout=10)
+    return next(line for line in s.raw_lines if json.loads(line).get("id") == id)
+
+
+def test_large_integer_ids_come_back_byte_for_byte(server):
+    for text in EXACT_IDS:
+        server.send_raw(b'{"jsonrpc":"2.0","id":' + text + b',"method":"ping"}\n')
+        want = b"0" if text == b"-0" else text
+        assert raw_answer(server, int(text)) == \
+            b'{"jsonrpc":"2.0","id":' + want + b',"result":{}}\n'
+
+
+@pytest.mark.parametrize("text", [b"18446744073709551616", b"-9223372036854775809",
+                                  b"123456789012345678901234567890"])
+def test_integers_json_c_cannot_hold_are_refused(server, text):
+    """json-c would clamp these to 2^64-1 or -2^63, and the answer would
+    carry an id that was never sent: refused as a parse error, id null,
+    wherever the integer is (a progressToken would go astray too)."""
+    for line in [b'{"jsonrpc":"2.0","id":' + text + b',"method":"ping"}',
+                 b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"_meta":{"progressToken":'
+                 + text + b'}}}']:
+        server.send_raw(line + b"\n")
+        err = next_error(server)
+        assert err["error"]["code"] == PARSE_ERROR and err["id"] is None, err
+        assert "2^64-1" in err["error"]["message"], err
+    # numbers that are not integers, and integers inside strings, are not judged
+    r = server.request("ping", {"x": 1e300, "y": "18446744073709551616", "z": 1.5e-300})
+    assert r["result"] == {}, r
+
+
 def test_oversized_line_is_skipped(server):
     """5 MB without a newline (over the 4 MiB cap), then the rest of that
     line and a valid ping: one error for the big line, then the answer."""
@@ -208,6 +247,26 @@ def test_crlf_and_blank_lines(server):
     assert server.next_message(10) == {"jsonrpc": "2.0", "id": 11, "result": {}}
     server.send_raw(b"\n\n")  # empty lines are no messages
     assert_answers(server)
+
+
+def test_whitespace_only_lines_are_ignored():
+    """A line of spaces and tabs (with or without a CR) holds no message,
+    just as an empty line holds none: no -32700 for it, mid-stream or as the
+    last line."""
+    s = Server()
+    try:
+        s.initialize()
+        s.send_raw(b" \n\t\n \t  \t\r\n\r\n   \n")
+        assert_answers(s)
+        s.send_raw(b'\t{"jsonrpc":"2.0","id":13,"method":"ping"}  \r\n')
+        assert s.next_message(10) == {"jsonrpc": "2.0", "id": 13, "result": {}}
+        s.send_raw(b" \t ")  # cut short by the end of input
+        assert s.finish() == 0
+        with pytest.raises(EOFError):
+            s.next_message(5)
+        assert s.bad_lines == []
+    finally:
+        s.kill()
 
 
 def test_last_message_without_newline():
@@ -521,6 +580,38 @@ def test_signal_ends_the_server_and_its_runs(sig):
         assert watch.wait_gone(1.0) is not None, "left running: %s" % watch.alive()
     finally:
         s.kill()
+
+
+@pytest.mark.parametrize("first,second", [(2**63 - 1, 12345678901234567890),
+                                          ("id\u0000one", "id\u0000two")],
+                         ids=["above-int64", "nul-in-string"])
+def test_cancel_matches_ids_exactly(server, first, second):
+    """Two ids that differ only above what int64 holds, or only after a
+    NUL, are two ids: cancelling the second leaves the first running."""
+    watch = ProcWatch(server.pid)
+    endless = {"name": "execute_code", "arguments": {"code": "while True: pass", "timeout": 120}}
+
+    def running():
+        return sum(1 for comm, _state in watch.alive().values() if comm == "python3")
+
+    def wait_running(n, timeout):
+        deadline = time.monotonic() + timeout
+        while running() != n:
+            assert time.monotonic() < deadline, "%d runs, not %d" % (running(), n)
+            time.sleep(0.02)
+
+    try:
+        for id in (first, second):
+            server.request_async("tools/call", endless, id=id)
+        wait_running(2, 20)
+        server.notify("notifications/cancelled", {"requestId": second})
+        wait_running(1, 2)
+        time.sleep(0.5)
+        assert running() == 1, "cancelling %r ended the run of %r too" % (second, first)
+        server.notify("notifications/cancelled", {"requestId": first})
+        assert watch.wait_gone(2.0) is not None, "left running: %s" % watch.alive()
+    finally:
+        watch.stop()
 
 
 def test_cancel_kills_the_run(server):
