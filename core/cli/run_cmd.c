@@ -23,11 +23,15 @@
 
 #define READ_CAP (256u * 1024u * 1024u)
 
+#define SBX_CLI_MAX_LIBRARIES 64
+
 struct opts {
     struct sbx_request req;
     bool json;
     bool help; /* --help was printed: exit 0 */
     char *code_buf, *stdin_buf;
+    char *libs_buf; /* the --libraries value, split in place */
+    const char *libs[SBX_CLI_MAX_LIBRARIES];
 };
 
 static struct sbx_cancel *g_cancel;
@@ -46,6 +50,7 @@ static void run_help(void)
            "  -c, --code CODE         the program; '-' reads it from standard input\n"
            "  -f, --file FILE         read the program from FILE\n"
            "      --stdin FILE        feed FILE to the program's standard input\n"
+           "      --libraries A,B,C   libraries the program needs (the language checks names)\n"
            "  -t, --timeout SECONDS   wall-clock limit (default 30)\n"
            "      --memory SIZE       memory limit, e.g. 256M\n"
            "      --cpus N            CPU quota in cores, e.g. 0.5\n"
@@ -196,6 +201,25 @@ static int set_limit(struct opts *o, int opt, const char *v)
     return 0;
 }
 
+/* "a,b,c" -> req.libraries; each name is checked by the language later. */
+static int split_libraries(struct opts *o, const char *v)
+{
+    char *save = NULL, *tok;
+
+    free(o->libs_buf);
+    o->req.n_libraries = 0;
+    o->libs_buf = strdup(v);
+    if (!o->libs_buf || !*v || v[0] == ',' || v[strlen(v) - 1] == ',' || strstr(v, ",,"))
+        return -1;
+    for (tok = strtok_r(o->libs_buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (o->req.n_libraries == SBX_CLI_MAX_LIBRARIES)
+            return -1;
+        o->libs[o->req.n_libraries++] = tok;
+    }
+    o->req.libraries = o->libs;
+    return 0;
+}
+
 static const struct option long_opts[] = {
         {"language", required_argument, NULL, 'l'},
         {"backend", required_argument, NULL, 'b'},
@@ -211,6 +235,7 @@ static const struct option long_opts[] = {
         {"file-size", required_argument, NULL, 1007},
         {"workspace", required_argument, NULL, 1008},
         {"config", required_argument, NULL, 1009},
+        {"libraries", required_argument, NULL, 1010},
         {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -241,6 +266,11 @@ static int parse(struct opts *o, int argc, char **argv)
         case 'f': file = optarg; break;
         case 1001: in = optarg; break;
         case 1009: cli_runtime_opts.config_path = optarg; break;
+        case 1010:
+            if (split_libraries(o, optarg) < 0)
+                return fail(o, "--libraries takes at most %d comma-separated names, none empty",
+                        SBX_CLI_MAX_LIBRARIES);
+            break;
         case 'j': break;
         case 'h':
             run_help();
@@ -372,6 +402,7 @@ out:
     g_cancel = sbx_cancel_free(g_cancel);
     sbx_runtime_free(rt);
     free(o.code_buf);
+    free(o.libs_buf);
     free(o.stdin_buf);
     return rc;
 }

@@ -257,6 +257,55 @@ static int store_docs(struct ctx *c, const struct yamltree_node *n, void *obj)
     return apply_schema(c, n, docs_keys, ARRAY_SIZE(docs_keys), &l->docs);
 }
 
+#define MODE(field) offsetof(struct manifest_mode, field)
+static const struct key_desc mode_keys[] = {
+        {"source_file", YAMLTREE_SCALAR, 0, MODE(source_file), MR_FILE, NULL},
+        {"build", YAMLTREE_SEQ, KEY_NONEMPTY, MODE(build), MR_TEMPLATE, NULL},
+        {"run", YAMLTREE_SEQ, KEY_REQUIRED | KEY_NONEMPTY, MODE(run), MR_TEMPLATE, NULL},
+};
+
+/* modes: NAME: {source_file, build, run}, each replacing the language's. */
+static int store_modes(struct ctx *c, const struct yamltree_node *map, void *obj)
+{
+    struct manifest_lang *l = obj;
+    size_t i = 0;
+    char buf[48];
+
+    if (map->n == 0)
+        return 0;
+    l->modes = calloc(map->n / 2, sizeof(*l->modes));
+    if (!l->modes)
+        return oom(c);
+    for (const struct yamltree_node *k = map->first; k; k = k->next->next, i++) {
+        const struct yamltree_node *v = k->next;
+        int r;
+
+        if (k->type != YAMLTREE_SCALAR || !name_is_valid(k->value))
+            return fail_at(c, k, "a mode's name must match [a-z][a-z0-9_]{0,31}, not '%s'",
+                    k->type == YAMLTREE_SCALAR ? yamltree_shown(k->value, buf) : "?");
+        if (v->type != YAMLTREE_MAP)
+            return fail_at(c, v, "mode '%s' must be a mapping, not a %s", k->value,
+                    yamltree_type_name(v->type));
+        l->n_modes = i + 1;
+        l->modes[i].name = strdup(k->value);
+        if (!l->modes[i].name)
+            return oom(c);
+        r = apply_schema(c, v, mode_keys, ARRAY_SIZE(mode_keys), &l->modes[i]);
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
+static int store_address_space(struct ctx *c, const struct yamltree_node *n, void *obj)
+{
+    struct manifest_lang *l = obj;
+
+    if (parse_size(n->value, &l->address_space) < 0 || l->address_space > (64ull << 30))
+        return fail_at(c, n, "key 'address_space' must be a size like 512M or 2G, at most 64G");
+    return 0;
+}
+
 #define LANG(field) offsetof(struct manifest_lang, field)
 static const struct key_desc lang_keys[] = {
         {"source_file", YAMLTREE_SCALAR, KEY_REQUIRED, LANG(source_file), MR_FILE, NULL},
@@ -270,6 +319,8 @@ static const struct key_desc lang_keys[] = {
         {"version_pattern", YAMLTREE_SCALAR, 0, LANG(version_pattern), MR_REGEX, NULL},
         {"host_paths", YAMLTREE_SEQ, 0, LANG(host_paths), MR_PATH, NULL},
         {"docs", YAMLTREE_MAP, 0, 0, MR_ANY, store_docs},
+        {"modes", YAMLTREE_MAP, 0, 0, MR_ANY, store_modes},
+        {"address_space", YAMLTREE_SCALAR, 0, 0, MR_ANY, store_address_space},
 };
 
 static int store_language(struct ctx *c, const struct yamltree_node *n, void *obj)
@@ -503,6 +554,13 @@ static void lang_free(struct manifest_lang *l)
         free(l->docs.examples[i].code);
     }
     free(l->docs.examples);
+    for (size_t i = 0; i < l->n_modes; i++) {
+        free(l->modes[i].name);
+        free(l->modes[i].source_file);
+        strv_free(l->modes[i].build);
+        strv_free(l->modes[i].run);
+    }
+    free(l->modes);
     free(l);
 }
 

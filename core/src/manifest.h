@@ -39,6 +39,15 @@ struct manifest_docs {
     size_t n_examples;
 };
 
+/* Another way to build and run the program, chosen by the language's
+ * prepare hook (Go's test mode). Replaces the language's build and run. */
+struct manifest_mode {
+    char *name;        /* [a-z][a-z0-9_]*, a key of language.modes */
+    char *source_file; /* or NULL: the language's */
+    char **build;      /* argv template, or NULL when nothing is built */
+    char **run;        /* argv template, at least one element */
+};
+
 struct manifest_lang {
     char *source_file;      /* file name, no '/' */
     char **extensions;      /* ".py", ...; NULL-terminated, may be empty */
@@ -51,6 +60,10 @@ struct manifest_lang {
     char *version_pattern;  /* POSIX ERE with one group, or NULL */
     char **host_paths;      /* absolute paths bound read-only by local backends */
     struct manifest_docs docs;
+    uint64_t address_space;      /* language.address_space: virtual memory the runtime reserves
+                                    beyond what it uses (the RLIMIT_AS fallback adds it), or 0 */
+    struct manifest_mode *modes; /* language.modes, in file order */
+    size_t n_modes;
 };
 
 struct manifest {

@@ -3,7 +3,8 @@
  * plan.c: expand a language manifest's argv templates into the plan of one
  * run. {source} is the staged source file, {workspace} the sandbox's
  * working directory; other names come from the language's prepare hook
- * (sbx_plan_ops.set_var). An unknown placeholder is a plugin bug and an
+ * (sbx_plan_ops.set_var), which may also choose one of the manifest's
+ * modes (select_mode). An unknown placeholder is a plugin bug and an
  * error naming it. Pure: no I/O.
  */
 #include "plan.h"
@@ -62,6 +63,28 @@ static int ops_set_source_name(struct sbx_plan *p, const char *name)
         return SBX_E_NOMEM;
     free(p->source_name);
     p->source_name = s;
+    p->source_named = true;
+    return 0;
+}
+
+static int ops_select_mode(struct sbx_plan *p, const char *name)
+{
+    const struct manifest_mode *m = NULL;
+
+    for (size_t i = 0; name && i < p->lang->n_modes && !m; i++)
+        if (strcmp(p->lang->modes[i].name, name) == 0)
+            m = &p->lang->modes[i];
+    if (!m)
+        return SBX_E_INVALID;
+    p->mode = m;
+    if (m->source_file && !p->source_named) {
+        char *s = strdup(m->source_file);
+
+        if (!s)
+            return SBX_E_NOMEM;
+        free(p->source_name);
+        p->source_name = s;
+    }
     return 0;
 }
 
@@ -69,6 +92,7 @@ static const struct sbx_plan_ops plan_ops = {
         .size = sizeof(struct sbx_plan_ops),
         .set_var = ops_set_var,
         .set_source_name = ops_set_source_name,
+        .select_mode = ops_select_mode,
 };
 
 static const char *lookup(const struct sbx_plan *p, const char *name, size_t n)
@@ -147,6 +171,7 @@ int plan_make(const struct plugin *lang, const char *code, size_t code_len, stru
         free(p);
         return sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
     }
+    p->lang = ml;
     if (lang->desc && lang->desc->language->prepare) {
         struct sbx_lang_job job = {.size = sizeof(job), .code = code, .code_len = code_len};
         struct sbx_err perr;
@@ -158,8 +183,11 @@ int plan_make(const struct plugin *lang, const char *code, size_t code_len, stru
             return sbx_error_from_plugin(err, &perr, lang->name);
         }
     }
-    if ((ml->build && expand_all(p, ml->build, &p->build, err) < 0) ||
-            expand_all(p, ml->run, &p->run, err) < 0) {
+    char *const *build = p->mode ? p->mode->build : ml->build;
+    char *const *run = p->mode ? p->mode->run : ml->run;
+
+    if ((build && expand_all(p, build, &p->build, err) < 0) ||
+            expand_all(p, run, &p->run, err) < 0) {
         plan_free(p);
         return sbx_error_wrap(err, "language '%s'", lang->name);
     }

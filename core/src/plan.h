@@ -7,14 +7,20 @@
 #ifndef SBX_PLAN_H
 #define SBX_PLAN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <llm-sandbox/plugin.h>
 #include <llm-sandbox/sbx.h>
 
 struct plugin;
+struct manifest_lang;
+struct manifest_mode;
 
 struct sbx_plan {
+    const struct manifest_lang *lang; /* the manifest the plan is made from */
+    const struct manifest_mode *mode; /* chosen by the prepare hook, or NULL */
+    bool source_named;                /* set_source_name was called */
     char *source_name;
     char **vars;  /* "name=value", set by the prepare hook */
     char **build; /* expanded, or NULL */

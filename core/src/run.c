@@ -381,6 +381,20 @@ static int check_request(struct run *r)
 
 /* The sandbox's whole environment: a fixed base, the language's, and the
  * operator's pass-through list. Nothing else of ours leaks in. */
+/* Does env (KEY=VALUE strings) set the key of entry? */
+static bool env_sets(char *const *env, const char *entry)
+{
+    size_t n = strcspn(entry, "=");
+
+    for (; env && *env; env++)
+        if (strncmp(*env, entry, n) == 0 && (*env)[n] == '=')
+            return true;
+    return false;
+}
+
+/* The fixed base, where the language's manifest does not set the same
+ * variable (Go puts its toolchain on PATH), then the language's, then the
+ * operator's allow-list. */
 static int build_env(struct run *r, struct sbx_error **err)
 {
     static const char *const base[] = {"PATH=/usr/bin:/bin", "HOME=/tmp", "TMPDIR=/tmp",
@@ -388,7 +402,7 @@ static int build_env(struct run *r, struct sbx_error **err)
     char **env = NULL;
 
     for (size_t i = 0; i < sizeof(base) / sizeof(base[0]); i++)
-        if (strv_push(&env, base[i]) < 0)
+        if (!env_sets(r->lang->m->lang->env, base[i]) && strv_push(&env, base[i]) < 0)
             goto oom;
     for (char **e = r->lang->m->lang->env; e && *e; e++)
         if (strv_push(&env, *e) < 0)
@@ -480,8 +494,12 @@ static size_t run_limits(const struct run *r, struct agentc_limit *l)
     l[n++] = (struct agentc_limit){AGENT_RLIMIT_FSIZE, r->policy.file_size_bytes};
     l[n++] = (struct agentc_limit){AGENT_RLIMIT_NOFILE, r->policy.open_files_max};
     l[n++] = (struct agentc_limit){AGENT_RLIMIT_CORE, 0};
+    /* Runtimes that reserve address space up front (V8, the JVM, Go's
+     * compiler) declare how much beyond what they use: the fallback is
+     * weaker for them, but they start. */
     if (caps->level[SBX_CTL_MEMORY] != SBX_ENF_FULL)
-        l[n++] = (struct agentc_limit){AGENT_RLIMIT_AS, r->policy.memory_bytes};
+        l[n++] = (struct agentc_limit){
+                AGENT_RLIMIT_AS, r->policy.memory_bytes + r->lang->m->lang->address_space};
     if (caps->level[SBX_CTL_PIDS] != SBX_ENF_FULL)
         l[n++] = (struct agentc_limit){AGENT_RLIMIT_NPROC, r->policy.pids_max};
     return n;

@@ -388,6 +388,45 @@ static void expect_error(
     assert_int_equal(check_error(what, yaml, len, prefix, phrase), 0);
 }
 
+/* Modes replace build and run; address_space is a size. */
+static void test_modes_and_address_space(void **state)
+{
+    static const char yaml[] = LHEAD "  build: [cc, \"{source}\"]\n"
+                                     "  address_space: 2G\n"
+                                     "  modes:\n"
+                                     "    test:\n"
+                                     "      source_file: main_test.x\n"
+                                     "      run: [x, test, \"{source}\"]\n"
+                                     "    quick:\n"
+                                     "      build: [cc, -O0, \"{source}\"]\n"
+                                     "      run: [./a.out]\n";
+    struct manifest *m = parse_ok(yaml, strlen(yaml));
+
+    (void)state;
+    assert_int_equal(m->lang->address_space, 2ull << 30);
+    assert_int_equal(m->lang->n_modes, 2);
+    assert_string_equal(m->lang->modes[0].name, "test");
+    assert_string_equal(m->lang->modes[0].source_file, "main_test.x");
+    assert_null(m->lang->modes[0].build);
+    assert_strv(m->lang->modes[0].run, (const char *const[]){"x", "test", "{source}", NULL});
+    assert_string_equal(m->lang->modes[1].name, "quick");
+    assert_null(m->lang->modes[1].source_file);
+    assert_strv(m->lang->modes[1].build, (const char *const[]){"cc", "-O0", "{source}", NULL});
+    manifest_free(m);
+    expect_error("mode without run", LHEAD "  modes:\n    test:\n      source_file: t.x\n",
+            sizeof(LHEAD "  modes:\n    test:\n      source_file: t.x\n") - 1,
+            "/x/t.yaml:11:7: ", "missing required key 'run'");
+    expect_error("bad mode name", LHEAD "  modes:\n    Test: {run: [x]}\n",
+            sizeof(LHEAD "  modes:\n    Test: {run: [x]}\n") - 1,
+            "/x/t.yaml:10:5: ", "a mode's name must match");
+    expect_error("unknown mode key", LHEAD "  modes:\n    t: {run: [x], nope: 1}\n",
+            sizeof(LHEAD "  modes:\n    t: {run: [x], nope: 1}\n") - 1,
+            "/x/t.yaml:10:", "unknown key 'nope'");
+    expect_error("bad address_space", LHEAD "  address_space: lots\n",
+            sizeof(LHEAD "  address_space: lots\n") - 1,
+            "/x/t.yaml:9:18: ", "key 'address_space' must be a size");
+}
+
 static void test_malformed(void **state)
 {
     int failures = 0;
@@ -541,6 +580,7 @@ int main(void)
             cmocka_unit_test(test_backend),
             cmocka_unit_test(test_language),
             cmocka_unit_test(test_data_only_language),
+            cmocka_unit_test(test_modes_and_address_space),
             cmocka_unit_test(test_size_boundary),
             cmocka_unit_test(test_free_null),
             cmocka_unit_test(test_malformed),

@@ -11,11 +11,14 @@
 
 #include <cmocka.h>
 /* clang-format on */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "dynbuf.h"
+#include "manifest.h"
 #include "plan.h"
+#include "runtime.h"
 #include "util.h"
 
 static void test_numbers(void **state)
@@ -137,6 +140,60 @@ static void test_plan_expand(void **state)
     sbx_error_free(e);
 }
 
+/* A prepare hook that picks the mode named in the code ("mode:NAME"). */
+static int pick_mode(void *state, const struct sbx_lang_job *job, const struct sbx_plan_ops *ops,
+        struct sbx_plan *plan, struct sbx_err *err)
+{
+    char name[32] = "";
+
+    (void)state;
+    (void)err;
+    if (job->code_len > 5 && memcmp(job->code, "mode:", 5) == 0)
+        snprintf(name, sizeof(name), "%.*s", (int)(job->code_len - 5), job->code + 5);
+    if (strcmp(name, "named") == 0 && ops->set_source_name(plan, "Chosen.x") < 0)
+        return SBX_E_INVALID;
+    return name[0] ? ops->select_mode(plan, strcmp(name, "named") ? name : "test") : 0;
+}
+
+static void test_plan_modes(void **state)
+{
+    static const char yaml[] = "name: l\nkind: language\nversion: 1.0\nabi: 1.1\n"
+                               "description: d\nlanguage:\n  source_file: main.x\n"
+                               "  build: [cc, \"{source}\"]\n  run: [./a.out]\n"
+                               "  modes:\n    test:\n      source_file: main_test.x\n"
+                               "      run: [x, test, \"{source}\"]\n";
+    static const struct sbx_language_ops lops = {.size = sizeof(lops), .prepare = pick_mode};
+    static const struct sbx_plugin desc = {.language = &lops};
+    struct plugin pl = {.name = (char *)"l", .desc = &desc};
+    struct sbx_error *e = NULL;
+    struct sbx_plan *p = NULL;
+
+    (void)state;
+    assert_int_equal(manifest_parse("/x/l.yaml", yaml, strlen(yaml), &pl.m, &e), 0);
+    /* no mode: the language's build and run */
+    assert_int_equal(plan_make(&pl, "x", 1, &p, &e), 0);
+    assert_string_equal(p->source_name, "main.x");
+    assert_string_equal(p->build[1], "main.x");
+    assert_string_equal(p->run[0], "./a.out");
+    plan_free(p);
+    /* the test mode: its source file, no build, its run */
+    assert_int_equal(plan_make(&pl, "mode:test", 9, &p, &e), 0);
+    assert_string_equal(p->source_name, "main_test.x");
+    assert_null(p->build);
+    assert_string_equal(p->run[2], "main_test.x");
+    plan_free(p);
+    /* a name set by the hook wins over the mode's */
+    assert_int_equal(plan_make(&pl, "mode:named", 10, &p, &e), 0);
+    assert_string_equal(p->source_name, "Chosen.x");
+    assert_string_equal(p->run[2], "Chosen.x");
+    plan_free(p);
+    /* a mode the manifest lacks is the plugin's error */
+    assert_true(plan_make(&pl, "mode:nope", 9, &p, &e) < 0);
+    assert_non_null(e);
+    sbx_error_free(e);
+    manifest_free(pl.m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -147,6 +204,7 @@ int main(void)
             cmocka_unit_test(test_utf8),
             cmocka_unit_test(test_dynbuf_cap),
             cmocka_unit_test(test_plan_expand),
+            cmocka_unit_test(test_plan_modes),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -306,6 +306,10 @@ struct sbx_plan_ops {
     int (*set_var)(struct sbx_plan *plan, const char *name, const char *value);
     /* Override the manifest's source file name (e.g. Java's Main.java). */
     int (*set_source_name)(struct sbx_plan *plan, const char *name);
+    /* ABI 1.1: build and run as the manifest's language.modes.NAME says
+     * (e.g. Go's "test"), with its source file unless set_source_name
+     * names another. SBX_E_INVALID for a mode the manifest lacks. */
+    int (*select_mode)(struct sbx_plan *plan, const char *name);
 };
 
 struct sbx_language_ops {
