@@ -17,8 +17,7 @@ struct nsjail_state {
     char nsjail[256]; /* absolute path */
     char pasta[256];  /* absolute path, or "" */
     struct jail_tops tops;
-    bool tun_ok;                     /* /dev/net/tun usable by the sandbox uid */
-    bool cgroup_memory, cgroup_pids; /* the core's cgroup enforces them here */
+    bool tun_ok; /* /dev/net/tun usable by the sandbox uid */
 };
 
 extern const struct sbx_backend_ops nsjail_ops;

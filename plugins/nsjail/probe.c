@@ -96,10 +96,6 @@ int nsjail_probe(void *state, struct sbx_caps *caps, struct sbx_err *err)
     jail_find_tool(h, "pasta", "pasta", st->pasta, sizeof(st->pasta));
     st->tun_ok = jail_tun_usable(h);
     prepare_run_dir(h);
-    /* which limits the cgroup service enforces decides the rlimits */
-    h->cgroup_caps(h, caps);
-    st->cgroup_memory = caps->level[SBX_CTL_MEMORY] == SBX_ENF_FULL;
-    st->cgroup_pids = caps->level[SBX_CTL_PIDS] == SBX_ENF_FULL;
     if (jail_trial_box(&nsjail_ops, st, h, err) < 0)
         return err->rc;
 
@@ -137,5 +133,6 @@ int nsjail_probe(void *state, struct sbx_caps *caps, struct sbx_err *err)
         snprintf(note, sizeof(note), "runs as host uid %u", (unsigned)geteuid());
     }
     cap(caps, SBX_CTL_UNPRIVILEGED, SBX_ENF_FULL, note);
+    h->cgroup_caps(h, caps);
     return 0;
 }

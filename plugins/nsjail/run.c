@@ -59,8 +59,6 @@ static int make_config(const struct nsjail_state *st, const struct sbx_box_spec 
             .envp = spec->envp,
             .agent_fd = CHILD_FD_BASE + FD_AGENT,
             .seccomp_fd = CHILD_FD_BASE + FD_SECCOMP,
-            .cgroup_memory = st->cgroup_memory,
-            .cgroup_pids = st->cgroup_pids,
             .sandbox_uid = 1000,
             .sandbox_gid = 1000};
     int r;

@@ -31,10 +31,11 @@
  *   rlimits                 every one set explicitly (nsjail's defaults of 1 MiB files, 32
  *                           open files and 4 GiB address space break compilers): file size
  *                           and open files at the policy's values (the agent lowers them to
- *                           the byte), core 0, rtprio 0; address space and processes at the
- *                           policy's values when no cgroup enforces memory or pids, else the
- *                           inherited hard limit; cpu, stack, memlock and message queues
- *                           inherited
+ *                           the byte), core 0, rtprio 0; address space, processes, cpu,
+ *                           stack, memlock and message queues inherited: where no cgroup
+ *                           enforces memory and pids, the agent sets the RLIMIT_AS and
+ *                           RLIMIT_NPROC fallbacks itself, as under bwrap (with the
+ *                           language's address_space allowance, which nsjail cannot know)
  *   nice                    0, as for bwrap (nsjail's default is 19)
  *
  * Mount order (nsjail mounts in this order, then remounts read-only what
@@ -182,18 +183,12 @@ static void rlimits(struct out *o, const struct nsjail_input *in)
 {
     const struct sbx_policy *p = in->policy;
 
-    if (in->cgroup_memory)
-        put(o, "rlimit_as_type: HARD\n");
-    else
-        put(o, "rlimit_as: %llu\n", mib_up(p->memory_bytes));
+    put(o, "rlimit_as_type: HARD\n");
     put(o, "rlimit_core: 0\n");
     put(o, "rlimit_cpu_type: HARD\n");
     put(o, "rlimit_fsize: %llu\n", mib_up(p->file_size_bytes));
     put(o, "rlimit_nofile: %llu\n", (unsigned long long)p->open_files_max);
-    if (in->cgroup_pids)
-        put(o, "rlimit_nproc_type: HARD\n");
-    else
-        put(o, "rlimit_nproc: %llu\n", (unsigned long long)p->pids_max);
+    put(o, "rlimit_nproc_type: HARD\n");
     put(o, "rlimit_stack_type: SOFT\n");
     put(o, "rlimit_memlock_type: SOFT\n");
     put(o, "rlimit_rtprio: 0\n");

@@ -26,8 +26,6 @@ struct nsjail_input {
     /* fd numbers as nsjail sees them */
     int agent_fd;   /* the agent binary, executed by fd (nsjail opens it first) */
     int seccomp_fd; /* the core's policy as Kafel */
-    /* which limits the core's cgroup enforces; the others get rlimits too */
-    bool cgroup_memory, cgroup_pids;
     uint32_t sandbox_uid, sandbox_gid; /* ids inside the sandbox */
 };
 
