@@ -13,8 +13,15 @@ PACKAGES="
   libmicrohttpd-dev
   bubblewrap passt python3 python3-pytest python3-pip procps
   libnl-route-3-200
+  ruby r-base-core
   clang clang-format libclang-rt-14-dev valgrind
 "
+
+# The other toolchains the language plugins use, from Debian unless this
+# host already has them (e.g. the upstream Go in /usr/local/go).
+command -v node >/dev/null 2>&1 || PACKAGES="$PACKAGES nodejs"
+command -v javac >/dev/null 2>&1 || PACKAGES="$PACKAGES openjdk-17-jdk-headless"
+command -v go >/dev/null 2>&1 || [ -x /usr/local/go/bin/go ] || PACKAGES="$PACKAGES golang-go"
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then

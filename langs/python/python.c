@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <llm-sandbox/plugin.h>
+#include "langkit.h"
+
+#define WHAT "pip requirement"
 
 static bool name_char(char c)
 {
@@ -56,56 +58,40 @@ static size_t scan_spec(const char *s)
     return v && isalnum((unsigned char)s[n]) ? n + v : 0;
 }
 
-/* The message quotes the requirement with control characters replaced, so
- * it stays one printable line whatever the caller sent. */
-static int fail(struct sbx_err *err, const char *spec, const char *why)
-{
-    char shown[81];
-    size_t i;
-
-    for (i = 0; i < sizeof(shown) - 1 && spec[i]; i++)
-        shown[i] = (unsigned char)spec[i] < 0x20 || spec[i] == 0x7f ? '?' : spec[i];
-    shown[i] = '\0';
-    err->rc = SBX_E_INVALID;
-    snprintf(err->field, sizeof(err->field), "libraries");
-    snprintf(err->msg, sizeof(err->msg), "'%s' is not a valid pip requirement: %s", shown, why);
-    return SBX_E_INVALID;
-}
-
 static int python_check_library(void *state, const char *spec, struct sbx_err *err)
 {
     const char *p = spec;
     size_t n;
 
     (void)state;
-    if (strlen(spec) > 200)
-        return fail(err, spec, "too long");
+    if (strlen(spec) > LANG_LIBRARY_MAX)
+        return lang_refuse(err, WHAT, spec, "too long");
     n = scan_name(p);
     if (n == 0)
-        return fail(err, spec, "a name starts with a letter or digit");
+        return lang_refuse(err, WHAT, spec, "a name starts with a letter or digit");
     p += n;
     if (*p == '[') {
         do {
             p++;
             n = scan_name(p);
             if (n == 0)
-                return fail(err, spec, "bad extra");
+                return lang_refuse(err, WHAT, spec, "bad extra");
             p += n;
         } while (*p == ',');
         if (*p++ != ']')
-            return fail(err, spec, "unclosed extras");
+            return lang_refuse(err, WHAT, spec, "unclosed extras");
     }
     while (*p) {
         n = scan_spec(p);
         if (n == 0)
-            return fail(err, spec, "only version specifiers may follow the name");
+            return lang_refuse(err, WHAT, spec, "only version specifiers may follow the name");
         p += n;
         if (*p == ',' && p[1] == '\0')
-            return fail(err, spec, "a version specifier must follow ','");
+            return lang_refuse(err, WHAT, spec, "a version specifier must follow ','");
         if (*p == ',')
             p++;
         else if (*p)
-            return fail(err, spec, "unexpected character");
+            return lang_refuse(err, WHAT, spec, "unexpected character");
     }
     return 0;
 }

@@ -27,7 +27,7 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 compile() {
     dir=$(dirname "$1")
     if ! "$cc" -std=c17 -Wall -Wextra -Wpedantic -Werror -D_GNU_SOURCE -fsyntax-only \
-            -I"$dir" -I"$src/core/include" -I"$src/core/src" -I"$src/core/agent" -I"$src/plugins/common" \
+            -I"$dir" -I"$src/core/include" -I"$src/core/src" -I"$src/core/agent" -I"$src/plugins/common" -I"$src/langs/common" \
             -I/usr/include/json-c -c "$tmp/tu.c" >"$tmp/out" 2>&1; then
         echo "FAIL: ${1#"$src"/}$2"
         sed 's/^/    /' "$tmp/out"
@@ -38,7 +38,7 @@ compile() {
 
 failed=0
 checked=0
-for h in "$src"/core/src/*.h "$src"/core/agent/*.h "$src"/plugins/*/*.h \
+for h in "$src"/core/src/*.h "$src"/core/agent/*.h "$src"/plugins/*/*.h "$src"/langs/*/*.h \
         "$src"/core/include/llm-sandbox/*.h; do
     [ -f "$h" ] || continue
     checked=$((checked + 1))

@@ -1,0 +1,227 @@
+# SPDX-License-Identifier: MIT
+"""Every language with its real toolchain (issue 4): hello world with
+standard input and unicode, a compile error as a clean result with the
+compiler's words, a runtime error's exit code, the wall-time and memory
+limits, Go's test mode and Java's free class names, library names checked
+against each ecosystem's grammar, and the toolchain version probed in a
+sandbox. Part of the backend contract suite: every local backend runs every
+language.
+
+Go compiles its standard library into an empty build cache in every
+sandbox (no warm cache yet), so each Go build costs seconds; the Go cases
+are few and get a longer timeout."""
+import json
+import re
+import subprocess
+
+import pytest
+
+from conftest import SBX_BIN, clean_env, sbx
+
+pytestmark = pytest.mark.contract
+
+GO_TIMEOUT = "120"
+
+# language -> program that reads a line, greets with unicode, prints 6*7
+HELLO = {
+    "javascript": ('const line = require("fs").readFileSync(0, "utf8").trim();\n'
+                   'console.log(`héllo ${line} ✓`);\nconsole.log(6 * 7);\n'),
+    "go": ('package main\n\nimport (\n\t"bufio"\n\t"fmt"\n\t"os"\n\t"strings"\n)\n\n'
+           'func main() {\n\tline, _ := bufio.NewReader(os.Stdin).ReadString(\'\\n\')\n'
+           '\tfmt.Printf("héllo %s ✓\\n", strings.TrimSpace(line))\n\tfmt.Println(6 * 7)\n}\n'),
+    "cpp": ('#include <iostream>\n#include <string>\nint main() {\n    std::string line;\n'
+            '    std::getline(std::cin, line);\n    std::cout << "héllo " << line << " ✓\\n";\n'
+            '    std::cout << 6 * 7 << std::endl;\n}\n'),
+    "java": ('import java.util.Scanner;\n\npublic class Hello {\n'
+             '    public static void main(String[] args) {\n'
+             '        String line = new Scanner(System.in).nextLine().trim();\n'
+             '        System.out.println("héllo " + line + " ✓");\n'
+             '        System.out.println(6 * 7);\n    }\n}\n'),
+    "r": ('line <- readLines(file("stdin"), n = 1)\ncat("héllo", line, "✓\\n")\n'
+          'cat(6 * 7, "\\n", sep = "")\n'),
+    "ruby": 'line = $stdin.gets.strip\nputs "héllo #{line} ✓"\nputs 6 * 7\n',
+}
+
+COMPILE_ERROR = {
+    "go": ("package main\n\nfunc main() {\n\tvar x int = \"s\"\n}\n",
+           "cannot use \"s\""),
+    "cpp": ("int main() { int x = \"s\"; }\n", "invalid conversion"),
+    "java": ("public class Bad { public static void main(String[] a) { int x = \"s\"; } }\n",
+             "incompatible types"),
+}
+
+RUNTIME_ERROR = {
+    "javascript": 'console.error("bad"); process.exit(3);\n',
+    "cpp": '#include <cstdio>\nint main() { std::fputs("bad\\n", stderr); return 3; }\n',
+    "java": ('public class E { public static void main(String[] a) {\n'
+             '    System.err.println("bad"); System.exit(3); } }\n'),
+    "r": 'message("bad")\nquit(status = 3)\n',
+    "ruby": '$stderr.puts "bad"\nexit 3\n',
+}
+
+ENDLESS = {
+    "javascript": "for (;;) {}\n",
+    "cpp": "int main() { for (volatile int i = 0;; i++) {} }\n",
+    "java": "public class L { public static void main(String[] a) { for (;;) {} } }\n",
+    "r": "repeat {}\n",
+    "ruby": "loop {}\n",
+}
+
+HOGS = {
+    "javascript": ("const a = []; for (;;) a.push(new Array(1e6).fill(1));\n"),
+    "cpp": ("#include <vector>\n#include <cstring>\nint main() { std::vector<char*> v;\n"
+            "  for (;;) { char *p = new char[1 << 24]; std::memset(p, 1, 1 << 24);"
+            " v.push_back(p); } }\n"),
+    "ruby": "a = []\nloop { a << ('x' * (1 << 24)) }\n",
+}
+
+LIBRARIES = {
+    # language: (accepted names, refused names)
+    "javascript": (["lodash", "is-number@7.0.0", "@types/node", "left-pad@^1.3.0"],
+                   ["Lodash", "../x", "lodash@npm:evil", "http://x/y.tgz", "a b"]),
+    "go": (["github.com/google/uuid", "golang.org/x/text@v0.14.0", "example.com/m@latest"],
+           ["uuid", "../x", "github.com/a/b@master", "-insecure", "Github.com/a"]),
+    "java": (["org.apache.commons:commons-lang3:3.14.0", "g:a:jar:1.0"],
+             ["commons-lang3", "a:b", "a:b:c:d:e:f", "a;b:c:1", ":a:1"]),
+    "r": (["ggplot2", "data.table", "Rcpp@1.0.12"],
+          ["1abc", "a", "x.", "pkg; system('id')", "pkg@latest"]),
+    "ruby": (["rake", "activesupport:7.1.3", "nokogiri"],
+             ["-v", "../x", "rake:>=1", "a b", "rake; id"]),
+}
+
+
+def run(lang, src, *args, **kw):
+    res = sbx("--language", lang, "--code", src, *args, **kw).json
+    return res
+
+
+def go_args(lang):
+    return ["--timeout", GO_TIMEOUT] if lang == "go" else []
+
+
+@pytest.mark.parametrize("lang", sorted(HELLO))
+def test_hello_stdin_unicode(lang):
+    res = run(lang, HELLO[lang], "--stdin", "-", *go_args(lang), input="wörld\n".encode())
+    assert res["status"] == "ok", res
+    assert res["stdout"] == "héllo wörld ✓\n42\n", res
+    assert res["language"] == lang, res
+
+
+@pytest.mark.parametrize("lang", sorted(COMPILE_ERROR))
+def test_compile_error_is_a_clean_result(lang):
+    src, phrase = COMPILE_ERROR[lang]
+    res = run(lang, src, *go_args(lang))
+    assert res["status"] == "error" and res["exit_code"] not in (None, 0), res
+    assert phrase in res["stderr"], res
+    assert res["stdout"] == "", res
+
+
+@pytest.mark.parametrize("lang", sorted(RUNTIME_ERROR))
+def test_runtime_error_exit_code(lang):
+    res = run(lang, RUNTIME_ERROR[lang])
+    assert res["status"] == "error" and res["exit_code"] == 3, res
+    assert "bad" in res["stderr"], res
+
+
+@pytest.mark.parametrize("lang", sorted(ENDLESS))
+def test_wall_time_ends_an_endless_loop(lang):
+    res = run(lang, ENDLESS[lang], "--timeout", "3")
+    assert res["status"] == "timeout" and res["limit"] == "wall_time", res
+    assert res["duration_ms"] < 15000, res
+
+
+@pytest.mark.parametrize("lang", sorted(HOGS))
+def test_memory_limit_ends_a_hog(lang):
+    res = run(lang, HOGS[lang], "--memory", "128M", "--timeout", "60")
+    assert res["status"] in ("oom", "error", "killed"), res
+    assert res["status"] != "ok", res
+    if res["status"] == "oom":
+        assert res["limit"] == "memory", res
+
+
+def test_go_test_mode_runs_go_test_verbose():
+    src = ("package main\n\nimport \"testing\"\n\nfunc add(a, b int) int { return a + b }\n\n"
+           "func TestAdd(t *testing.T) {\n\tif add(2, 3) != 5 {\n\t\tt.Fatal(\"bad sum\")\n\t}\n}\n\n"
+           "func TestFails(t *testing.T) {\n\tt.Fatal(\"expected failure\")\n}\n")
+    res = run("go", src, "--timeout", GO_TIMEOUT)
+    assert res["status"] == "error" and res["exit_code"] == 1, res
+    out = res["stdout"]
+    assert "=== RUN   TestAdd" in out and "--- PASS: TestAdd" in out, res
+    assert "--- FAIL: TestFails" in out and "expected failure" in out, res
+
+
+def test_java_any_class_name_and_package():
+    src = ("package demo.app;\n\nclass Helper { static int six() { return 6; } }\n\n"
+           "public final class Greeter {\n    public static void main(String[] a) {\n"
+           "        System.out.println(Helper.six() * 7);\n    }\n}\n")
+    res = run("java", src)
+    assert res["status"] == "ok" and res["stdout"] == "42\n", res
+
+
+@pytest.mark.parametrize("src,out", [
+    ('import { setTimeout as sleep } from "node:timers/promises";\n'
+     'await sleep(10);\nconsole.log(typeof import.meta.url, 6 * 7);\n', "string 42\n"),
+    ("console.log(await Promise.resolve(42));\n", "42\n"),
+    ('// import x from "y"; export default 1\nconst s = "await import";\n'
+     'function f() { return [1, 2].map(async (x) => await x); }\n'
+     'console.log(typeof require, f().length, s.length);\n', "function 2 12\n"),
+], ids=["module", "top-level-await", "commonjs"])
+def test_javascript_module_or_commonjs(src, out):
+    """ES module syntax runs as a module (top-level await included); other
+    code stays CommonJS, where require works (comments, strings and awaits
+    inside functions do not count)."""
+    res = run("javascript", src)
+    assert res["status"] == "ok" and res["stdout"] == out, res
+
+
+@pytest.mark.parametrize("lang", sorted(LIBRARIES))
+def test_library_names_checked_against_the_grammar(lang):
+    """Valid names reach the (not yet available) installer's refusal; bad
+    ones are refused as names, before anything runs."""
+    good, bad = LIBRARIES[lang]
+    for name in good:
+        res = run(lang, "x", "--libraries", name)
+        assert res["status"] == "refused", res
+        assert "not available in this version" in res["message"], (name, res)
+    for name in bad:
+        res = run(lang, "x", "--libraries", name)
+        assert res["status"] == "refused", res
+        assert "not available" not in res["message"], (name, res)
+        assert "not a valid" in res["message"], (name, res)
+
+
+def test_cpp_refuses_libraries():
+    res = run("cpp", "int main(){}", "--libraries", "boost")
+    assert res["status"] == "refused" and "cannot install libraries" in res["message"], res
+
+
+def test_toolchain_versions_are_probed():
+    """get_language_details' version comes from running each toolchain's
+    version command in a sandbox (asked here through the MCP server)."""
+    langs = ["python", "javascript", "go", "cpp", "java", "r", "ruby"]
+    msgs = [{"jsonrpc": "2.0", "id": 0, "method": "initialize",
+             "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                        "clientInfo": {"name": "test", "version": "1"}}},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"}]
+    msgs += [{"jsonrpc": "2.0", "id": i + 1, "method": "tools/call",
+              "params": {"name": "get_language_details", "arguments": {"language": lang}}}
+             for i, lang in enumerate(langs)]
+    p = subprocess.Popen([SBX_BIN], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         env=clean_env(mark=False), cwd="/")
+    answers = {}
+    try:
+        p.stdin.write("".join(json.dumps(m) + "\n" for m in msgs).encode())
+        p.stdin.flush()
+        while len(answers) < len(langs) + 1:  # the end of input would cancel the calls
+            line = p.stdout.readline()
+            assert line, "the server ended early: %r" % answers
+            m = json.loads(line)
+            answers[m["id"]] = m
+    finally:
+        p.stdin.close()
+        assert p.wait(60) == 0
+    for i, lang in enumerate(langs):
+        details = answers[i + 1]["result"]["structuredContent"]
+        version = details.get("version")
+        assert isinstance(version, str) and re.match(r"^[0-9]+(\.[0-9]+)*$", version), \
+            (lang, details)
