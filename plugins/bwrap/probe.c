@@ -27,12 +27,6 @@ static bool version_at_least(const char *text, int maj, int min, int pat, char *
     return a > maj || (a == maj && (b > min || (b == min && c >= pat)));
 }
 
-static void cap(struct sbx_caps *c, enum sbx_control ctl, enum sbx_enforce lvl, const char *note)
-{
-    c->level[ctl] = (uint8_t)lvl;
-    snprintf(c->note[ctl], sizeof(c->note[ctl]), "%s", note);
-}
-
 int bwrap_probe(void *state, struct sbx_caps *caps, struct sbx_err *err)
 {
     struct bwrap_state *st = state;
@@ -58,38 +52,24 @@ int bwrap_probe(void *state, struct sbx_caps *caps, struct sbx_err *err)
 
     snprintf(note, sizeof(note), "bubblewrap %s: new user, pid, ipc, uts, mount, cgroup, net ns",
             st->version);
-    cap(caps, SBX_CTL_WALL_TIME, SBX_ENF_FULL,
+    jail_cap(caps, SBX_CTL_WALL_TIME, SBX_ENF_FULL,
             "core deadline, then SIGKILL of the cgroup and pid 1");
-    cap(caps, SBX_CTL_OUTPUT, SBX_ENF_FULL, "capped by the core while streaming");
-    cap(caps, SBX_CTL_FILE_SIZE, SBX_ENF_FULL, "RLIMIT_FSIZE");
-    cap(caps, SBX_CTL_WORKSPACE, SBX_ENF_FULL,
-            "tmpfs /workspace, /tmp, /dev/shm; RAM, so at most 3/4 of the memory limit each");
-    cap(caps, SBX_CTL_NET_OFF, SBX_ENF_FULL, "empty network namespace (loopback only)");
-    if (st->pasta[0] && st->tun_ok)
-        cap(caps, SBX_CTL_NET_ON, SBX_ENF_FULL,
-                "own namespace, pasta user-mode NAT, no host loopback");
-    else
-        cap(caps, SBX_CTL_NET_ON, SBX_ENF_NONE,
-                !st->pasta[0] ? "pasta not found (install Debian's passt package)"
-                              : "/dev/net/tun is not usable by the sandbox uid (Debian's default "
-                                "mode is 0666)");
-    cap(caps, SBX_CTL_NET_HOST, SBX_ENF_FULL, "host network namespace (operator override only)");
-    cap(caps, SBX_CTL_NET_REGISTRIES, SBX_ENF_NONE, "needs the filtering proxy (not built yet)");
-    cap(caps, SBX_CTL_NET_ALLOWLIST, SBX_ENF_NONE, "needs the filtering proxy (not built yet)");
-    cap(caps, SBX_CTL_READ_ONLY_SYSTEM, SBX_ENF_FULL,
+    jail_common_caps(caps, st->pasta, st->tun_ok);
+    jail_cap(caps, SBX_CTL_READ_ONLY_SYSTEM, SBX_ENF_FULL,
             "read-only /usr binds, root tmpfs remounted read-only");
-    cap(caps, SBX_CTL_ENV, SBX_ENF_FULL, "bwrap is executed with only the sandbox environment");
-    cap(caps, SBX_CTL_SECCOMP, SBX_ENF_FULL, "bwrap --seccomp with the core's policy");
-    cap(caps, SBX_CTL_NO_NEW_PRIVS, SBX_ENF_FULL, note);
+    jail_cap(
+            caps, SBX_CTL_ENV, SBX_ENF_FULL, "bwrap is executed with only the sandbox environment");
+    jail_cap(caps, SBX_CTL_SECCOMP, SBX_ENF_FULL, "bwrap --seccomp with the core's policy");
+    jail_cap(caps, SBX_CTL_NO_NEW_PRIVS, SBX_ENF_FULL, note);
     if (geteuid() == 0) {
         uint32_t uid, gid;
 
         h->sandbox_ids(h, &uid, &gid);
         snprintf(note, sizeof(note), "root drops to host uid %u before bwrap", uid);
-        cap(caps, SBX_CTL_UNPRIVILEGED, SBX_ENF_FULL, note);
+        jail_cap(caps, SBX_CTL_UNPRIVILEGED, SBX_ENF_FULL, note);
     } else {
         snprintf(note, sizeof(note), "runs as host uid %u", (unsigned)geteuid());
-        cap(caps, SBX_CTL_UNPRIVILEGED, SBX_ENF_FULL, note);
+        jail_cap(caps, SBX_CTL_UNPRIVILEGED, SBX_ENF_FULL, note);
     }
     h->cgroup_caps(h, caps);
     return 0;

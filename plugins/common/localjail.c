@@ -288,3 +288,32 @@ int jail_trial_box(const struct sbx_backend_ops *ops, void *state, const struct 
         return err->rc; /* the jail's own words */
     return r ? 0 : jail_fail(err, SBX_E_UNAVAILABLE, 0, "the sandbox agent did not start");
 }
+
+void jail_cap(struct sbx_caps *c, enum sbx_control ctl, enum sbx_enforce lvl, const char *note)
+{
+    c->level[ctl] = (uint8_t)lvl;
+    snprintf(c->note[ctl], sizeof(c->note[ctl]), "%s", note);
+}
+
+void jail_common_caps(struct sbx_caps *caps, const char *pasta, bool tun_ok)
+{
+    jail_cap(caps, SBX_CTL_OUTPUT, SBX_ENF_FULL, "capped by the core while streaming");
+    jail_cap(caps, SBX_CTL_FILE_SIZE, SBX_ENF_FULL, "RLIMIT_FSIZE");
+    jail_cap(caps, SBX_CTL_WORKSPACE, SBX_ENF_FULL,
+            "tmpfs /workspace, /tmp, /dev/shm; RAM, so at most 3/4 of the memory limit each");
+    jail_cap(caps, SBX_CTL_NET_OFF, SBX_ENF_FULL, "empty network namespace (loopback only)");
+    if (pasta[0] && tun_ok)
+        jail_cap(caps, SBX_CTL_NET_ON, SBX_ENF_FULL,
+                "own namespace, pasta user-mode NAT, no host loopback");
+    else
+        jail_cap(caps, SBX_CTL_NET_ON, SBX_ENF_NONE,
+                !pasta[0] ? "pasta not found (install Debian's passt package)"
+                          : "/dev/net/tun is not usable by the sandbox uid (Debian's default "
+                            "mode is 0666)");
+    jail_cap(caps, SBX_CTL_NET_HOST, SBX_ENF_FULL,
+            "host network namespace (operator override only)");
+    jail_cap(caps, SBX_CTL_NET_REGISTRIES, SBX_ENF_NONE,
+            "needs the filtering proxy (not built yet)");
+    jail_cap(
+            caps, SBX_CTL_NET_ALLOWLIST, SBX_ENF_NONE, "needs the filtering proxy (not built yet)");
+}

@@ -97,6 +97,14 @@ int jail_cgroup_new(const struct sbx_host *h, const struct sbx_box_spec *spec,
 int jail_trial_box(const struct sbx_backend_ops *ops, void *state, const struct sbx_host *h,
         struct sbx_err *err);
 
+/* The controls every local jail enforces alike: output, file size, the
+ * tmpfs workspace, and the network modes (on only with pasta and a usable
+ * /dev/net/tun; the filtering proxy modes not yet). */
+void jail_common_caps(struct sbx_caps *caps, const char *pasta, bool tun_ok);
+
+/* Set one control's level and note. */
+void jail_cap(struct sbx_caps *c, enum sbx_control ctl, enum sbx_enforce lvl, const char *note);
+
 /* Fill err (if not NULL) and return rc. */
 int jail_fail(struct sbx_err *err, int rc, int sys_errno, const char *fmt, ...) SBX_PRINTF(4, 5);
 
