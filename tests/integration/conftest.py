@@ -23,6 +23,7 @@ sandbox passes through (LLM_SANDBOX_ENV_ALLOW), so the autouse fixture
 the machine and check, after every test, that no process, cgroup or /tmp
 entry of ours survived.
 """
+import fcntl
 import glob
 import json
 import os
@@ -30,6 +31,7 @@ import re
 import signal
 import socket
 import subprocess
+import sys
 import time
 import uuid
 
@@ -93,6 +95,20 @@ _cli_pids = []
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "contract: the backend contract suite, run against every local backend")
+    # One integration session per machine at a time: the leftover checks
+    # count every process, cgroup and /tmp entry of any run, so a second
+    # session (another clone, a CI run) would fail them. /tmp itself is the
+    # lock, since every user can open it, and no file needs creating there.
+    global _session_lock
+    _session_lock = os.open("/tmp", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        fcntl.flock(_session_lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        sys.stderr.write("waiting for another integration test session on this machine\n")
+        fcntl.flock(_session_lock, fcntl.LOCK_EX)
+
+
+_session_lock = -1
 
 
 # --------------------------------------------------------------------------
