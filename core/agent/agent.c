@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/openat2.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -24,9 +25,11 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -74,7 +77,24 @@ static struct {
     int put_fd;
     char put_path[PUT_PATH_MAX + 1];
     struct exec_state ex;
+    int relay_fd; /* RELAY: the loopback listener, or -1 */
+    struct sockaddr_un relay_to;
 } g;
+
+#define RELAY_BUF (16u * 1024u)
+
+/* One relayed connection: fd[0] the program's TCP connection, fd[1] the
+ * proxy's unix socket; buf[i] holds what was read from fd[i] and is not yet
+ * written to the other side; eof[i]: fd[i] reached end of input and the
+ * other side's write half was shut down. */
+struct relay_conn {
+    int fd[2];
+    size_t off[2], len[2];
+    bool eof[2];
+    unsigned char buf[2][RELAY_BUF];
+};
+
+static struct relay_conn g_relay[AGENT_RELAY_CONNS];
 
 static unsigned char g_pay[AGENT_MAX_PAYLOAD];
 static unsigned char g_out[AGENT_HDR_SIZE + AGENT_CHUNK];
@@ -129,6 +149,11 @@ static NORETURN void terminate(int status)
     close_fd(&g.put_fd);
     close_fd(&g.ws_fd);
     close_fd(&g.sig_fd);
+    close_fd(&g.relay_fd);
+    for (size_t i = 0; i < AGENT_RELAY_CONNS; i++) {
+        close_fd(&g_relay[i].fd[0]);
+        close_fd(&g_relay[i].fd[1]);
+    }
     exit(status);
 }
 
@@ -758,6 +783,129 @@ static void on_limits(uint32_t len)
     send_frame(AGENT_OK, NULL, 0);
 }
 
+/* ---- relay --------------------------------------------------------------- */
+
+static void relay_close(struct relay_conn *c)
+{
+    close_fd(&c->fd[0]);
+    close_fd(&c->fd[1]);
+}
+
+static void on_relay(uint32_t len)
+{
+    uint32_t port = agent_get_u32(g_pay);
+    const char *path = (const char *)g_pay + 8;
+    size_t plen = len - 8;
+    struct sockaddr_in a;
+    int fd;
+
+    if (g.relay_fd >= 0) {
+        send_text(AGENT_ERROR, EBUSY, "RELAY: already relaying");
+        return;
+    }
+    if (port == 0 || port > 65535 || agent_get_u32(g_pay + 4) != 0 || plen < 2 ||
+            path[plen - 1] != '\0' || strlen(path) != plen - 1 ||
+            plen > sizeof(g.relay_to.sun_path)) {
+        send_text(AGENT_ERROR, EINVAL, "RELAY: bad port or path");
+        return;
+    }
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) < 0 || listen(fd, 64) < 0) {
+        int e = errno;
+
+        if (fd >= 0)
+            close(fd);
+        send_text(AGENT_ERROR, e, "RELAY: cannot listen on 127.0.0.1:%u: %s", port, strerror(e));
+        return;
+    }
+    memset(&g.relay_to, 0, sizeof g.relay_to);
+    g.relay_to.sun_family = AF_UNIX;
+    memcpy(g.relay_to.sun_path, path, plen);
+    g.relay_fd = fd;
+    send_frame(AGENT_OK, NULL, 0);
+}
+
+/* A new connection: relay it when a slot is free, else drop it (the client
+ * sees a reset, as from a full proxy). */
+static void relay_accept(void)
+{
+    int c = accept4(g.relay_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    int u;
+
+    if (c < 0)
+        return;
+    for (int i = 0; i < (int)AGENT_RELAY_CONNS; i++) {
+        struct relay_conn *r = &g_relay[i];
+
+        if (r->fd[0] >= 0)
+            continue;
+        /* a local socket: connect completes at once or fails */
+        u = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (u < 0 || connect(u, (struct sockaddr *)&g.relay_to, sizeof g.relay_to) < 0 ||
+                fcntl(u, F_SETFL, O_NONBLOCK) < 0) {
+            if (u >= 0)
+                close(u);
+            break;
+        }
+        memset(r, 0, offsetof(struct relay_conn, buf));
+        r->fd[0] = c;
+        r->fd[1] = u;
+        return;
+    }
+    close(c);
+}
+
+static short relay_events(const struct relay_conn *r, int i)
+{
+    short ev = 0;
+
+    if (!r->eof[i] && r->len[i] == 0)
+        ev |= POLLIN;
+    if (r->len[1 - i] > 0)
+        ev |= POLLOUT;
+    return ev;
+}
+
+/* Move bytes one way: read fd[i] when its buffer is empty, write it to the
+ * other side; at end of input shut the other side's write half. */
+static void relay_step(struct relay_conn *r, int i, short rev_in, short rev_out)
+{
+    int j = 1 - i;
+    ssize_t n;
+
+    if (r->fd[0] < 0)
+        return;
+    if ((rev_in & (POLLIN | POLLHUP | POLLERR)) && !r->eof[i] && r->len[i] == 0) {
+        n = read(r->fd[i], r->buf[i], RELAY_BUF);
+        if (n > 0) {
+            r->off[i] = 0;
+            r->len[i] = (size_t)n;
+        } else if (n == 0) {
+            r->eof[i] = true;
+            shutdown(r->fd[j], SHUT_WR);
+        } else if (errno != EAGAIN && errno != EINTR) {
+            relay_close(r);
+            return;
+        }
+    }
+    if (r->len[i] > 0 && (rev_out & (POLLOUT | POLLERR | POLLHUP))) {
+        n = write(r->fd[j], r->buf[i] + r->off[i], r->len[i]);
+        if (n > 0) {
+            r->off[i] += (size_t)n;
+            r->len[i] -= (size_t)n;
+        } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+            relay_close(r);
+            return;
+        }
+    }
+    if (r->eof[0] && r->eof[1] && r->len[0] == 0 && r->len[1] == 0)
+        relay_close(r);
+}
+
 /* ---- control channel ---------------------------------------------------- */
 
 static bool frame_ok(const struct agent_hdr *h)
@@ -770,6 +918,7 @@ static bool frame_ok(const struct agent_hdr *h)
     case AGENT_STDIN_EOF:
     case AGENT_QUIT: return h->len == 0 && h->flags == 0;
     case AGENT_LIMITS: return h->len >= 4 && h->flags == 0;
+    case AGENT_RELAY: return h->len >= 10 && h->flags == 0;
     default: return false;
     }
 }
@@ -784,6 +933,7 @@ static bool dispatch(void)
     case AGENT_EXEC: on_exec(g.h.len); break;
     case AGENT_STDIN: return on_stdin(g.h.len);
     case AGENT_LIMITS: on_limits(g.h.len); break;
+    case AGENT_RELAY: on_relay(g.h.len); break;
     case AGENT_STDIN_EOF:
         g.ex.in_eof = g.ex.pid > 0;
         stdin_pump();
@@ -849,7 +999,9 @@ static int setup(void)
 
 int main(void)
 {
-    g.put_fd = g.ws_fd = g.sig_fd = -1;
+    g.put_fd = g.ws_fd = g.sig_fd = g.relay_fd = -1;
+    for (size_t i = 0; i < AGENT_RELAY_CONNS; i++)
+        g_relay[i].fd[0] = g_relay[i].fd[1] = -1;
     exec_reset();
     g.pid1 = getpid() == 1;
     if (setup() < 0) {
@@ -859,7 +1011,7 @@ int main(void)
     send_u32(
             AGENT_READY, AGENT_PROTO_VERSION, (uint32_t)getpid(), g.pid1 ? AGENT_READY_PID1 : 0, 3);
     for (;;) {
-        struct pollfd pf[5];
+        struct pollfd pf[6 + 2 * AGENT_RELAY_CONNS];
 
         if (g.frame_ready && dispatch()) {
             g.frame_ready = false;
@@ -870,7 +1022,12 @@ int main(void)
         pf[2] = (struct pollfd){.fd = g.ex.out_fd[0], .events = POLLIN};
         pf[3] = (struct pollfd){.fd = g.ex.out_fd[1], .events = POLLIN};
         pf[4] = (struct pollfd){.fd = g.ex.in_len > 0 ? g.ex.in_fd : -1, .events = POLLOUT};
-        if (poll(pf, 5, -1) < 0) {
+        pf[5] = (struct pollfd){.fd = g.relay_fd, .events = POLLIN};
+        for (size_t i = 0; i < AGENT_RELAY_CONNS; i++)
+            for (int k = 0; k < 2; k++)
+                pf[6 + 2 * i + (size_t)k] = (struct pollfd){
+                        .fd = g_relay[i].fd[k], .events = relay_events(&g_relay[i], k)};
+        if (poll(pf, sizeof pf / sizeof pf[0], -1) < 0) {
             if (errno == EINTR)
                 continue;
             fatal("poll failed");
@@ -882,6 +1039,14 @@ int main(void)
         }
         if (pf[4].revents)
             stdin_pump();
+        for (size_t i = 0; i < AGENT_RELAY_CONNS; i++) {
+            short r0 = pf[6 + 2 * i].revents, r1 = pf[7 + 2 * i].revents;
+
+            relay_step(&g_relay[i], 0, r0, r1);
+            relay_step(&g_relay[i], 1, r1, r0);
+        }
+        if (pf[5].revents)
+            relay_accept();
         if (pf[0].revents)
             read_input();
         if (pf[1].revents)

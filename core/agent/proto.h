@@ -53,6 +53,13 @@
  *                   u32 0, u64 utime_us, u64 stime_us, u64 maxrss_kb
  *                   Sent after the program exited, every other process the
  *                   exec started was killed, and all its output was sent.
+ *   H: RELAY        u32 port, u32 0, then a socket path string: the agent
+ *                   listens on 127.0.0.1:port and relays every connection
+ *                   to the unix socket at path (the core's filtering proxy,
+ *                   for dependency installs; see SBX_PROXY_SOCKET). Once
+ *                   per box; the relay lives as long as the agent, in the
+ *                   agent itself, so no exec's cleanup ends it.
+ *   A: OK | ERROR
  *   H: QUIT         the agent kills everything and exits 0 (so does EOF
  *                   on its input between frames).
  * ERROR payload: i32 errno, then a message string.
@@ -84,6 +91,7 @@ enum agent_type {
     AGENT_SIGNAL = 5,
     AGENT_QUIT = 6,
     AGENT_LIMITS = 7,
+    AGENT_RELAY = 8,
     /* agent -> host */
     AGENT_READY = 64,
     AGENT_STDOUT = 65,
@@ -104,6 +112,7 @@ enum agent_rlimit {
     AGENT_RLIMIT_NPROC = 5,
 };
 #define AGENT_LIMITS_MAX      8
+#define AGENT_RELAY_CONNS     16 /* connections relayed at once; more wait in the backlog */
 #define AGENT_RLIMIT_INFINITY UINT64_MAX
 enum agent_put_flags { AGENT_PUT_FIRST = 1u << 0, AGENT_PUT_LAST = 1u << 1 };
 enum agent_exec_flags { AGENT_EXEC_STDIN_PIPE = 1u << 0 };

@@ -311,6 +311,29 @@ int agentc_limits(struct agentc *ac, const struct agentc_limit *lims, size_t n, 
     return ac->hdr.type == AGENT_OK ? 0 : lost(ac, "unexpected reply to limits");
 }
 
+int agentc_relay(struct agentc *ac, uint16_t port, const char *path, int64_t deadline_ms)
+{
+    unsigned char buf[8 + 108];
+    size_t plen = strlen(path) + 1;
+    int r;
+
+    if (plen > sizeof(buf) - 8)
+        return lost(ac, "relay socket path too long");
+    agent_put_u32(buf, port);
+    agent_put_u32(buf + 4, 0);
+    memcpy(buf + 8, path, plen);
+    if (queue_frame(ac, AGENT_RELAY, 0, buf, 8 + plen, NULL, 0) < 0)
+        return lost(ac, "cannot queue the relay");
+    r = next_frame(ac, deadline_ms);
+    if (r != GOT_FRAME)
+        return r;
+    if (ac->hdr.type == AGENT_ERROR) {
+        take_error(ac, "the sandbox agent cannot relay to the proxy");
+        return SBX_E_IO;
+    }
+    return ac->hdr.type == AGENT_OK ? 0 : lost(ac, "unexpected reply to relay");
+}
+
 static int queue_exec(struct agentc *ac, char *const *argv, char *const *envp, bool with_stdin)
 {
     struct dynbuf b;

@@ -68,6 +68,9 @@ struct agentc_limit {
  * (enum agentc_end), or SBX_E_IO when the agent refused. */
 int agentc_limits(
         struct agentc *ac, const struct agentc_limit *lims, size_t n, int64_t deadline_ms);
+/* Have the agent relay 127.0.0.1:port in the box to the unix socket at
+ * path (the filtering proxy). 0, > 0 (enum agentc_end), or SBX_E_IO. */
+int agentc_relay(struct agentc *ac, uint16_t port, const char *path, int64_t deadline_ms);
 /* Run argv with env in the workspace, feed stdin (NULL: empty), collect
  * output into sink until it exits or the deadline/cancel. Returns an enum
  * agentc_end, or a negative enum sbx_rc on a refused EXEC. */

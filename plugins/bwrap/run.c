@@ -160,6 +160,11 @@ static int spawn_bwrap(struct bwrap_box *b, const struct sbx_box_spec *spec, str
             .tops = b->st->tops.top,
             .n_tops = b->st->tops.n,
             .ro_paths = spec->ro_paths,
+            .mounts = SBX_HAS_FIELD(struct sbx_box_spec, spec, proxy_socket) ? spec->mounts : NULL,
+            .n_mounts = SBX_HAS_FIELD(struct sbx_box_spec, spec, proxy_socket) ? spec->n_mounts : 0,
+            .proxy_socket = SBX_HAS_FIELD(struct sbx_box_spec, spec, proxy_socket)
+                                    ? spec->proxy_socket
+                                    : NULL,
             .seccomp_fd = child[FD_SECCOMP],
             .agent_fd = child[FD_AGENT],
             .passwd_fd = child[FD_PASSWD],

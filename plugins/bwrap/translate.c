@@ -18,6 +18,7 @@
  *   network on              same namespace plus --block-fd: the runner attaches pasta to
  *                           the namespace before the agent starts
  *   network host            no --unshare-net (operator override only)
+ *   network registries      empty network namespace, the core's proxy socket bound in
  *   environment             not here: bwrap is executed with exactly the sandbox env
  *   memory, cpu, pids       not here: cgroup joined by the runner (rlimits as fallback)
  *   file_size, open files   not here: rlimits the agent sets inside (LIMITS)
@@ -136,7 +137,8 @@ int bwrap_translate(const struct bwrap_input *in, struct bwrap_argv *out, struct
         snprintf(err->msg, sizeof(err->msg), "bwrap translation: missing fd");
         return SBX_E_INVALID;
     }
-    if (p->network == SBX_NET_REGISTRIES || p->network == SBX_NET_ALLOWLIST) {
+    if ((p->network == SBX_NET_REGISTRIES || p->network == SBX_NET_ALLOWLIST) &&
+            !in->proxy_socket) {
         err->rc = SBX_E_UNSUPPORTED;
         snprintf(err->field, sizeof(err->field), "network");
         snprintf(err->msg, sizeof(err->msg), "network mode needs the filtering proxy");
@@ -182,6 +184,13 @@ int bwrap_translate(const struct bwrap_input *in, struct bwrap_argv *out, struct
     add_tmpfs(&b, tmpfs_bytes(p), "1777", "/tmp");
     add_tmpfs(&b, tmpfs_bytes(p), "1777", "/dev/shm");
     add_tmpfs(&b, tmpfs_bytes(p), "0755", "/workspace");
+    /* the core's directories (dependency sets), over the workspace */
+    for (size_t i = 0; i < in->n_mounts; i++)
+        add3(&b, in->mounts[i].flags & SBX_MOUNT_RW ? "--bind" : "--ro-bind", in->mounts[i].source,
+                in->mounts[i].target);
+    /* the filtering proxy: a socket is usable through a read-only mount */
+    if (p->network == SBX_NET_REGISTRIES || p->network == SBX_NET_ALLOWLIST)
+        add3(&b, "--ro-bind", in->proxy_socket, SBX_PROXY_SOCKET);
     /* 6. the agent */
     add_data(&b, "0555", in->agent_fd, BWRAP_AGENT);
     /* 7. */

@@ -312,8 +312,8 @@ void jail_common_caps(struct sbx_caps *caps, const char *pasta, bool tun_ok)
                             "mode is 0666)");
     jail_cap(caps, SBX_CTL_NET_HOST, SBX_ENF_FULL,
             "host network namespace (operator override only)");
-    jail_cap(caps, SBX_CTL_NET_REGISTRIES, SBX_ENF_NONE,
-            "needs the filtering proxy (not built yet)");
-    jail_cap(
-            caps, SBX_CTL_NET_ALLOWLIST, SBX_ENF_NONE, "needs the filtering proxy (not built yet)");
+    jail_cap(caps, SBX_CTL_NET_REGISTRIES, SBX_ENF_FULL,
+            "loopback-only namespace; the core's filtering proxy through a unix socket");
+    jail_cap(caps, SBX_CTL_NET_ALLOWLIST, SBX_ENF_FULL,
+            "loopback-only namespace; the core's filtering proxy through a unix socket");
 }

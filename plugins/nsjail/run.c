@@ -56,6 +56,11 @@ static int make_config(const struct nsjail_state *st, const struct sbx_box_spec 
             .tops = st->tops.top,
             .n_tops = st->tops.n,
             .ro_paths = spec->ro_paths,
+            .mounts = SBX_HAS_FIELD(struct sbx_box_spec, spec, proxy_socket) ? spec->mounts : NULL,
+            .n_mounts = SBX_HAS_FIELD(struct sbx_box_spec, spec, proxy_socket) ? spec->n_mounts : 0,
+            .proxy_socket = SBX_HAS_FIELD(struct sbx_box_spec, spec, proxy_socket)
+                                    ? spec->proxy_socket
+                                    : NULL,
             .envp = spec->envp,
             .agent_fd = CHILD_FD_BASE + FD_AGENT,
             .seccomp_fd = CHILD_FD_BASE + FD_SECCOMP,

@@ -132,6 +132,15 @@ static void bind_ro(struct out *o, const char *path, bool mandatory)
             mandatory ? "" : " mandatory: false");
 }
 
+static void bind(struct out *o, const char *src, const char *dst, bool rw)
+{
+    put(o, "mount { src: ");
+    put_quoted(o, src);
+    put(o, " dst: ");
+    put_quoted(o, dst);
+    put(o, " is_bind: true rw: %s nosuid: true nodev: true }\n", rw ? "true" : "false");
+}
+
 static void bind_dev(struct out *o, const char *path)
 {
     put(o, "mount { src: \"%s\" dst: \"%s\" is_bind: true rw: true nosuid: true }\n", path, path);
@@ -214,7 +223,7 @@ int nsjail_translate(const struct nsjail_input *in, struct nsjail_config *cfg, s
     cfg->text[0] = '\0';
     if (in->agent_fd < 0 || in->seccomp_fd < 0)
         return fail(err, SBX_E_INVALID, "", "nsjail translation: missing fd");
-    if (p->network == SBX_NET_REGISTRIES || p->network == SBX_NET_ALLOWLIST)
+    if ((p->network == SBX_NET_REGISTRIES || p->network == SBX_NET_ALLOWLIST) && !in->proxy_socket)
         return fail(err, SBX_E_UNSUPPORTED, "network", "network mode needs the filtering proxy");
 
     put(&o, "name: \"llm-sandbox\"\n");
@@ -285,6 +294,12 @@ int nsjail_translate(const struct nsjail_input *in, struct nsjail_config *cfg, s
     tmpfs(&o, "/tmp", tmpfs_bytes(p), "1777", true);
     tmpfs(&o, "/dev/shm", tmpfs_bytes(p), "1777", true);
     tmpfs(&o, "/workspace", tmpfs_bytes(p), "0755", true);
+    /* 7. the core's directories (dependency sets), over the workspace */
+    for (size_t i = 0; i < in->n_mounts; i++)
+        bind(&o, in->mounts[i].source, in->mounts[i].target, in->mounts[i].flags & SBX_MOUNT_RW);
+    /* the filtering proxy: a socket is usable through a read-only mount */
+    if (p->network == SBX_NET_REGISTRIES || p->network == SBX_NET_ALLOWLIST)
+        bind(&o, in->proxy_socket, SBX_PROXY_SOCKET, false);
     /* the policy and the program */
     put(&o, "seccomp_policy_file: \"/proc/self/fd/%d\"\n", in->seccomp_fd);
     put(&o, "seccomp_log: false\n");

@@ -26,7 +26,7 @@ extern "C" {
 #endif
 
 #define SBX_ABI_MAJOR           1
-#define SBX_ABI_MINOR           1
+#define SBX_ABI_MINOR           2
 #define SBX_PLUGIN_ENTRY_SYMBOL "sbx_plugin_entry_v1"
 
 #if defined(__GNUC__) || defined(__clang__)
@@ -245,6 +245,20 @@ struct sbx_host {
  * pid 1 with the policy applied. The core speaks the agent protocol over the
  * box's byte channel; the backend only builds, watches and destroys the box.
  */
+enum sbx_mount_flags {
+    SBX_MOUNT_RW = 1u << 0, /* writable (the default is read-only) */
+};
+
+/* A host directory mounted into a box (ABI 1.2). The core only names
+ * directories it made itself (dependency sets, install staging); target is
+ * absolute, beneath /deps or /workspace, and mounted after the workspace. */
+struct sbx_mount {
+    const char *source; /* absolute host path */
+    const char *target; /* absolute path in the box */
+    uint32_t flags;     /* enum sbx_mount_flags */
+    uint32_t reserved0;
+};
+
 struct sbx_box_spec {
     uint32_t size;
     uint32_t reserved0;
@@ -256,7 +270,23 @@ struct sbx_box_spec {
     const char *const *ro_paths; /* extra host paths the language needs read-only */
     int cancel_fd;               /* readable once the run is cancelled, or -1 */
     int reserved1;
+    /* ABI 1.2 (read only when spec->size covers them) */
+    const struct sbx_mount *mounts; /* host directories to mount, in order */
+    size_t n_mounts;
+    /* Network SBX_NET_REGISTRIES or SBX_NET_ALLOWLIST: the core's filtering
+     * proxy, a unix socket on the host. The box gets a network namespace of
+     * its own with only loopback, and this socket at SBX_PROXY_SOCKET; the
+     * core has the agent relay a loopback port to it. NULL otherwise. */
+    const char *proxy_socket;
 };
+
+/* Does a struct that starts with its size carry this field? (ABI minors
+ * append fields; read one only when the other side filled it in.) */
+#define SBX_HAS_FIELD(type, s, field)                                                              \
+    ((s)->size >= offsetof(type, field) + sizeof(((const type *)0)->field))
+
+/* Where a box sees the core's filtering proxy socket. */
+#define SBX_PROXY_SOCKET "/.sbx/proxy.sock"
 
 struct sbx_box_stats {
     uint32_t size;
