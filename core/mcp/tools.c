@@ -341,7 +341,10 @@ static const char exec_output[] =
         ","
         "\"message\":{\"type\":[\"string\",\"null\"]},"
         "\"artifacts\":{\"type\":\"array\"},"
-        "\"warnings\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}},"
+        "\"warnings\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
+        "\"install\":{\"type\":\"object\",\"properties\":{"
+        "\"cached\":{\"type\":\"boolean\"},\"duration_ms\":{\"type\":\"integer\"},"
+        "\"log\":{\"type\":\"string\"},\"log_truncated\":{\"type\":\"boolean\"}}}},"
         "\"required\":[\"status\",\"exit_code\",\"limit\",\"stdout\",\"stderr\","
         "\"stdout_truncated\",\"stderr_truncated\",\"stdout_bytes\",\"stderr_bytes\","
         "\"duration_ms\",\"backend\",\"language\",\"message\",\"artifacts\"]}";

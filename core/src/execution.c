@@ -51,6 +51,7 @@ struct sbx_execution *sbx_execution_free(struct sbx_execution *ex)
         free(ex->message);
         strv_free(ex->warnings);
         free(ex->policy);
+        free(ex->install_log);
         free(ex);
     }
     return NULL;
@@ -129,5 +130,17 @@ struct json_object *sbx_execution_to_json(const struct sbx_execution *ex)
     for (char **s = ex->warnings; w && s && *s; s++)
         json_object_array_add(w, json_object_new_string(*s));
     json_object_object_add(o, "warnings", w);
+    if (ex->has_install) {
+        struct json_object *in = json_object_new_object();
+
+        json_object_object_add(in, "cached", json_object_new_boolean(ex->install_cached));
+        json_object_object_add(in, "duration_ms", json_object_new_uint64(ex->install_ms));
+        json_object_object_add(in, "log",
+                ex->install_log ? text(ex->install_log, strlen(ex->install_log))
+                                : json_object_new_string(""));
+        json_object_object_add(
+                in, "log_truncated", json_object_new_boolean(ex->install_log_truncated));
+        json_object_object_add(o, "install", in);
+    }
     return o;
 }

@@ -166,36 +166,40 @@ static bool env_has(char *const *env, const char *key)
     return false;
 }
 
-/* env: KEY: value pairs, kept in order as "KEY=VALUE". */
-static int store_env(struct ctx *c, const struct yamltree_node *map, void *obj)
+/* KEY: value pairs, kept in order as "KEY=VALUE" in *dst. */
+static int env_into(struct ctx *c, const struct yamltree_node *map, const char *what, char ***dst)
 {
-    struct manifest_lang *l = obj;
     size_t i = 0;
     char buf[48];
+    char **env = *dst = calloc(map->n / 2 + 1, sizeof(char *));
 
-    l->env = calloc(map->n / 2 + 1, sizeof(*l->env));
-    if (!l->env)
+    if (!env)
         return oom(c);
     for (const struct yamltree_node *k = map->first; k; k = k->next->next, i++) {
         const struct yamltree_node *v = k->next;
 
         if (k->type != YAMLTREE_SCALAR)
-            return fail_at(
-                    c, k, "keys of 'env' must be strings, not a %s", yamltree_type_name(k->type));
+            return fail_at(c, k, "keys of '%s' must be strings, not a %s", what,
+                    yamltree_type_name(k->type));
         if (!env_key_is_valid(k->value))
             return fail_at(c, k, "environment variable '%s' must match [A-Za-z_][A-Za-z0-9_]*",
                     yamltree_shown(k->value, buf));
-        if (env_has(l->env, k->value))
+        if (env_has(env, k->value))
             return fail_at(c, k, "duplicate key '%s'", k->value);
         if (v->type != YAMLTREE_SCALAR)
             return fail_at(c, v, "environment variable '%s' must be a string, not a %s", k->value,
                     yamltree_type_name(v->type));
-        if (asprintf(&l->env[i], "%s=%s", k->value, v->value) < 0) {
-            l->env[i] = NULL;
+        if (asprintf(&env[i], "%s=%s", k->value, v->value) < 0) {
+            env[i] = NULL;
             return oom(c);
         }
     }
     return 0;
+}
+
+static int store_env(struct ctx *c, const struct yamltree_node *map, void *obj)
+{
+    return env_into(c, map, "env", &((struct manifest_lang *)obj)->env);
 }
 
 #define EXAMPLE(field) offsetof(struct manifest_example, field)
@@ -306,6 +310,98 @@ static int store_address_space(struct ctx *c, const struct yamltree_node *n, voi
     return 0;
 }
 
+#define INSTALL(field) offsetof(struct manifest_install, field)
+static const struct key_desc step_keys[] = {
+        {"run", YAMLTREE_SEQ, KEY_REQUIRED | KEY_NONEMPTY, offsetof(struct manifest_step, run),
+                MR_TEMPLATE, NULL},
+};
+
+static int store_steps(struct ctx *c, const struct yamltree_node *seq, void *obj)
+{
+    struct manifest_install *in = obj;
+    size_t i = 0;
+
+    if (seq->n == 0)
+        return fail_at(c, seq, "key 'steps' must list at least one step");
+    in->steps = calloc(seq->n, sizeof(*in->steps));
+    if (!in->steps)
+        return oom(c);
+    in->n_steps = seq->n;
+    for (const struct yamltree_node *e = seq->first; e; e = e->next, i++) {
+        int r;
+
+        if (e->type != YAMLTREE_MAP)
+            return fail_at(c, e, "each entry of 'steps' must be a mapping, not a %s",
+                    yamltree_type_name(e->type));
+        r = apply_schema(c, e, step_keys, ARRAY_SIZE(step_keys), &in->steps[i]);
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
+static int store_hosts(struct ctx *c, const struct yamltree_node *seq, void *obj)
+{
+    struct manifest_install *in = obj;
+    size_t i = 0;
+    char buf[48];
+
+    in->hosts = calloc(seq->n + 1, sizeof(char *));
+    if (!in->hosts)
+        return oom(c);
+    for (const struct yamltree_node *e = seq->first; e; e = e->next, i++) {
+        if (e->type != YAMLTREE_SCALAR || !host_pattern_is_valid(e->value))
+            return fail_at(c, e,
+                    "each entry of 'hosts' must be a host name like pypi.org or "
+                    "*.example.org, not '%s'",
+                    e->type == YAMLTREE_SCALAR ? yamltree_shown(e->value, buf) : "?");
+        in->hosts[i] = strdup(e->value);
+        if (!in->hosts[i])
+            return oom(c);
+    }
+    return 0;
+}
+
+static int store_install_env(struct ctx *c, const struct yamltree_node *map, void *obj)
+{
+    return env_into(c, map, "env", &((struct manifest_install *)obj)->env);
+}
+
+static int store_run_env(struct ctx *c, const struct yamltree_node *map, void *obj)
+{
+    return env_into(c, map, "run_env", &((struct manifest_install *)obj)->run_env);
+}
+
+static const struct key_desc install_keys[] = {
+        {"hosts", YAMLTREE_SEQ, KEY_REQUIRED | KEY_NONEMPTY, 0, MR_ANY, store_hosts},
+        {"steps", YAMLTREE_SEQ, KEY_REQUIRED, 0, MR_ANY, store_steps},
+        {"env", YAMLTREE_MAP, 0, 0, MR_ANY, store_install_env},
+        {"run_env", YAMLTREE_MAP, 0, 0, MR_ANY, store_run_env},
+        {"stage", YAMLTREE_SEQ, 0, INSTALL(stage), MR_FILE, NULL},
+        {"workspace_dir", YAMLTREE_SCALAR, 0, INSTALL(workspace_dir), MR_FILE, NULL},
+};
+
+static int store_install(struct ctx *c, const struct yamltree_node *n, void *obj)
+{
+    struct manifest_lang *l = obj;
+    struct manifest_install *in = l->install = calloc(1, sizeof(*l->install));
+    int r;
+
+    if (!in)
+        return oom(c);
+    r = apply_schema(c, n, install_keys, ARRAY_SIZE(install_keys), in);
+    if (r < 0)
+        return r;
+    /* the vectors the header calls "may be empty" are never NULL */
+    if (!in->env)
+        in->env = calloc(1, sizeof(char *));
+    if (!in->run_env)
+        in->run_env = calloc(1, sizeof(char *));
+    if (!in->stage)
+        in->stage = calloc(1, sizeof(char *));
+    return in->env && in->run_env && in->stage ? 0 : oom(c);
+}
+
 #define LANG(field) offsetof(struct manifest_lang, field)
 static const struct key_desc lang_keys[] = {
         {"source_file", YAMLTREE_SCALAR, KEY_REQUIRED, LANG(source_file), MR_FILE, NULL},
@@ -321,6 +417,7 @@ static const struct key_desc lang_keys[] = {
         {"docs", YAMLTREE_MAP, 0, 0, MR_ANY, store_docs},
         {"modes", YAMLTREE_MAP, 0, 0, MR_ANY, store_modes},
         {"address_space", YAMLTREE_SCALAR, 0, 0, MR_ANY, store_address_space},
+        {"install", YAMLTREE_MAP, 0, 0, MR_ANY, store_install},
 };
 
 static int store_language(struct ctx *c, const struct yamltree_node *n, void *obj)
@@ -561,6 +658,17 @@ static void lang_free(struct manifest_lang *l)
         strv_free(l->modes[i].run);
     }
     free(l->modes);
+    if (l->install) {
+        strv_free(l->install->hosts);
+        for (size_t i = 0; l->install->steps && i < l->install->n_steps; i++)
+            strv_free(l->install->steps[i].run);
+        free(l->install->steps);
+        strv_free(l->install->env);
+        strv_free(l->install->run_env);
+        strv_free(l->install->stage);
+        free(l->install->workspace_dir);
+        free(l->install);
+    }
     free(l);
 }
 

@@ -48,6 +48,26 @@ struct manifest_mode {
     char **run;        /* argv template, at least one element */
 };
 
+/* One command of a dependency install (language.install.steps). */
+struct manifest_step {
+    char **run; /* argv template; "{libraries}" expands to the requested names */
+};
+
+/* How a language installs libraries at run time (language.install): the
+ * steps run in a sandbox whose only network is the core's filtering proxy,
+ * which lets them reach `hosts` and nothing else, and whose /deps is the
+ * dependency set being built; programs then run with the finished set
+ * mounted read-only at /deps. */
+struct manifest_install {
+    char **hosts;                /* registry host names, "*.example.org" for subdomains */
+    struct manifest_step *steps; /* in order, at least one */
+    size_t n_steps;
+    char **env;          /* "KEY=VALUE" for the steps, NULL-terminated, may be empty */
+    char **run_env;      /* "KEY=VALUE" added for build and run with a set, may be empty */
+    char **stage;        /* files of the set copied into the workspace, may be empty */
+    char *workspace_dir; /* a directory of the set also mounted at /workspace/NAME, or NULL */
+};
+
 struct manifest_lang {
     char *source_file;      /* file name, no '/' */
     char **extensions;      /* ".py", ...; NULL-terminated, may be empty */
@@ -64,6 +84,7 @@ struct manifest_lang {
                                     beyond what it uses (the RLIMIT_AS fallback adds it), or 0 */
     struct manifest_mode *modes; /* language.modes, in file order */
     size_t n_modes;
+    struct manifest_install *install; /* language.install, or NULL: no installs */
 };
 
 struct manifest {

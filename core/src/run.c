@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <json-c/json.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -23,11 +24,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agentc.h"
 #include "cgroup.h"
 #include "cleanup.h"
+#include "deps.h"
 #include "error.h"
 #include "exec.h"
 #include "log.h"
@@ -35,11 +39,15 @@
 #include "plan.h"
 #include "policy.h"
 #include "proto.h"
+#include "proxy.h"
 #include "runtime.h"
 #include "settings.h"
 #include "util.h"
 
 #define SETUP_TIMEOUT_MS 15000
+#define INSTALL_LOG_MAX  (64u * 1024u)
+#define INSTALL_PORT     3128 /* the agent's relay to the proxy, on the box's loopback */
+#define STAGE_FILE_MAX   (1u << 20)
 
 /* Canonical backend names and their aliases, installed or not. */
 static const char *const known_backends[][2] = {
@@ -223,6 +231,14 @@ struct run {
     int64_t t0;
     bool ran;          /* an exec was sent: an exit code exists */
     char **probe_argv; /* instead of staging and the plan: run this (version probes) */
+    /* libraries: the set, mounted read-only at /deps (and a directory of it
+     * in the workspace); while installing, the staging mount and the proxy */
+    struct deps_set *deps;
+    struct sbx_mount mounts[2];
+    size_t n_mounts;
+    char *ws_mount_src, *ws_mount_dst;
+    const struct sbx_policy *box_policy; /* the install's, or NULL: the run's */
+    const char *proxy_sock;
 };
 
 static int refuse(struct run *r, const char *fmt, ...) SBX_PRINTF(2, 3);
@@ -358,9 +374,8 @@ static int check_libraries(struct run *r)
         if (ops->check_library(r->lang->pstate, lib, &perr) < 0)
             return refuse(r, "%s", perr.msg[0] ? perr.msg : "invalid library name");
     }
-    if (r->req->n_libraries)
-        return refuse(r, "installing libraries is not available in this version of llm-sandbox; "
-                         "run code that uses what the language has installed");
+    if (r->req->n_libraries && !r->lang->m->lang->install)
+        return refuse(r, "language '%s' cannot install libraries", r->lang->name);
     return 0;
 }
 
@@ -407,6 +422,10 @@ static int build_env(struct run *r, struct sbx_error **err)
     for (char **e = r->lang->m->lang->env; e && *e; e++)
         if (strv_push(&env, *e) < 0)
             goto oom;
+    if (r->req->n_libraries)
+        for (char **e = r->lang->m->lang->install->run_env; *e; e++)
+            if (strv_setenv(&env, *e) < 0)
+                goto oom;
     for (char **e = r->rt->settings->env_pass; e && *e; e++)
         if (strv_push(&env, *e) < 0)
             goto oom;
@@ -426,13 +445,16 @@ static int open_box(struct run *r, struct sbx_error **err)
     snprintf(id, sizeof(id), "%s-%" PRIuFAST64, r->rt->owner, atomic_fetch_add(&r->rt->seq, 1));
     memset(&spec, 0, sizeof(spec));
     spec.size = sizeof(spec);
-    spec.policy = &r->policy;
+    spec.policy = r->box_policy ? r->box_policy : &r->policy;
     spec.id = id;
     spec.language = r->lang->name;
     spec.image = r->lang->m->lang->image;
     spec.envp = (const char *const *)r->env;
     spec.ro_paths = (const char *const *)r->lang->m->lang->host_paths;
     spec.cancel_fd = r->req->cancel ? r->req->cancel->fd : -1;
+    spec.mounts = r->n_mounts ? r->mounts : NULL;
+    spec.n_mounts = r->n_mounts;
+    spec.proxy_socket = r->proxy_sock;
     sbx_err_init(&perr);
     if (r->backend->desc->backend->box_open(r->backend->pstate, &spec, &r->box, &perr) < 0)
         return sbx_error_from_plugin(err, &perr, r->backend->name);
@@ -512,10 +534,31 @@ static void phase(const struct run *r, const char *name)
         r->req->on_phase(r->req->userdata, name);
 }
 
+/* The files the language takes from its dependency set (Go's go.mod). */
+static int stage_from_set(struct run *r, int64_t deadline)
+{
+    int end = 0;
+
+    for (char **f = r->lang->m->lang->install->stage; end == 0 && *f; f++) {
+        struct sbx_error *e = NULL;
+        char *data = NULL;
+        size_t len = 0;
+
+        if (deps_read_file(r->deps, *f, STAGE_FILE_MAX, &data, &len, &e) < 0) {
+            log_msg(SBX_LOG_WARN, NULL, "%s", e->msg);
+            sbx_error_free(e);
+            return SBX_E_IO;
+        }
+        end = agentc_put(r->ac, *f, 0644, data, len, deadline);
+        free(data);
+    }
+    return end;
+}
+
 /* The request's files, then the program, beneath the workspace. */
 static int stage(struct run *r, int64_t deadline)
 {
-    int end = 0;
+    int end = r->deps ? stage_from_set(r, deadline) : 0;
 
     for (size_t i = 0; end == 0 && i < r->req->n_files; i++) {
         const struct sbx_file *f = &r->req->files[i];
@@ -651,10 +694,391 @@ static void run_done(struct run *r)
         sbx_error_free(e);
     }
     agentc_free(r->ac);
+    r->deps = deps_close(r->deps);
+    free(r->ws_mount_src);
+    free(r->ws_mount_dst);
     plan_free(r->plan);
     strv_free(r->env);
     capture_done(&r->sink.out);
     capture_done(&r->sink.err);
+}
+
+/* ---- libraries ---------------------------------------------------------- */
+
+/* What identifies the toolchain without running it: the language's first
+ * required binary, found along the language's PATH, by device, inode, size
+ * and modification time (an upgrade changes them). */
+static void toolchain_id(const struct run *r, char *out, size_t len)
+{
+    const struct manifest *m = r->lang->m;
+    const char *name = m->n_binaries              ? m->binaries[0].name
+                       : m->lang->version_command ? m->lang->version_command[0]
+                                                  : "";
+    const char *path = "/usr/bin:/bin";
+    struct stat st;
+    char buf[PATH_MAX];
+
+    for (char **e = m->lang->env; *e; e++)
+        if (strncmp(*e, "PATH=", 5) == 0)
+            path = *e + 5;
+    snprintf(out, len, "%s (not found)", name);
+    if (name[0] == '/') {
+        if (stat(name, &st) == 0)
+            snprintf(out, len, "%s %ju:%ju %jd %jd", name, (uintmax_t)st.st_dev,
+                    (uintmax_t)st.st_ino, (intmax_t)st.st_size, (intmax_t)st.st_mtime);
+        return;
+    }
+    while (*path) {
+        size_t n = strcspn(path, ":");
+
+        snprintf(buf, sizeof(buf), "%.*s/%s", (int)n, path, name);
+        if (stat(buf, &st) == 0 && S_ISREG(st.st_mode)) {
+            snprintf(out, len, "%s %ju:%ju %jd %jd", buf, (uintmax_t)st.st_dev,
+                    (uintmax_t)st.st_ino, (intmax_t)st.st_size, (intmax_t)st.st_mtime);
+            return;
+        }
+        path += n + (path[n] == ':');
+    }
+}
+
+/* The install's output, interleaved as written, capped. */
+static void install_output(void *userdata, enum sbx_stream stream, const char *buf, size_t len)
+{
+    struct dynbuf *log = userdata;
+
+    (void)stream;
+    if (log->len + len > log->cap)
+        len = log->cap > log->len ? log->cap - log->len : 0;
+    if (len)
+        (void)dynbuf_append(log, buf, len);
+}
+
+static void install_kill(void *arg)
+{
+    struct run *r = arg;
+
+    r->backend->desc->backend->box_kill(r->box);
+}
+
+/* The registry hosts: the operator's LLM_SANDBOX_<LANG>_INSTALL_HOSTS
+ * (comma-separated) instead of the manifest's, when set. */
+static int install_hosts(const struct run *r, char ***ret)
+{
+    const char *v = settings_plugin_value(r->rt->settings, r->lang->name, "install_hosts");
+    char **hosts = NULL;
+
+    if (!v)
+        return strv_dup(r->lang->m->lang->install->hosts, ret);
+    for (const char *p = v; *p;) {
+        size_t n = strcspn(p, ",");
+        char *h = strndup(p, n);
+
+        if (!h || !host_pattern_is_valid(h)) {
+            free(h);
+            strv_free(hosts);
+            return SBX_E_INVALID;
+        }
+        if (strv_push(&hosts, h) < 0) {
+            free(h);
+            strv_free(hosts);
+            return SBX_E_NOMEM;
+        }
+        free(h);
+        p += n + (p[n] == ',');
+    }
+    *ret = hosts;
+    return 0;
+}
+
+/* The install's environment: the run's, the recipe's, the operator's
+ * LLM_SANDBOX_<LANG>_INSTALL_ENV ("K=V K=V"), and the proxy. */
+static int install_env(const struct run *r, char ***ret)
+{
+    static const char *const proxy[] = {"HTTPS_PROXY=http://127.0.0.1:3128",
+            "https_proxy=http://127.0.0.1:3128", "HTTP_PROXY=http://127.0.0.1:3128",
+            "http_proxy=http://127.0.0.1:3128", "NO_PROXY=", "no_proxy="};
+    const char *v = settings_plugin_value(r->rt->settings, r->lang->name, "install_env");
+    char **env = NULL;
+
+    if (strv_dup(r->env, &env) < 0)
+        return SBX_E_NOMEM;
+    for (char **e = r->lang->m->lang->install->env; *e; e++)
+        if (strv_setenv(&env, *e) < 0)
+            goto oom;
+    for (const char *p = v; p && *p;) {
+        size_t n = strcspn(p, " ");
+        char *kv = strndup(p, n), *eq = kv ? strchr(kv, '=') : NULL;
+
+        if (n && (!eq || (*eq = '\0', !env_key_is_valid(kv)))) {
+            free(kv);
+            strv_free(env);
+            return SBX_E_INVALID;
+        }
+        if (n)
+            *eq = '=';
+        if (n && strv_setenv(&env, kv) < 0) {
+            free(kv);
+            goto oom;
+        }
+        free(kv);
+        p += n + (p[n] == ' ');
+    }
+    for (size_t i = 0; i < sizeof(proxy) / sizeof(proxy[0]); i++)
+        if (strv_setenv(&env, proxy[i]) < 0)
+            goto oom;
+    *ret = env;
+    return 0;
+oom:
+    strv_free(env);
+    return SBX_E_NOMEM;
+}
+
+/* One step's argv: "{libraries}" becomes every library, in request order. */
+static int step_argv(const struct run *r, char *const *tmpl, char ***ret)
+{
+    char **argv = NULL;
+
+    for (; *tmpl; tmpl++) {
+        if (strcmp(*tmpl, "{libraries}") == 0) {
+            for (size_t i = 0; i < r->req->n_libraries; i++)
+                if (strv_push(&argv, r->req->libraries[i]) < 0)
+                    goto oom;
+        } else if (strv_push(&argv, *tmpl) < 0) {
+            goto oom;
+        }
+    }
+    *ret = argv;
+    return 0;
+oom:
+    strv_free(argv);
+    return SBX_E_NOMEM;
+}
+
+/* Build the set in a box of its own: the run's limits but the install's
+ * time, network only through the proxy, the staging directory at /deps.
+ * 0 with ok set when it was built; 0 with ok unset when the install failed
+ * (r->ex says why); < 0 for errors of the tool. */
+static int install_box(
+        struct run *r, char **env, struct dynbuf *log, bool *ok, struct sbx_error **err)
+{
+    const struct manifest_install *in = r->lang->m->lang->install;
+    int64_t deadline = now_ms() + SETUP_TIMEOUT_MS;
+    struct agentc_limit lims[AGENT_LIMITS_MAX];
+    struct agentc_sink sink = {.on_output = install_output, .userdata = log};
+    struct agentc_exit ex = {0};
+    struct sbx_box_stats st;
+    struct deps_watch *watch = NULL;
+    int end = 0, rc;
+
+    /* the captures only gate on_output, which keeps one interleaved log */
+    capture_init(&sink.out, INSTALL_LOG_MAX);
+    capture_init(&sink.err, INSTALL_LOG_MAX);
+    *ok = false;
+    rc = open_box(r, err);
+    if (rc == 0) {
+        watch = deps_watch_start(
+                r->deps->staging, r->rt->settings->install_max_bytes, install_kill, r);
+        end = agentc_hello(r->ac, deadline);
+        if (end == 0)
+            end = agentc_limits(r->ac, lims, run_limits(r, lims), deadline);
+        if (end == 0)
+            end = agentc_relay(r->ac, INSTALL_PORT, SBX_PROXY_SOCKET, deadline);
+        deadline = now_ms() + (int64_t)r->rt->settings->install_timeout_ms;
+        for (size_t i = 0; end == 0 && i < in->n_steps; i++) {
+            char **argv = NULL;
+
+            if (step_argv(r, in->steps[i].run, &argv) < 0) {
+                rc = sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
+                break;
+            }
+            end = agentc_exec(r->ac, argv, env, NULL, 0, deadline, &sink, &ex);
+            if (end == AGENTC_EXITED && (ex.signaled || ex.code != 0))
+                end = -100 - (int)i; /* this step failed */
+            strv_free(argv);
+        }
+        if (end == 0)
+            agentc_quit(r->ac);
+        else if (r->box)
+            r->backend->desc->backend->box_kill(r->box);
+    }
+    if (deps_watch_stop(watch)) {
+        r->ex->status = SBX_STATUS_ERROR;
+        r->ex->limit = SBX_LIMIT_WORKSPACE;
+        (void)!asprintf(&r->ex->message,
+                "installing the libraries stopped: they grew past LLM_SANDBOX_INSTALL_MAX "
+                "(%" PRIu64 " bytes)",
+                r->rt->settings->install_max_bytes);
+        end = 1;
+    }
+    if (close_box(r, &st, rc < 0 ? NULL : err) < 0 && rc == 0)
+        rc = (*err)->rc;
+    agentc_free(r->ac);
+    r->ac = NULL;
+    capture_done(&sink.out);
+    capture_done(&sink.err);
+    if (rc < 0 || r->ex->message)
+        return rc;
+    if (end == 0) {
+        *ok = true;
+        return 0;
+    }
+    r->ex->status = end == AGENTC_TIMEOUT     ? SBX_STATUS_TIMEOUT
+                    : end == AGENTC_CANCELLED ? SBX_STATUS_CANCELLED
+                    : st.oom_killed == 1      ? SBX_STATUS_OOM
+                                              : SBX_STATUS_ERROR;
+    if (end == AGENTC_TIMEOUT)
+        r->ex->limit = SBX_LIMIT_WALL_TIME;
+    else if (st.oom_killed == 1)
+        r->ex->limit = SBX_LIMIT_MEMORY;
+    if (end <= -100)
+        (void)!asprintf(&r->ex->message,
+                "installing the libraries failed: step %d (%s) %s %d; see install.log", -end - 99,
+                in->steps[-end - 100].run[0], ex.signaled ? "was killed by signal" : "exited with",
+                ex.code);
+    else
+        (void)!asprintf(&r->ex->message, "installing the libraries %s",
+                end == AGENTC_TIMEOUT     ? "took longer than LLM_SANDBOX_INSTALL_TIMEOUT"
+                : end == AGENTC_CANCELLED ? "was cancelled"
+                : end == SBX_E_IO         ? agentc_last_error(r->ac)
+                                          : "failed: the sandbox ended unexpectedly");
+    return 0;
+}
+
+/* A JSON record of what a set holds. (transfer full) */
+static char *set_record(const struct run *r, const char *tool)
+{
+    struct json_object *o = json_object_new_object(), *libs = json_object_new_array();
+    char *out;
+
+    for (size_t i = 0; i < r->req->n_libraries; i++)
+        json_object_array_add(libs, json_object_new_string(r->req->libraries[i]));
+    json_object_object_add(o, "language", json_object_new_string(r->lang->name));
+    json_object_object_add(o, "backend", json_object_new_string(r->backend->name));
+    json_object_object_add(o, "toolchain", json_object_new_string(tool));
+    json_object_object_add(o, "libraries", libs);
+    json_object_object_add(o, "created", json_object_new_int64((int64_t)time(NULL)));
+    out = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+    json_object_put(o);
+    return out;
+}
+
+/*
+ * Libraries: find their set in the cache, or build it. Returns 0 to go on
+ * and run with the set mounted, 1 when the result is already decided (the
+ * install failed, or was refused), or < 0 for errors of the tool.
+ */
+static int prepare_libraries(struct run *r, struct sbx_error **err)
+{
+    const struct settings *s = r->rt->settings;
+    const struct manifest_install *in = r->lang->m->lang->install;
+    int64_t t0 = now_ms(), uid = -1, gid = -1;
+    struct sbx_policy ipol = r->policy;
+    struct proxy *px = NULL;
+    struct dynbuf log;
+    char key[65], tool[PATH_MAX + 96];
+    char **hosts = NULL, **env = NULL;
+    struct sbx_error *e = NULL;
+    bool ok = false;
+    int rc = 0;
+
+    if (r->backend->desc->abi_minor < 2)
+        return refuse(
+                r, "backend '%s' predates dependency installs (plugin ABI 1.2)", r->backend->name);
+    if (r->backend->caps.level[SBX_CTL_NET_REGISTRIES] == SBX_ENF_NONE)
+        return refuse(r, "backend '%s' cannot install libraries here: %s", r->backend->name,
+                r->backend->caps.note[SBX_CTL_NET_REGISTRIES]);
+    if (geteuid() == 0) {
+        uid = s->sandbox_uid;
+        gid = s->sandbox_gid;
+    }
+    toolchain_id(r, tool, sizeof(tool));
+    {
+        char id[PATH_MAX + 512];
+
+        snprintf(id, sizeof(id), "%s|%s|%s", r->backend->name,
+                r->lang->m->lang->image ? r->lang->m->lang->image : "", tool);
+        if (deps_key(r->lang->name, id, in, (char *const *)r->req->libraries, r->req->n_libraries,
+                    key) < 0)
+            return sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
+    }
+    r->ex->has_install = true;
+    phase(r, "installing");
+    if (deps_open(s, r->lang->name, key, uid, gid, (int64_t)s->install_timeout_ms, &r->deps, &e) <
+            0) {
+        r->ex->status = SBX_STATUS_ERROR;
+        r->ex->message = strdup(e->msg);
+        sbx_error_free(e);
+        return 1;
+    }
+    r->ex->install_cached = r->deps->ready;
+    if (!r->deps->ready) {
+        rc = install_hosts(r, &hosts);
+        if (rc == 0)
+            rc = install_env(r, &env);
+        if (rc < 0) {
+            strv_free(hosts);
+            return rc == SBX_E_INVALID
+                           ? refuse(r, "LLM_SANDBOX_%s_INSTALL_HOSTS or _INSTALL_ENV is malformed",
+                                     r->lang->name)
+                           : sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
+        }
+        rc = proxy_start(r->deps->sock, hosts, uid, gid, &px, err);
+        strv_free(hosts);
+        if (rc < 0) {
+            strv_free(env);
+            return rc;
+        }
+        dynbuf_init(&log, INSTALL_LOG_MAX);
+        ipol.network = SBX_NET_REGISTRIES;
+        ipol.wall_time_ms = s->install_timeout_ms;
+        r->box_policy = &ipol;
+        r->proxy_sock = r->deps->sock;
+        r->mounts[0] = (struct sbx_mount){
+                .source = r->deps->staging, .target = "/deps", .flags = SBX_MOUNT_RW};
+        r->n_mounts = 1;
+        rc = install_box(r, env, &log, &ok, err);
+        r->box_policy = NULL;
+        r->proxy_sock = NULL;
+        r->n_mounts = 0;
+        strv_free(env);
+        {
+            char *refused = proxy_refusals(px);
+
+            if (refused) {
+                install_output(&log, SBX_STREAM_STDERR, "\nllm-sandbox proxy:\n", 20);
+                install_output(&log, SBX_STREAM_STDERR, refused, strlen(refused));
+            }
+            free(refused);
+        }
+        px = proxy_stop(px);
+        r->ex->install_log_truncated = log.len >= log.cap;
+        r->ex->install_log = dynbuf_take(&log, NULL);
+        dynbuf_done(&log);
+        if (rc == 0 && ok) {
+            char *rec = set_record(r, tool);
+
+            rc = rec ? deps_commit(r->deps, rec, err)
+                     : sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
+            free(rec);
+            if (rc == 0)
+                deps_evict(s);
+        }
+    }
+    r->ex->install_ms = (uint64_t)(now_ms() - t0);
+    if (rc < 0)
+        return rc;
+    if (!r->deps->ready)
+        return 1;
+    r->mounts[0] = (struct sbx_mount){.source = r->deps->dir, .target = "/deps"};
+    r->n_mounts = 1;
+    if (in->workspace_dir) {
+        if (asprintf(&r->ws_mount_src, "%s/%s", r->deps->dir, in->workspace_dir) < 0 ||
+                asprintf(&r->ws_mount_dst, "/workspace/%s", in->workspace_dir) < 0)
+            return sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
+        r->mounts[1] = (struct sbx_mount){.source = r->ws_mount_src, .target = r->ws_mount_dst};
+        r->n_mounts = 2;
+    }
+    return 0;
 }
 
 static int run_checked(struct run *r, struct sbx_error **err)
@@ -678,6 +1102,12 @@ static int run_checked(struct run *r, struct sbx_error **err)
         return (*err)->rc;
     if (check_source_name(r))
         return 0;
+    if (r->req->n_libraries) {
+        int rc = prepare_libraries(r, err);
+
+        if (rc != 0)
+            return rc < 0 ? rc : 0;
+    }
     phase(r, "preparing");
     capture_init(&r->sink.out, (size_t)r->policy.output_bytes);
     capture_init(&r->sink.err, (size_t)r->policy.output_bytes);

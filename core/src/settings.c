@@ -66,6 +66,9 @@ void settings_init_defaults(struct settings *s)
     s->log_level = SBX_LOG_WARN;
     s->max_code_bytes = 1 * MIB;
     s->max_stdin_bytes = 16 * MIB;
+    s->cache_max_bytes = 4096 * MIB;
+    s->install_max_bytes = 2048 * MIB;
+    s->install_timeout_ms = 300000;
 }
 
 static int core_kind(const char *key);
@@ -206,7 +209,8 @@ static int load_network(struct settings *s, struct sbx_error **err)
         return 0;
     if (net == SBX_NET_REGISTRIES || net == SBX_NET_ALLOWLIST)
         return sbx_error_set_field(err, SBX_E_UNSUPPORTED, "LLM_SANDBOX_NETWORK",
-                "LLM_SANDBOX_NETWORK=%s needs the filtering proxy, which this version lacks",
+                "LLM_SANDBOX_NETWORK=%s is not offered for programs in this version (only "
+                "library installs go through the filtering proxy); use off or on",
                 network_str((uint32_t)net));
     if (net == SBX_NET_HOST && !s->allow_host_network)
         return sbx_error_set_field(err, SBX_E_UNSUPPORTED,
@@ -283,6 +287,55 @@ static int load_ids(struct settings *s, struct sbx_error **err)
             return sbx_error_set_field(err, SBX_E_INVALID, names[i],
                     "%s='%s' must be a non-zero numeric id", names[i], v);
         *dst[i] = (uint32_t)id;
+    }
+    return 0;
+}
+
+/* Where dependency sets live, and how big and slow installs may get. */
+static int load_installs(struct settings *s, struct sbx_error **err)
+{
+    static const struct {
+        const char *name;
+        enum kind kind;
+        uint64_t min;
+    } vars[] = {
+            {"LLM_SANDBOX_CACHE_MAX", K_SIZE, 1u << 20},
+            {"LLM_SANDBOX_INSTALL_MAX", K_SIZE, 1u << 20},
+            {"LLM_SANDBOX_INSTALL_TIMEOUT", K_SECONDS, 1000},
+    };
+    uint64_t *dst[] = {&s->cache_max_bytes, &s->install_max_bytes, &s->install_timeout_ms};
+    const char *v = env(s, "LLM_SANDBOX_CACHE_DIR");
+
+    if (v) {
+        if (v[0] != '/' || strstr(v, "/../") || strlen(v) > 512)
+            return sbx_error_set_field(err, SBX_E_INVALID, "LLM_SANDBOX_CACHE_DIR",
+                    "LLM_SANDBOX_CACHE_DIR='%s' must be an absolute path", v);
+        s->cache_dir = strdup(v);
+    } else if (geteuid() == 0) {
+        s->cache_dir = strdup("/var/cache/llm-sandbox");
+    } else {
+        const char *xdg = secure_getenv("XDG_CACHE_HOME"), *home = secure_getenv("HOME");
+
+        if (xdg && xdg[0] == '/')
+            (void)!asprintf(&s->cache_dir, "%s/llm-sandbox", xdg);
+        else if (home && home[0] == '/')
+            (void)!asprintf(&s->cache_dir, "%s/.cache/llm-sandbox", home);
+        else
+            (void)!asprintf(&s->cache_dir, "/tmp/llm-sandbox-cache-%u", (unsigned)geteuid());
+    }
+    if (!s->cache_dir)
+        return sbx_error_set(err, SBX_E_NOMEM, 0, "out of memory");
+    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+        uint64_t n;
+
+        if (!(v = env(s, vars[i].name)))
+            continue;
+        if (parse_kind(vars[i].kind, v, &n) < 0 || n < vars[i].min)
+            return sbx_error_set_field(err, SBX_E_INVALID, vars[i].name,
+                    "%s='%s' must be %s of at least %s", vars[i].name, v,
+                    vars[i].kind == K_SIZE ? "a size like 512M or 4G" : "a number of seconds",
+                    vars[i].kind == K_SIZE ? "1M" : "1");
+        *dst[i] = n;
     }
     return 0;
 }
@@ -374,7 +427,7 @@ static int load_misc(struct settings *s, struct sbx_error **err)
     }
     if ((v = env(s, "BACKEND")) && !(s->backend = strdup(v)))
         return sbx_error_set(err, SBX_E_NOMEM, 0, "out of memory");
-    if (load_server(s, err) < 0 || load_hardening(s, err) < 0)
+    if (load_server(s, err) < 0 || load_hardening(s, err) < 0 || load_installs(s, err) < 0)
         return (*err)->rc;
     if ((v = env(s, "LLM_SANDBOX_DEFAULT_LANGUAGE")) && !(s->language = strdup(v)))
         return sbx_error_set(err, SBX_E_NOMEM, 0, "out of memory");
@@ -404,6 +457,10 @@ static const struct {
         {"LLM_SANDBOX_AUDIT_LOG", 0},
         {"LLM_SANDBOX_MAX_CONCURRENT", 0},
         {"LLM_SANDBOX_LANGUAGES", ','},
+        {"LLM_SANDBOX_CACHE_DIR", 0},
+        {"LLM_SANDBOX_CACHE_MAX", 0},
+        {"LLM_SANDBOX_INSTALL_MAX", 0},
+        {"LLM_SANDBOX_INSTALL_TIMEOUT", 0},
         {"SANDBOX_CAP_DROP", ','},
         {"SANDBOX_SECURITY_OPT", ','},
         /* the reference server's, for the container and cluster backends */
@@ -594,6 +651,7 @@ struct settings *settings_free(struct settings *s)
     free(s->http_token);
     strv_free(s->languages);
     free(s->audit_log);
+    free(s->cache_dir);
     config_free(s->config);
     free(s);
     return NULL;

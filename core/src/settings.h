@@ -47,7 +47,13 @@ struct settings {
     char *audit_log;          /* LLM_SANDBOX_AUDIT_LOG: file for one JSON line per call */
     unsigned max_concurrent;  /* LLM_SANDBOX_MAX_CONCURRENT: tool calls at once, 0: CPUs */
     char **languages;         /* LLM_SANDBOX_LANGUAGES: the only ones offered, or NULL: all */
-    struct config *config;    /* the config file read, or NULL */
+    /* Dependency installs (deps.c) */
+    char *cache_dir;             /* LLM_SANDBOX_CACHE_DIR, default /var/cache/llm-sandbox as
+                                    root, else $XDG_CACHE_HOME/llm-sandbox (~/.cache/...) */
+    uint64_t cache_max_bytes;    /* LLM_SANDBOX_CACHE_MAX: all dependency sets, default 4G */
+    uint64_t install_max_bytes;  /* LLM_SANDBOX_INSTALL_MAX: one set, default 2G */
+    uint64_t install_timeout_ms; /* LLM_SANDBOX_INSTALL_TIMEOUT: seconds, default 300 */
+    struct config *config;       /* the config file read, or NULL */
 };
 
 /* Built-in defaults only (no environment). */

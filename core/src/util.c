@@ -165,6 +165,44 @@ bool env_key_is_valid(const char *s)
     return true;
 }
 
+bool host_pattern_is_valid(const char *s)
+{
+    size_t label = 0, total;
+
+    if (!s)
+        return false;
+    if (strncmp(s, "*.", 2) == 0)
+        s += 2;
+    total = strlen(s);
+    if (total == 0 || total > 253)
+        return false;
+    for (const char *p = s;; p++) {
+        if (*p == '.' || *p == '\0') {
+            if (label == 0 || label > 63 || p[-1] == '-')
+                return false;
+            if (*p == '\0')
+                return true;
+            label = 0;
+        } else if ((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
+                   (*p == '-' && label > 0)) {
+            label++;
+        } else {
+            return false;
+        }
+    }
+}
+
+bool host_matches(const char *pattern, const char *host)
+{
+    size_t pl, hl;
+
+    if (strncmp(pattern, "*.", 2) != 0)
+        return strcmp(pattern, host) == 0;
+    pl = strlen(pattern + 1); /* ".example.org" */
+    hl = strlen(host);
+    return hl > pl && strcmp(host + hl - pl, pattern + 1) == 0;
+}
+
 bool rel_path_is_valid(const char *s)
 {
     const char *part = s;
@@ -296,6 +334,41 @@ static int strv_push_take(char ***v, char *s)
     nv[n] = s;
     nv[n + 1] = NULL;
     *v = nv;
+    return 0;
+}
+
+int strv_setenv(char ***v, const char *kv)
+{
+    size_t klen = strcspn(kv, "=");
+
+    for (char **e = *v; e && *e; e++) {
+        if (strncmp(*e, kv, klen) == 0 && (*e)[klen] == '=') {
+            char *copy = strdup(kv);
+
+            if (!copy)
+                return SBX_E_NOMEM;
+            free(*e);
+            *e = copy;
+            return 0;
+        }
+    }
+    return strv_push(v, kv);
+}
+
+int strv_dup(char *const *v, char ***ret)
+{
+    char **out = calloc(strv_len(v) + 1, sizeof(char *));
+
+    if (!out)
+        return SBX_E_NOMEM;
+    for (size_t i = 0; v && v[i]; i++) {
+        out[i] = strdup(v[i]);
+        if (!out[i]) {
+            strv_free(out);
+            return SBX_E_NOMEM;
+        }
+    }
+    *ret = out;
     return 0;
 }
 

@@ -26,6 +26,13 @@ int parse_bool(const char *s, bool *ret);
 bool name_is_valid(const char *s);
 /* Environment keys: [A-Za-z_][A-Za-z0-9_]* */
 bool env_key_is_valid(const char *s);
+/* A host name for the filtering proxy's allow-list: lower-case labels of
+ * [a-z0-9-] (1 to 63 bytes, no '-' at either end) joined by '.', at most
+ * 253 bytes; a pattern may start with "*." to mean any subdomain. */
+bool host_pattern_is_valid(const char *s);
+/* Does host (lower-case) match the pattern (exactly, or "*.x" any name
+ * ending in ".x")? */
+bool host_matches(const char *pattern, const char *host);
 /* A path inside the workspace: relative, at most 4096 bytes, parts of 1 to
  * 255 bytes, no "." or ".." part, no control characters. */
 bool rel_path_is_valid(const char *s);
@@ -38,6 +45,11 @@ size_t strv_len(char *const *v);
 char **strv_free(char **v); /* returns NULL */
 /* Append a copy of s; *v may be NULL. 0 or SBX_E_NOMEM. */
 int strv_push(char ***v, const char *s);
+/* Set "KEY=VALUE" in *v: replace the entry with the same key, else
+ * append. 0 or SBX_E_NOMEM. */
+int strv_setenv(char ***v, const char *kv);
+/* A copy of v (NULL: an empty vector). 0 or SBX_E_NOMEM. */
+int strv_dup(char *const *v, char ***ret);
 int strv_pushf(char ***v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 bool strv_contains(char *const *v, const char *s);
 

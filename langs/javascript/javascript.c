@@ -130,8 +130,9 @@ static int javascript_check_library(void *state, const char *spec, struct sbx_er
         p += n + 2;
     }
     n = name_part(p);
-    if (n == 0)
-        return lang_refuse(err, WHAT, spec, "a name is lowercase letters, digits and -._~");
+    if (n == 0 || *p == '.' || *p == '_' || *p == '-')
+        return lang_refuse(err, WHAT, spec,
+                "a name is lowercase letters, digits and -._~, not starting with . _ or -");
     p += n;
     if ((size_t)(p - name) > 214)
         return lang_refuse(err, WHAT, spec, "a name has at most 214 characters");

@@ -174,20 +174,25 @@ def test_javascript_module_or_commonjs(src, out):
     assert res["status"] == "ok" and res["stdout"] == out, res
 
 
+# Languages whose manifests have no install recipe yet: valid names reach
+# that refusal. (The others install for real: test_installs.py.)
+NO_INSTALLS = {"java", "r", "ruby"}
+
+
 @pytest.mark.parametrize("lang", sorted(LIBRARIES))
 def test_library_names_checked_against_the_grammar(lang):
-    """Valid names reach the (not yet available) installer's refusal; bad
-    ones are refused as names, before anything runs."""
+    """Bad names are refused as names, before anything runs (no install
+    starts: the result has no install report); valid ones pass the check."""
     good, bad = LIBRARIES[lang]
-    for name in good:
+    for name in good if lang in NO_INSTALLS else []:
         res = run(lang, "x", "--libraries", name)
         assert res["status"] == "refused", res
-        assert "not available in this version" in res["message"], (name, res)
+        assert "cannot install libraries" in res["message"], (name, res)
     for name in bad:
         res = run(lang, "x", "--libraries", name)
         assert res["status"] == "refused", res
-        assert "not available" not in res["message"], (name, res)
         assert "not a valid" in res["message"], (name, res)
+        assert "install" not in res, (name, res)
 
 
 def test_cpp_refuses_libraries():

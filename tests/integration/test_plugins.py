@@ -72,7 +72,8 @@ def test_installed_plugins_report():
         assert ctl["memory"]["level"] == "fallback" and "RLIMIT_AS" in ctl["memory"]["note"]
         assert ctl["pids"]["level"] == "fallback" and "RLIMIT_NPROC" in ctl["pids"]["note"]
         assert ctl["cpu"]["level"] == "none", ctl["cpu"]
-    assert ctl["network_registries"]["level"] == "none"
+    for c in ("network_registries", "network_allowlist"):  # the installs' proxy
+        assert ctl[c]["level"] == "full" and "proxy" in ctl[c]["note"], (c, ctl[c])
     py = plugin_entry(data, "python")
     assert py["kind"] == "language" and py["status"] == "ok" and py["error"] is None, py
     assert py["source_file"] == "main.py"

@@ -101,7 +101,7 @@ struct sbx_request {
     size_t n_libraries;
     /* Live output, capped like the result (called from the running thread). */
     void (*on_output)(void *userdata, enum sbx_stream stream, const char *buf, size_t len);
-    /* Each phase as it starts: "preparing", "compiling", "running". */
+    /* Each phase as it starts: "preparing", "installing", "compiling", "running". */
     void (*on_phase)(void *userdata, const char *phase);
     void *userdata;
     struct sbx_cancel *cancel; /* borrowed, or NULL */
@@ -126,6 +126,12 @@ struct sbx_execution {
     char *message;   /* why, for refused and for errors of the tool, or NULL */
     char **warnings; /* NULL-terminated, e.g. default limits not enforced here */
     char *policy;    /* the effective policy as compact JSON, or NULL if none resolved */
+    /* Libraries (only when the request named some) */
+    bool has_install;
+    bool install_cached; /* the set was in the cache: nothing was installed */
+    uint64_t install_ms; /* finding or building the set */
+    char *install_log;   /* the install's output and the proxy's refusals, or NULL */
+    bool install_log_truncated;
 };
 struct sbx_execution *sbx_execution_free(struct sbx_execution *ex);
 /* The result object of `run --json` and of MCP execute_code. */

@@ -1,0 +1,213 @@
+# SPDX-License-Identifier: MIT
+"""Libraries installed at run time, for real: pip from PyPI, npm from the
+npm registry, Go modules through the module proxy, each through the core's
+filtering proxy into the content-addressed dependency cache; then the same
+request again finds the set and installs nothing.
+
+Every test gets its own cache (LLM_SANDBOX_CACHE_DIR in a temporary
+directory), so the first run of a list installs and the second finds it.
+Canaries on this machine's loopback show the install sandbox reaches
+nothing but the allowed registries.
+"""
+import os
+import shutil
+import stat
+import tempfile
+import threading
+
+import pytest
+
+from conftest import ROOT, Result, sbx
+
+pytestmark = pytest.mark.contract
+
+GO_TIMEOUT = "120"
+
+
+@pytest.fixture
+def cache():
+    """A fresh cache in /var/tmp: as root, sandboxes run as another uid that
+    must reach it (pytest's own temporary directories are private)."""
+    d = tempfile.mkdtemp(prefix="llm-sandbox-test-cache-", dir="/var/tmp")
+    os.chmod(d, 0o755)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+    assert not os.path.exists(d)
+
+
+def run(cache_dir, lang, src, libs, *args, env=None):
+    extra = {"LLM_SANDBOX_CACHE_DIR": cache_dir}
+    extra.update(env or {})
+    r = sbx("--language", lang, "--code", src, "--libraries", ",".join(libs), *args,
+            extra_env=extra)
+    return Result(r.json)
+
+
+def sets(cache_dir):
+    d = os.path.join(cache_dir, "deps")
+    return sorted(n for n in os.listdir(d) if not n.startswith(".") and not n.endswith(".lock"))
+
+
+def assert_installed(res, out):
+    assert res["status"] == "ok", res
+    assert res["stdout"] == out, res
+    assert res["install"]["cached"] is False, res
+
+
+def assert_cached(res, out):
+    assert res["status"] == "ok", res
+    assert res["stdout"] == out, res
+    assert res["install"] == {"cached": True, "duration_ms": res["install"]["duration_ms"],
+                              "log": "", "log_truncated": False}, res
+
+
+def test_python_pure_and_cached(cache):
+    src = 'import pyfiglet, sys\nprint(pyfiglet.__file__)\nprint(len(pyfiglet.figlet_format("hi")) > 0)\n'
+    out = "/deps/python/pyfiglet/__init__.py\nTrue\n"
+    first = run(cache, "python", src, ["pyfiglet"])
+    assert_installed(first, out)
+    assert "Successfully installed pyfiglet" in first["install"]["log"], first
+    second = run(cache, "python", src, ["pyfiglet"])
+    assert_cached(second, out)
+    assert len(sets(cache)) == 1
+
+
+def test_python_compiled_wheel(cache):
+    src = "import numpy\nprint(int(numpy.arange(10).sum()))\n"
+    assert_installed(run(cache, "python", src, ["numpy"]), "45\n")
+    assert_cached(run(cache, "python", src, ["numpy"]), "45\n")
+
+
+def test_same_set_whatever_the_order(cache):
+    """The key is the sorted, de-duplicated list."""
+    src = "import pyfiglet, six\nprint('ok')\n"
+    assert_installed(run(cache, "python", src, ["six", "pyfiglet"]), "ok\n")
+    assert_cached(run(cache, "python", src, ["pyfiglet", "six", "six"]), "ok\n")
+
+
+def test_javascript_commonjs_and_module(cache):
+    cjs = 'const n = require("is-number"); const _ = require("lodash");\n' \
+          'console.log(n(5), _.chunk([1, 2, 3, 4], 2).length);\n'
+    esm = 'import n from "is-number"; import _ from "lodash";\n' \
+          'console.log(n(5), _.chunk([1, 2, 3, 4], 2).length);\n'
+    assert_installed(run(cache, "javascript", cjs, ["is-number", "lodash"]), "true 2\n")
+    assert_cached(run(cache, "javascript", esm, ["lodash", "is-number"]), "true 2\n")
+
+
+def test_go_module(cache):
+    src = ('package main\n\nimport (\n\t"fmt"\n\n\t"github.com/google/uuid"\n)\n\n'
+           'func main() {\n\tfmt.Println(uuid.NewSHA1(uuid.NameSpaceDNS, []byte("x")).Version())\n}\n')
+    first = run(cache, "go", src, ["github.com/google/uuid@v1.6.0"], "--timeout", GO_TIMEOUT)
+    assert_installed(first, "VERSION_5\n")
+    assert "github.com/google/uuid v1.6.0" in first["install"]["log"], first
+    assert_cached(run(cache, "go", src, ["github.com/google/uuid@v1.6.0"], "--timeout",
+                      GO_TIMEOUT), "VERSION_5\n")
+
+
+def test_set_is_read_only_to_code(cache):
+    src = ("import os, pyfiglet\n"
+           "for p in ('/deps/python/planted.py', os.path.dirname(pyfiglet.__file__) + '/x'):\n"
+           "    try:\n"
+           "        open(p, 'w').write('x')\n"
+           "        print('wrote', p)\n"
+           "    except OSError as e:\n"
+           "        print(type(e).__name__)\n")
+    res = run(cache, "python", src, ["pyfiglet"])
+    assert res["status"] == "ok" and "wrote" not in res["stdout"], res
+    (name,) = sets(cache)
+    top = os.path.join(cache, "deps", name)
+    assert not os.path.exists(os.path.join(top, "python", "planted.py"))
+    if ROOT:  # owned by root, writable by no one else, whatever the install made
+        for dirpath, dirnames, filenames in os.walk(top):
+            for n in dirnames + filenames:
+                st = os.lstat(os.path.join(dirpath, n))
+                assert st.st_uid == 0, (dirpath, n)
+                if not stat.S_ISLNK(st.st_mode):
+                    assert not st.st_mode & 0o022, (dirpath, n, oct(st.st_mode))
+
+
+def test_failed_install_is_an_error_and_not_cached(cache):
+    src = "print('never')\n"
+    for _ in range(2):
+        res = run(cache, "python", src, ["surely-no-such-package-llm-sandbox-zz"])
+        assert res["status"] == "error" and res["exit_code"] is None, res
+        assert "installing the libraries failed" in res["message"], res
+        assert res["stdout"] == "", res
+        assert res["install"]["cached"] is False, res
+        assert "No matching distribution" in res["install"]["log"], res
+    assert sets(cache) == []
+
+
+@pytest.mark.parametrize("name", ["; rm -rf /", "--index-url=http://127.0.0.1/", "../x",
+                                  "pyfiglet; id", "-e .", "file:///etc/passwd"])
+def test_hostile_names_refused_before_anything_runs(cache, name):
+    res = run(cache, "python", "print(1)", [name])
+    assert res["status"] == "refused", res
+    assert "install" not in res, res
+    assert not os.path.exists(os.path.join(cache, "deps")) or sets(cache) == []
+
+
+def test_proxy_allows_only_registries(cache, canary):
+    """An index on this host's loopback, by HTTP and by HTTPS, even when the
+    operator allows its address: the proxy refuses, the canary sees nothing."""
+    env = {"LLM_SANDBOX_PYTHON_INSTALL_ENV":
+           "PIP_INDEX_URL=http://127.0.0.1:%d/simple PIP_RETRIES=0" % canary.port}
+    res = run(cache, "python", "print(1)", ["six"], env=env)
+    assert res["status"] == "error", res
+    assert "refused 'GET http://127.0.0.1:%d/simple/six/" % canary.port in res["install"]["log"], res
+    env = {"LLM_SANDBOX_PYTHON_INSTALL_ENV":
+           "PIP_INDEX_URL=https://127.0.0.1:%d/simple PIP_RETRIES=0" % canary.port,
+           "LLM_SANDBOX_PYTHON_INSTALL_HOSTS": "127.0.0.1,pypi.org"}
+    res = run(cache, "python", "print(1)", ["six"], env=env)
+    assert res["status"] == "error", res
+    assert "refused CONNECT 127.0.0.1:%d: only port 443" % canary.port in res["install"]["log"], res
+    env = {"LLM_SANDBOX_PYTHON_INSTALL_HOSTS": "files.pythonhosted.org",
+           "LLM_SANDBOX_PYTHON_INSTALL_ENV": "PIP_RETRIES=0"}
+    res = run(cache, "python", "print(1)", ["six"], env=env)
+    assert res["status"] == "error", res
+    assert "refused CONNECT pypi.org:443: host is not a registry" in res["install"]["log"], res
+    assert canary.connections() == 0
+
+
+def test_concurrent_installs_of_one_set_build_it_once(cache):
+    src = "import pyfiglet\nprint('ok')\n"
+    results = [None, None]
+
+    def go(i):
+        results[i] = run(cache, "python", src, ["pyfiglet"])
+
+    threads = [threading.Thread(target=go, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(r["status"] == "ok" and r["stdout"] == "ok\n" for r in results), results
+    assert sorted(r["install"]["cached"] for r in results) == [False, True], results
+    assert len(sets(cache)) == 1
+
+
+def test_least_recently_used_set_evicted(cache):
+    env = {"LLM_SANDBOX_CACHE_MAX": "10M"}
+    assert_installed(run(cache, "python", "import pyfiglet\nprint(1)\n", ["pyfiglet"], env=env),
+                     "1\n")
+    assert len(sets(cache)) == 1
+    assert_installed(run(cache, "javascript", 'require("lodash"); console.log(1)', ["lodash"],
+                         env=env), "1\n")
+    (left,) = sets(cache)  # pyfiglet's set (8 MB) went to make room
+    assert left.startswith("javascript-"), left
+    assert_installed(run(cache, "python", "import pyfiglet\nprint(1)\n", ["pyfiglet"], env=env),
+                     "1\n")
+
+
+def test_install_time_is_not_the_programs(cache):
+    """The call's timeout covers the program; the install has its own."""
+    res = run(cache, "python", "import pyfiglet\nprint(1)\n", ["pyfiglet"], "--timeout", "1")
+    assert_installed(res, "1\n")
+
+
+def test_install_ceiling(cache):
+    env = {"LLM_SANDBOX_INSTALL_MAX": "1M"}
+    res = run(cache, "python", "print(1)", ["numpy"], env=env)
+    assert res["status"] == "error" and res["limit"] == "workspace", res
+    assert "LLM_SANDBOX_INSTALL_MAX" in res["message"], res
+    assert sets(cache) == []
