@@ -23,9 +23,11 @@ import sys
 import tempfile
 import time
 
+# The same program both ways (it does not import the library), so the
+# difference is what finding and mounting the set costs, not the import.
 DEFAULT = {
-    "python": ("pyfiglet", "import pyfiglet"),
-    "javascript": ("is-number", 'require("is-number")'),
+    "python": ("pyfiglet", "print(1)"),
+    "javascript": ("is-number", "console.log(1)"),
 }
 
 

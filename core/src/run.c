@@ -854,6 +854,72 @@ oom:
     return SBX_E_NOMEM;
 }
 
+/* Files a language's prepare_install hook makes for its install steps. */
+#define INSTALL_FILES_MAX 8
+
+struct sbx_install {
+    struct {
+        char *name, *data;
+        size_t len;
+    } file[INSTALL_FILES_MAX];
+    size_t n;
+};
+
+static int install_add_file(struct sbx_install *in, const char *name, const char *data, size_t len)
+{
+    if (!name || !rel_path_is_valid(name) || strchr(name, '/') || (!data && len))
+        return SBX_E_INVALID;
+    if (in->n == INSTALL_FILES_MAX || len > STAGE_FILE_MAX)
+        return SBX_E_LIMIT;
+    in->file[in->n].name = strdup(name);
+    in->file[in->n].data = malloc(len + 1);
+    if (!in->file[in->n].name || !in->file[in->n].data) {
+        free(in->file[in->n].name);
+        free(in->file[in->n].data);
+        return SBX_E_NOMEM;
+    }
+    if (len)
+        memcpy(in->file[in->n].data, data, len);
+    in->file[in->n++].len = len;
+    return 0;
+}
+
+static void install_files_free(struct sbx_install *in)
+{
+    for (size_t i = 0; i < in->n; i++) {
+        free(in->file[i].name);
+        free(in->file[i].data);
+    }
+    in->n = 0;
+}
+
+/* The language's files for the install steps (ABI 1.2 hook), staged in
+ * the install box's workspace. 0, > 0 (enum agentc_end), or < 0. */
+static int install_files(struct run *r, int64_t deadline, struct sbx_error **err)
+{
+    const struct sbx_plugin *d = r->lang->desc;
+    const struct sbx_language_ops *lo = d ? d->language : NULL;
+    static const struct sbx_install_ops iops = {
+            .size = sizeof(struct sbx_install_ops), .add_file = install_add_file};
+    struct sbx_install in = {.n = 0};
+    struct sbx_err perr;
+    int end = 0;
+
+    if (!lo || d->abi_minor < 2 || !SBX_HAS_FIELD(struct sbx_language_ops, lo, prepare_install) ||
+            !lo->prepare_install)
+        return 0;
+    sbx_err_init(&perr);
+    if (lo->prepare_install(
+                r->lang->pstate, r->req->libraries, r->req->n_libraries, &iops, &in, &perr) < 0) {
+        install_files_free(&in);
+        return sbx_error_from_plugin(err, &perr, r->lang->name);
+    }
+    for (size_t i = 0; end == 0 && i < in.n; i++)
+        end = agentc_put(r->ac, in.file[i].name, 0644, in.file[i].data, in.file[i].len, deadline);
+    install_files_free(&in);
+    return end;
+}
+
 /* Build the set in a box of its own: the run's limits but the install's
  * time, network only through the proxy, the staging directory at /deps.
  * 0 with ok set when it was built; 0 with ok unset when the install failed
@@ -883,6 +949,10 @@ static int install_box(
             end = agentc_limits(r->ac, lims, run_limits(r, lims), deadline);
         if (end == 0)
             end = agentc_relay(r->ac, INSTALL_PORT, SBX_PROXY_SOCKET, deadline);
+        if (end == 0)
+            end = install_files(r, deadline, err);
+        if (end < 0 && end != SBX_E_IO)
+            rc = end;
         deadline = now_ms() + (int64_t)r->rt->settings->install_timeout_ms;
         for (size_t i = 0; end == 0 && i < in->n_steps; i++) {
             char **argv = NULL;
@@ -995,8 +1065,8 @@ static int prepare_libraries(struct run *r, struct sbx_error **err)
     {
         char id[PATH_MAX + 512];
 
-        snprintf(id, sizeof(id), "%s|%s|%s", r->backend->name,
-                r->lang->m->lang->image ? r->lang->m->lang->image : "", tool);
+        snprintf(id, sizeof(id), "%s|%s %s|%s|%s", r->backend->name, r->lang->name,
+                r->lang->m->version, r->lang->m->lang->image ? r->lang->m->lang->image : "", tool);
         if (deps_key(r->lang->name, id, in, (char *const *)r->req->libraries, r->req->n_libraries,
                     key) < 0)
             return sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");

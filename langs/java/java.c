@@ -9,7 +9,10 @@
  * error, never anything worse (the name is an identifier either way).
  * check_library: Maven coordinates group:artifact:version (also with a
  * packaging or classifier: group:artifact:packaging[:classifier]:version).
+ * prepare_install: a pom.xml depending on them and Maven settings naming
+ * the install proxy, for `mvn dependency:copy-dependencies`.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "langkit.h"
@@ -139,15 +142,100 @@ static int java_check_library(void *state, const char *spec, struct sbx_err *err
     return 0;
 }
 
+/* Maven settings: its own proxy configuration (it ignores HTTPS_PROXY),
+ * pointing at the sandbox agent's relay to the core's proxy. */
+static const char settings_xml[] =
+        "<settings xmlns=\"http://maven.apache.org/SETTINGS/1.0.0\">\n"
+        "  <offline>false</offline>\n"
+        "  <interactiveMode>false</interactiveMode>\n"
+        "  <proxies>\n"
+        "    <proxy><id>llm-sandbox</id><active>true</active><protocol>https</protocol>\n"
+        "      <host>127.0.0.1</host><port>3128</port></proxy>\n"
+        "  </proxies>\n"
+        "</settings>\n";
+
+/* One <dependency> from a checked coordinate: g:a:v, g:a:packaging:v or
+ * g:a:packaging:classifier:v (letters, digits and .-_ only: nothing in
+ * them needs escaping in XML). */
+static int add_dependency(char *out, size_t len, size_t *used, const char *spec)
+{
+    char part[5][LANG_LIBRARY_MAX + 1];
+    const char *p = spec;
+    size_t n = 0;
+    int w;
+
+    while (n < 5) {
+        size_t k = strcspn(p, ":");
+
+        snprintf(part[n++], sizeof(part[0]), "%.*s", (int)k, p);
+        if (p[k] == '\0')
+            break;
+        p += k + 1;
+    }
+    if (n < 3)
+        return SBX_E_INVALID;
+    w = snprintf(out + *used, len - *used,
+            "    <dependency><groupId>%s</groupId><artifactId>%s</artifactId>"
+            "<version>%s</version>",
+            part[0], part[1], part[n - 1]);
+    if (w > 0 && (size_t)w < len - *used && n >= 4)
+        w += snprintf(out + *used + (size_t)w, len - *used - (size_t)w, "<type>%s</type>%s%s%s",
+                part[2], n == 5 ? "<classifier>" : "", n == 5 ? part[3] : "",
+                n == 5 ? "</classifier>" : "");
+    if (w > 0 && (size_t)w < len - *used)
+        w += snprintf(out + *used + (size_t)w, len - *used - (size_t)w, "</dependency>\n");
+    if (w < 0 || (size_t)w >= len - *used)
+        return SBX_E_LIMIT;
+    *used += (size_t)w;
+    return 0;
+}
+
+/* A pom.xml whose dependencies are the libraries, and Maven's settings,
+ * for the manifest's `mvn dependency:copy-dependencies`. */
+static int java_prepare_install(void *state, const char *const *libs, size_t n,
+        const struct sbx_install_ops *ops, struct sbx_install *inst, struct sbx_err *err)
+{
+    static char pom[256 * 1024];
+    size_t used = 0;
+    int w, rc = 0;
+
+    (void)state;
+    w = snprintf(pom, sizeof(pom),
+            "<project xmlns=\"http://maven.apache.org/POM/4.0.0\">\n"
+            "  <modelVersion>4.0.0</modelVersion>\n"
+            "  <groupId>llm-sandbox</groupId><artifactId>libraries</artifactId>"
+            "<version>1</version>\n"
+            "  <dependencies>\n");
+    used = (size_t)w;
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        rc = add_dependency(pom, sizeof(pom), &used, libs[i]);
+    if (rc == 0) {
+        w = snprintf(pom + used, sizeof(pom) - used, "  </dependencies>\n</project>\n");
+        rc = w > 0 && (size_t)w < sizeof(pom) - used ? 0 : SBX_E_LIMIT;
+        used += rc == 0 ? (size_t)w : 0;
+    }
+    if (rc == 0)
+        rc = ops->add_file(inst, "pom.xml", pom, used);
+    if (rc == 0)
+        rc = ops->add_file(inst, "settings.xml", settings_xml, sizeof(settings_xml) - 1);
+    if (rc < 0) {
+        err->rc = rc;
+        snprintf(err->field, sizeof(err->field), "libraries");
+        snprintf(err->msg, sizeof(err->msg), "cannot write the Maven project for %zu libraries", n);
+    }
+    return rc;
+}
+
 static const struct sbx_language_ops ops = {
         .size = sizeof(struct sbx_language_ops),
         .check_library = java_check_library,
         .prepare = java_prepare,
+        .prepare_install = java_prepare_install,
 };
 
 static const struct sbx_plugin descriptor = {
         .abi_major = SBX_ABI_MAJOR,
-        .abi_minor = 0,
+        .abi_minor = 2, /* prepare_install */
         .size = sizeof(struct sbx_plugin),
         .kind = SBX_KIND_LANGUAGE,
         .name = "java",

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 """Libraries installed at run time, for real: pip from PyPI, npm from the
-npm registry, Go modules through the module proxy, each through the core's
+npm registry, Go modules through the module proxy, Maven artifacts from
+Maven Central, each through the core's
 filtering proxy into the content-addressed dependency cache; then the same
 request again finds the set and installs nothing.
 
@@ -102,6 +103,21 @@ def test_go_module(cache):
     assert "github.com/google/uuid v1.6.0" in first["install"]["log"], first
     assert_cached(run(cache, "go", src, ["github.com/google/uuid@v1.6.0"], "--timeout",
                       GO_TIMEOUT), "VERSION_5\n")
+
+
+def test_java_maven_with_transitive_dependencies(cache):
+    """commons-text brings commons-lang3 along; both are on the class path."""
+    src = ("import org.apache.commons.text.WordUtils;\n"
+           "import org.apache.commons.lang3.StringUtils;\n"
+           "public class Hello { public static void main(String[] a) {\n"
+           "  System.out.println(WordUtils.capitalize(\"hello world\") + StringUtils.length(\"abc\"));\n"
+           "} }\n")
+    lib = ["org.apache.commons:commons-text:1.11.0"]
+    assert_installed(run(cache, "java", src, lib), "Hello World3\n")
+    assert_cached(run(cache, "java", src, lib), "Hello World3\n")
+    (name,) = sets(cache)
+    jars = sorted(os.listdir(os.path.join(cache, "deps", name, "lib")))
+    assert jars == ["commons-lang3-3.13.0.jar", "commons-text-1.11.0.jar"], jars
 
 
 def test_set_is_read_only_to_code(cache):

@@ -176,7 +176,7 @@ def test_javascript_module_or_commonjs(src, out):
 
 # Languages whose manifests have no install recipe yet: valid names reach
 # that refusal. (The others install for real: test_installs.py.)
-NO_INSTALLS = {"java", "r", "ruby"}
+NO_INSTALLS = {"r", "ruby"}
 
 
 @pytest.mark.parametrize("lang", sorted(LIBRARIES))

@@ -342,6 +342,18 @@ struct sbx_plan_ops {
     int (*select_mode)(struct sbx_plan *plan, const char *name);
 };
 
+struct sbx_install; /* a dependency install being prepared, owned by the core */
+
+/* Install builders (ABI 1.2, in prepare_install): they copy their input. */
+struct sbx_install_ops {
+    uint32_t size;
+    uint32_t reserved0;
+    /* Stage a file for the install steps in their working directory (a
+     * plain name, at most 1 MiB, at most 8 files). SBX_E_INVALID or
+     * SBX_E_LIMIT otherwise. */
+    int (*add_file)(struct sbx_install *inst, const char *name, const char *data, size_t len);
+};
+
 struct sbx_language_ops {
     uint32_t size;
     uint32_t reserved0;
@@ -351,6 +363,11 @@ struct sbx_language_ops {
     /* Adjust the plan for this code (class names, test mode). Optional. */
     int (*prepare)(void *state, const struct sbx_lang_job *job, const struct sbx_plan_ops *ops,
             struct sbx_plan *plan, struct sbx_err *err);
+    /* ABI 1.2: make the files the manifest's install steps need from the
+     * libraries (each already accepted by check_library), e.g. Java's
+     * pom.xml. Optional. */
+    int (*prepare_install)(void *state, const char *const *libraries, size_t n_libraries,
+            const struct sbx_install_ops *ops, struct sbx_install *inst, struct sbx_err *err);
 };
 
 /* ------------------------------------------------------------------------ */
