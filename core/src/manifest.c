@@ -312,8 +312,10 @@ static int store_address_space(struct ctx *c, const struct yamltree_node *n, voi
 
 #define INSTALL(field) offsetof(struct manifest_install, field)
 static const struct key_desc step_keys[] = {
+        /* not a template: only an element that is exactly {libraries} is
+         * replaced, so scripts in the arguments may use braces */
         {"run", YAMLTREE_SEQ, KEY_REQUIRED | KEY_NONEMPTY, offsetof(struct manifest_step, run),
-                MR_TEMPLATE, NULL},
+                MR_ANY, NULL},
 };
 
 static int store_steps(struct ctx *c, const struct yamltree_node *seq, void *obj)
@@ -372,6 +374,18 @@ static int store_run_env(struct ctx *c, const struct yamltree_node *map, void *o
     return env_into(c, map, "run_env", &((struct manifest_install *)obj)->run_env);
 }
 
+static int store_repo_var(struct ctx *c, const struct yamltree_node *n, void *obj)
+{
+    struct manifest_install *in = obj;
+    char buf[48];
+
+    if (!env_key_is_valid(n->value))
+        return fail_at(c, n, "key 'repo_var' must be an environment variable name, not '%s'",
+                yamltree_shown(n->value, buf));
+    in->repo_var = strdup(n->value);
+    return in->repo_var ? 0 : oom(c);
+}
+
 static const struct key_desc install_keys[] = {
         {"hosts", YAMLTREE_SEQ, KEY_REQUIRED | KEY_NONEMPTY, 0, MR_ANY, store_hosts},
         {"steps", YAMLTREE_SEQ, KEY_REQUIRED, 0, MR_ANY, store_steps},
@@ -379,6 +393,7 @@ static const struct key_desc install_keys[] = {
         {"run_env", YAMLTREE_MAP, 0, 0, MR_ANY, store_run_env},
         {"stage", YAMLTREE_SEQ, 0, INSTALL(stage), MR_FILE, NULL},
         {"workspace_dir", YAMLTREE_SCALAR, 0, INSTALL(workspace_dir), MR_FILE, NULL},
+        {"repo_var", YAMLTREE_SCALAR, 0, 0, MR_ANY, store_repo_var},
 };
 
 static int store_install(struct ctx *c, const struct yamltree_node *n, void *obj)
@@ -667,6 +682,7 @@ static void lang_free(struct manifest_lang *l)
         strv_free(l->install->run_env);
         strv_free(l->install->stage);
         free(l->install->workspace_dir);
+        free(l->install->repo_var);
         free(l->install);
     }
     free(l);

@@ -66,6 +66,8 @@ struct manifest_install {
     char **run_env;      /* "KEY=VALUE" added for build and run with a set, may be empty */
     char **stage;        /* files of the set copied into the workspace, may be empty */
     char *workspace_dir; /* a directory of the set also mounted at /workspace/NAME, or NULL */
+    char *repo_var;      /* an env key naming the repository: a file:// one is mounted
+                            read-only at /repo for the steps and the value rewritten */
 };
 
 struct manifest_lang {

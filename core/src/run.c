@@ -790,7 +790,8 @@ static int install_hosts(const struct run *r, char ***ret)
     return 0;
 }
 
-/* The install's environment: the run's, the recipe's, the operator's
+/* The install's environment: the run's (but not LLM_SANDBOX_ENV_ALLOW's
+ * variables), the recipe's, the reference's R_REPO, the operator's
  * LLM_SANDBOX_<LANG>_INSTALL_ENV ("K=V K=V"), and the proxy. */
 static int install_env(const struct run *r, char ***ret)
 {
@@ -800,10 +801,17 @@ static int install_env(const struct run *r, char ***ret)
     const char *v = settings_plugin_value(r->rt->settings, r->lang->name, "install_env");
     char **env = NULL;
 
-    if (strv_dup(r->env, &env) < 0)
-        return SBX_E_NOMEM;
+    /* the run's environment without the operator's pass-through variables:
+     * those are for programs, and would make every set's key differ */
+    for (char **e = r->env; e && *e; e++)
+        if (!env_sets(r->rt->settings->env_pass, *e) && strv_push(&env, *e) < 0)
+            goto oom;
     for (char **e = r->lang->m->lang->install->env; *e; e++)
         if (strv_setenv(&env, *e) < 0)
+            goto oom;
+    /* the reference's variables (R_REPO) replace what the manifest names */
+    for (char **e = r->rt->settings->install_env; e && *e; e++)
+        if (env_sets(r->lang->m->lang->install->env, *e) && strv_setenv(&env, *e) < 0)
             goto oom;
     for (const char *p = v; p && *p;) {
         size_t n = strcspn(p, " ");
@@ -1014,6 +1022,59 @@ static int install_box(
     return 0;
 }
 
+/* A repository named by the recipe's repo_var: https:// stays as it is; a
+ * file:// directory is mounted read-only at /repo for the steps, and the
+ * variable rewritten to point there. *ret_dir is that directory, or NULL.
+ * SBX_E_UNSUPPORTED for anything else. */
+static int install_repo(const struct run *r, char ***env, char **ret_dir)
+{
+    const char *key = r->lang->m->lang->install->repo_var;
+    size_t klen = key ? strlen(key) : 0;
+    struct stat st;
+
+    *ret_dir = NULL;
+    for (char **e = *env; key && e && *e; e++) {
+        const char *v = *e + klen + 1;
+        char *kv = NULL;
+
+        if (strncmp(*e, key, klen) != 0 || (*e)[klen] != '=')
+            continue;
+        if (strncmp(v, "https://", 8) == 0)
+            return 0;
+        if (strncmp(v, "file://", 7) != 0 || v[7] != '/' || strstr(v, "/..") ||
+                stat(v + 7, &st) < 0 || !S_ISDIR(st.st_mode))
+            return SBX_E_UNSUPPORTED;
+        if (!(*ret_dir = strdup(v + 7)) || asprintf(&kv, "%s=file:///repo", key) < 0)
+            return SBX_E_NOMEM;
+        free(*e);
+        *e = kv;
+        return 0;
+    }
+    return 0;
+}
+
+/* The set's key: everything that decides what the install produces. */
+static int install_key(
+        const struct run *r, const char *tool, char *const *hosts, char *const *env, char *key)
+{
+    const struct manifest_lang *ml = r->lang->m->lang;
+    struct dynbuf id;
+    int rc = 0;
+
+    dynbuf_init(&id, 1u << 20);
+    rc |= dynbuf_printf(&id, "%s|%s %s|%s|%s", r->backend->name, r->lang->name, r->lang->m->version,
+            ml->image ? ml->image : "", tool);
+    for (char *const *h = hosts; h && *h; h++)
+        rc |= dynbuf_printf(&id, "|host=%s", *h);
+    for (char *const *e = env; e && *e; e++)
+        rc |= dynbuf_printf(&id, "|env=%s", *e);
+    if (rc == 0)
+        rc = deps_key(r->lang->name, id.buf, ml->install, (char *const *)r->req->libraries,
+                r->req->n_libraries, key);
+    dynbuf_done(&id);
+    return rc < 0 ? SBX_E_NOMEM : 0;
+}
+
 /* A JSON record of what a set holds. (transfer full) */
 static char *set_record(const struct run *r, const char *tool)
 {
@@ -1046,7 +1107,7 @@ static int prepare_libraries(struct run *r, struct sbx_error **err)
     struct proxy *px = NULL;
     struct dynbuf log;
     char key[65], tool[PATH_MAX + 96];
-    char **hosts = NULL, **env = NULL;
+    char **hosts = NULL, **env = NULL, *repo = NULL;
     struct sbx_error *e = NULL;
     bool ok = false;
     int rc = 0;
@@ -1061,15 +1122,24 @@ static int prepare_libraries(struct run *r, struct sbx_error **err)
         uid = s->sandbox_uid;
         gid = s->sandbox_gid;
     }
+    rc = install_hosts(r, &hosts);
+    if (rc == 0)
+        rc = install_env(r, &env);
     toolchain_id(r, tool, sizeof(tool));
-    {
-        char id[PATH_MAX + 512];
-
-        snprintf(id, sizeof(id), "%s|%s %s|%s|%s", r->backend->name, r->lang->name,
-                r->lang->m->version, r->lang->m->lang->image ? r->lang->m->lang->image : "", tool);
-        if (deps_key(r->lang->name, id, in, (char *const *)r->req->libraries, r->req->n_libraries,
-                    key) < 0)
+    if (rc == 0) /* the key sees the repository as named, before install_repo() */
+        rc = install_key(r, tool, hosts, env, key);
+    if (rc == 0)
+        rc = install_repo(r, &env, &repo);
+    if (rc < 0) {
+        strv_free(hosts);
+        strv_free(env);
+        free(repo);
+        if (rc == SBX_E_NOMEM)
             return sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
+        return refuse(r,
+                rc == SBX_E_INVALID ? "LLM_SANDBOX_%s_INSTALL_HOSTS or _INSTALL_ENV is malformed"
+                                    : "the %s repository must be https:// or a file:// directory",
+                r->lang->name);
     }
     r->ex->has_install = true;
     phase(r, "installing");
@@ -1078,24 +1148,18 @@ static int prepare_libraries(struct run *r, struct sbx_error **err)
         r->ex->status = SBX_STATUS_ERROR;
         r->ex->message = strdup(e->msg);
         sbx_error_free(e);
+        strv_free(hosts);
+        strv_free(env);
+        free(repo);
         return 1;
     }
     r->ex->install_cached = r->deps->ready;
     if (!r->deps->ready) {
-        rc = install_hosts(r, &hosts);
-        if (rc == 0)
-            rc = install_env(r, &env);
+        rc = proxy_start(r->deps->sock, hosts, uid, gid, &px, err);
         if (rc < 0) {
             strv_free(hosts);
-            return rc == SBX_E_INVALID
-                           ? refuse(r, "LLM_SANDBOX_%s_INSTALL_HOSTS or _INSTALL_ENV is malformed",
-                                     r->lang->name)
-                           : sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
-        }
-        rc = proxy_start(r->deps->sock, hosts, uid, gid, &px, err);
-        strv_free(hosts);
-        if (rc < 0) {
             strv_free(env);
+            free(repo);
             return rc;
         }
         dynbuf_init(&log, INSTALL_LOG_MAX);
@@ -1105,12 +1169,12 @@ static int prepare_libraries(struct run *r, struct sbx_error **err)
         r->proxy_sock = r->deps->sock;
         r->mounts[0] = (struct sbx_mount){
                 .source = r->deps->staging, .target = "/deps", .flags = SBX_MOUNT_RW};
-        r->n_mounts = 1;
+        r->mounts[1] = (struct sbx_mount){.source = repo, .target = "/repo"};
+        r->n_mounts = repo ? 2 : 1;
         rc = install_box(r, env, &log, &ok, err);
         r->box_policy = NULL;
         r->proxy_sock = NULL;
         r->n_mounts = 0;
-        strv_free(env);
         {
             char *refused = proxy_refusals(px);
 
@@ -1134,6 +1198,9 @@ static int prepare_libraries(struct run *r, struct sbx_error **err)
                 deps_evict(s);
         }
     }
+    strv_free(hosts);
+    strv_free(env);
+    free(repo);
     r->ex->install_ms = (uint64_t)(now_ms() - t0);
     if (rc < 0)
         return rc;

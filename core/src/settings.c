@@ -325,6 +325,15 @@ static int load_installs(struct settings *s, struct sbx_error **err)
     }
     if (!s->cache_dir)
         return sbx_error_set(err, SBX_E_NOMEM, 0, "out of memory");
+    if ((v = env(s, "R_REPO"))) {
+        char *kv = NULL;
+
+        if (asprintf(&kv, "R_REPO=%s", v) < 0 || strv_push(&s->install_env, kv) < 0) {
+            free(kv);
+            return sbx_error_set(err, SBX_E_NOMEM, 0, "out of memory");
+        }
+        free(kv);
+    }
     for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
         uint64_t n;
 
@@ -469,6 +478,7 @@ static const struct {
         {"NAMESPACE", 0},
         {"COMMIT_CONTAINER", 0},
         {"KEEP_TEMPLATE", 0},
+        {"R_REPO", 0},
 };
 
 #define PLUGIN_PREFIX "LLM_SANDBOX_"
@@ -652,6 +662,7 @@ struct settings *settings_free(struct settings *s)
     strv_free(s->languages);
     free(s->audit_log);
     free(s->cache_dir);
+    strv_free(s->install_env);
     config_free(s->config);
     free(s);
     return NULL;

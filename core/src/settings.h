@@ -53,6 +53,8 @@ struct settings {
     uint64_t cache_max_bytes;    /* LLM_SANDBOX_CACHE_MAX: all dependency sets, default 4G */
     uint64_t install_max_bytes;  /* LLM_SANDBOX_INSTALL_MAX: one set, default 2G */
     uint64_t install_timeout_ms; /* LLM_SANDBOX_INSTALL_TIMEOUT: seconds, default 300 */
+    char **install_env;          /* "K=V" of the reference's install variables set (R_REPO):
+                                    they replace the same key of a manifest's install env */
     struct config *config;       /* the config file read, or NULL */
 };
 

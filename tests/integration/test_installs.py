@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 """Libraries installed at run time, for real: pip from PyPI, npm from the
 npm registry, Go modules through the module proxy, Maven artifacts from
-Maven Central, each through the core's
+Maven Central (R packages and gems from repositories made in the test, as
+CRAN and rubygems.org are not reachable here), each through the core's
 filtering proxy into the content-addressed dependency cache; then the same
 request again finds the set and installs nothing.
 
@@ -13,6 +14,7 @@ nothing but the allowed registries.
 import os
 import shutil
 import stat
+import subprocess
 import tempfile
 import threading
 
@@ -118,6 +120,80 @@ def test_java_maven_with_transitive_dependencies(cache):
     (name,) = sets(cache)
     jars = sorted(os.listdir(os.path.join(cache, "deps", name, "lib")))
     assert jars == ["commons-lang3-3.13.0.jar", "commons-text-1.11.0.jar"], jars
+
+
+@pytest.fixture(scope="module")
+def local_repos():
+    """A CRAN-like repository with one package built here (R CMD build,
+    tools::write_PACKAGES) and a gem source with one gem (gem build, gem
+    generate_index): CRAN and rubygems.org are not reachable here."""
+    top = tempfile.mkdtemp(prefix="llm-sandbox-test-repos-", dir="/var/tmp")
+    os.chmod(top, 0o755)
+    env = {"PATH": "/usr/bin:/bin", "HOME": top, "LANG": "C.UTF-8"}
+
+    def sh(*cmd, cwd=top):
+        subprocess.run(cmd, cwd=cwd, env=env, check=True, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE)
+
+    def write(rel, text):
+        path = os.path.join(top, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(text)
+
+    write("hellor/DESCRIPTION", "Package: hellor\nVersion: 0.1.0\nTitle: Hello\n"
+          "Description: Says hello.\nLicense: MIT\nAuthor: T\nMaintainer: T <t@example.org>\n")
+    write("hellor/NAMESPACE", "export(hello)\n")
+    write("hellor/R/hello.R", 'hello <- function() "hello from hellor"\n')
+    sh("R", "CMD", "build", "hellor")
+    os.makedirs(os.path.join(top, "cran/src/contrib"))
+    os.rename(os.path.join(top, "hellor_0.1.0.tar.gz"),
+              os.path.join(top, "cran/src/contrib/hellor_0.1.0.tar.gz"))
+    sh("Rscript", "-e", 'tools::write_PACKAGES("cran/src/contrib", type = "source")')
+    write("hellorb/lib/hellorb.rb", 'module Hellorb\n  def self.hello = "hello from hellorb"\nend\n')
+    write("hellorb/hellorb.gemspec", 'Gem::Specification.new do |s|\n  s.name = "hellorb"\n'
+          '  s.version = "0.1.0"\n  s.summary = "Says hello"\n  s.authors = ["T"]\n'
+          '  s.license = "MIT"\n  s.files = ["lib/hellorb.rb"]\nend\n')
+    sh("gem", "build", "hellorb.gemspec", cwd=os.path.join(top, "hellorb"))
+    os.makedirs(os.path.join(top, "gems/gems"))
+    os.rename(os.path.join(top, "hellorb/hellorb-0.1.0.gem"),
+              os.path.join(top, "gems/gems/hellorb-0.1.0.gem"))
+    sh("gem", "generate_index", "--directory", "gems")
+    for dirpath, dirnames, filenames in os.walk(top):
+        for n in dirnames + filenames:
+            os.chmod(os.path.join(dirpath, n), 0o755 if n in dirnames else 0o644)
+    yield {"cran": "file://" + os.path.join(top, "cran"), "gems": "file://" + os.path.join(top, "gems")}
+    shutil.rmtree(top, ignore_errors=True)
+
+
+def test_r_package_from_a_local_repository(cache, local_repos):
+    env = {"R_REPO": local_repos["cran"]}
+    src = 'library(hellor)\ncat(hello(), "\\n")\n'
+    first = run(cache, "r", src, ["hellor"], env=env)
+    assert_installed(first, "hello from hellor \n")
+    assert "DONE (hellor)" in first["install"]["log"], first
+    assert_cached(run(cache, "r", src, ["hellor"], env=env), "hello from hellor \n")
+    assert_installed(run(cache, "r", src, ["hellor@0.1.0"], env=env), "hello from hellor \n")
+    res = run(cache, "r", src, ["hellor@9.9"], env=env)
+    assert res["status"] == "error" and "hellor is not version 9.9" in res["install"]["log"], res
+    res = run(cache, "r", src, ["nosuchpkg"], env=env)
+    assert res["status"] == "error" and "not installed: nosuchpkg" in res["install"]["log"], res
+
+
+def test_ruby_gem_from_a_local_source(cache, local_repos):
+    env = {"LLM_SANDBOX_RUBY_INSTALL_ENV": "GEM_SOURCE=" + local_repos["gems"]}
+    src = 'require "hellorb"\nputs Hellorb.hello\n'
+    first = run(cache, "ruby", src, ["hellorb"], env=env)
+    assert_installed(first, "hello from hellorb\n")
+    assert "Successfully installed hellorb-0.1.0" in first["install"]["log"], first
+    assert_cached(run(cache, "ruby", src, ["hellorb"], env=env), "hello from hellorb\n")
+    assert_installed(run(cache, "ruby", src, ["hellorb:0.1.0"], env=env), "hello from hellorb\n")
+
+
+def test_repository_must_be_https_or_a_local_directory(cache):
+    for repo in ("http://127.0.0.1:1/", "file:///nonexistent-repo", "ftp://x/"):
+        res = run(cache, "r", "cat(1)", ["hellor"], env={"R_REPO": repo})
+        assert res["status"] == "refused" and "repository" in res["message"], (repo, res)
 
 
 def test_set_is_read_only_to_code(cache):

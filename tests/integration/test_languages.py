@@ -174,9 +174,9 @@ def test_javascript_module_or_commonjs(src, out):
     assert res["status"] == "ok" and res["stdout"] == out, res
 
 
-# Languages whose manifests have no install recipe yet: valid names reach
-# that refusal. (The others install for real: test_installs.py.)
-NO_INSTALLS = {"r", "ruby"}
+# Languages whose manifests have no install recipe: valid names reach that
+# refusal. (Every language here has one now: test_installs.py.)
+NO_INSTALLS = set()
 
 
 @pytest.mark.parametrize("lang", sorted(LIBRARIES))
