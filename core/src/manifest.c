@@ -396,6 +396,18 @@ static const struct key_desc install_keys[] = {
         {"repo_var", YAMLTREE_SCALAR, 0, 0, MR_ANY, store_repo_var},
 };
 
+/* the vectors the header calls "may be empty" are never NULL */
+static int recipe_defaults(struct ctx *c, struct manifest_install *in)
+{
+    if (!in->env)
+        in->env = calloc(1, sizeof(char *));
+    if (!in->run_env)
+        in->run_env = calloc(1, sizeof(char *));
+    if (!in->stage)
+        in->stage = calloc(1, sizeof(char *));
+    return in->env && in->run_env && in->stage ? 0 : oom(c);
+}
+
 static int store_install(struct ctx *c, const struct yamltree_node *n, void *obj)
 {
     struct manifest_lang *l = obj;
@@ -405,16 +417,25 @@ static int store_install(struct ctx *c, const struct yamltree_node *n, void *obj
     if (!in)
         return oom(c);
     r = apply_schema(c, n, install_keys, ARRAY_SIZE(install_keys), in);
-    if (r < 0)
-        return r;
-    /* the vectors the header calls "may be empty" are never NULL */
-    if (!in->env)
-        in->env = calloc(1, sizeof(char *));
-    if (!in->run_env)
-        in->run_env = calloc(1, sizeof(char *));
-    if (!in->stage)
-        in->stage = calloc(1, sizeof(char *));
-    return in->env && in->run_env && in->stage ? 0 : oom(c);
+    return r < 0 ? r : recipe_defaults(c, in);
+}
+
+static const struct key_desc warm_keys[] = {
+        {"steps", YAMLTREE_SEQ, KEY_REQUIRED, 0, MR_ANY, store_steps},
+        {"env", YAMLTREE_MAP, 0, 0, MR_ANY, store_install_env},
+        {"seed", YAMLTREE_SEQ, KEY_REQUIRED | KEY_NONEMPTY, INSTALL(seed), MR_ANY, NULL},
+};
+
+static int store_warm(struct ctx *c, const struct yamltree_node *n, void *obj)
+{
+    struct manifest_lang *l = obj;
+    struct manifest_install *in = l->warm = calloc(1, sizeof(*l->warm));
+    int r;
+
+    if (!in)
+        return oom(c);
+    r = apply_schema(c, n, warm_keys, ARRAY_SIZE(warm_keys), in);
+    return r < 0 ? r : recipe_defaults(c, in);
 }
 
 #define LANG(field) offsetof(struct manifest_lang, field)
@@ -433,6 +454,7 @@ static const struct key_desc lang_keys[] = {
         {"modes", YAMLTREE_MAP, 0, 0, MR_ANY, store_modes},
         {"address_space", YAMLTREE_SCALAR, 0, 0, MR_ANY, store_address_space},
         {"install", YAMLTREE_MAP, 0, 0, MR_ANY, store_install},
+        {"warm", YAMLTREE_MAP, 0, 0, MR_ANY, store_warm},
 };
 
 static int store_language(struct ctx *c, const struct yamltree_node *n, void *obj)
@@ -644,6 +666,23 @@ int manifest_load(
     return manifest_parse(path, buf, len, ret, err);
 }
 
+static void recipe_free(struct manifest_install *in)
+{
+    if (!in)
+        return;
+    strv_free(in->hosts);
+    for (size_t i = 0; in->steps && i < in->n_steps; i++)
+        strv_free(in->steps[i].run);
+    free(in->steps);
+    strv_free(in->env);
+    strv_free(in->run_env);
+    strv_free(in->stage);
+    strv_free(in->seed);
+    free(in->workspace_dir);
+    free(in->repo_var);
+    free(in);
+}
+
 static void lang_free(struct manifest_lang *l)
 {
     if (!l)
@@ -673,18 +712,8 @@ static void lang_free(struct manifest_lang *l)
         strv_free(l->modes[i].run);
     }
     free(l->modes);
-    if (l->install) {
-        strv_free(l->install->hosts);
-        for (size_t i = 0; l->install->steps && i < l->install->n_steps; i++)
-            strv_free(l->install->steps[i].run);
-        free(l->install->steps);
-        strv_free(l->install->env);
-        strv_free(l->install->run_env);
-        strv_free(l->install->stage);
-        free(l->install->workspace_dir);
-        free(l->install->repo_var);
-        free(l->install);
-    }
+    recipe_free(l->install);
+    recipe_free(l->warm);
     free(l);
 }
 

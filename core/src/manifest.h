@@ -66,6 +66,8 @@ struct manifest_install {
     char **run_env;      /* "KEY=VALUE" added for build and run with a set, may be empty */
     char **stage;        /* files of the set copied into the workspace, may be empty */
     char *workspace_dir; /* a directory of the set also mounted at /workspace/NAME, or NULL */
+    char **seed;         /* language.warm only: argv run before each build with the set at
+                            /warm (Go links its build cache into the writable GOCACHE) */
     char *repo_var;      /* an env key naming the repository: a file:// one is mounted
                             read-only at /repo for the steps and the value rewritten */
 };
@@ -87,6 +89,8 @@ struct manifest_lang {
     struct manifest_mode *modes; /* language.modes, in file order */
     size_t n_modes;
     struct manifest_install *install; /* language.install, or NULL: no installs */
+    struct manifest_install *warm;    /* language.warm, or NULL: a set built once per
+                                         toolchain without network (no hosts) */
 };
 
 struct manifest {

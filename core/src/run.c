@@ -234,10 +234,13 @@ struct run {
     /* libraries: the set, mounted read-only at /deps (and a directory of it
      * in the workspace); while installing, the staging mount and the proxy */
     struct deps_set *deps;
-    struct sbx_mount mounts[2];
+    struct deps_set *warm; /* the language's warm-up set (Go's build cache), at /warm */
+    struct sbx_mount mounts[4];
     size_t n_mounts;
     char *ws_mount_src, *ws_mount_dst;
-    const struct sbx_policy *box_policy; /* the install's, or NULL: the run's */
+    const struct sbx_policy *box_policy; /* a set's build, or NULL: the run's */
+    struct sbx_mount box_mounts[2];      /* a set's build: its staging, a local repository */
+    size_t n_box_mounts;
     const char *proxy_sock;
 };
 
@@ -452,8 +455,13 @@ static int open_box(struct run *r, struct sbx_error **err)
     spec.envp = (const char *const *)r->env;
     spec.ro_paths = (const char *const *)r->lang->m->lang->host_paths;
     spec.cancel_fd = r->req->cancel ? r->req->cancel->fd : -1;
-    spec.mounts = r->n_mounts ? r->mounts : NULL;
-    spec.n_mounts = r->n_mounts;
+    if (r->box_policy) { /* a box that builds a set */
+        spec.mounts = r->box_mounts;
+        spec.n_mounts = r->n_box_mounts;
+    } else {
+        spec.mounts = r->n_mounts ? r->mounts : NULL;
+        spec.n_mounts = r->n_mounts;
+    }
     spec.proxy_socket = r->proxy_sock;
     sbx_err_init(&perr);
     if (r->backend->desc->backend->box_open(r->backend->pstate, &spec, &r->box, &perr) < 0)
@@ -599,6 +607,18 @@ static int exec_phases(struct run *r, int *ret_end, struct agentc_exit *ex, stru
         *ret_end = end;
         return end < 0 ? sbx_error_set(err, SBX_E_BACKEND, 0, "%s", agentc_last_error(r->ac)) : 0;
     }
+    if (r->warm) {
+        /* link the warm-up set into the sandbox's own cache; quietly, and
+         * only its failure is reported (as the build's would be) */
+        end = agentc_exec(
+                r->ac, r->lang->m->lang->warm->seed, r->env, NULL, 0, deadline, &r->sink, ex);
+        if (end < 0)
+            return sbx_error_set(err, SBX_E_BACKEND, 0, "%s", agentc_last_error(r->ac));
+        if (end != AGENTC_EXITED || ex->signaled || ex->code != 0) {
+            *ret_end = end;
+            return 0;
+        }
+    }
     if (r->plan->build) {
         phase(r, "compiling");
         end = agentc_exec(r->ac, r->plan->build, r->env, NULL, 0, deadline, &r->sink, ex);
@@ -695,6 +715,7 @@ static void run_done(struct run *r)
     }
     agentc_free(r->ac);
     r->deps = deps_close(r->deps);
+    r->warm = deps_close(r->warm);
     free(r->ws_mount_src);
     free(r->ws_mount_dst);
     plan_free(r->plan);
@@ -928,20 +949,21 @@ static int install_files(struct run *r, int64_t deadline, struct sbx_error **err
     return end;
 }
 
-/* Build the set in a box of its own: the run's limits but the install's
- * time, network only through the proxy, the staging directory at /deps.
- * 0 with ok set when it was built; 0 with ok unset when the install failed
- * (r->ex says why); < 0 for errors of the tool. */
-static int install_box(
-        struct run *r, char **env, struct dynbuf *log, bool *ok, struct sbx_error **err)
+/* Build a set in a box of its own: the run's limits but the install's
+ * time, the staging directory at /deps, and for libraries network only
+ * through the proxy (a warm-up recipe has no hosts and no network). what
+ * names the work in messages. 0 with ok set when it was built; 0 with ok
+ * unset when it failed (r->ex says why); < 0 for errors of the tool. */
+static int install_box(struct run *r, const struct manifest_install *in, const struct deps_set *set,
+        const char *what, char **env, struct dynbuf *log, bool *ok, struct sbx_error **err)
 {
-    const struct manifest_install *in = r->lang->m->lang->install;
     int64_t deadline = now_ms() + SETUP_TIMEOUT_MS;
     struct agentc_limit lims[AGENT_LIMITS_MAX];
     struct agentc_sink sink = {.on_output = install_output, .userdata = log};
     struct agentc_exit ex = {0};
     struct sbx_box_stats st;
     struct deps_watch *watch = NULL;
+    char why[256] = "";
     int end = 0, rc;
 
     /* the captures only gate on_output, which keeps one interleaved log */
@@ -950,14 +972,13 @@ static int install_box(
     *ok = false;
     rc = open_box(r, err);
     if (rc == 0) {
-        watch = deps_watch_start(
-                r->deps->staging, r->rt->settings->install_max_bytes, install_kill, r);
+        watch = deps_watch_start(set->staging, r->rt->settings->install_max_bytes, install_kill, r);
         end = agentc_hello(r->ac, deadline);
         if (end == 0)
             end = agentc_limits(r->ac, lims, run_limits(r, lims), deadline);
-        if (end == 0)
+        if (end == 0 && in->hosts)
             end = agentc_relay(r->ac, INSTALL_PORT, SBX_PROXY_SOCKET, deadline);
-        if (end == 0)
+        if (end == 0 && in->hosts)
             end = install_files(r, deadline, err);
         if (end < 0 && end != SBX_E_IO)
             rc = end;
@@ -974,6 +995,7 @@ static int install_box(
                 end = -100 - (int)i; /* this step failed */
             strv_free(argv);
         }
+        snprintf(why, sizeof(why), "%s", agentc_last_error(r->ac));
         if (end == 0)
             agentc_quit(r->ac);
         else if (r->box)
@@ -983,15 +1005,13 @@ static int install_box(
         r->ex->status = SBX_STATUS_ERROR;
         r->ex->limit = SBX_LIMIT_WORKSPACE;
         (void)!asprintf(&r->ex->message,
-                "installing the libraries stopped: they grew past LLM_SANDBOX_INSTALL_MAX "
-                "(%" PRIu64 " bytes)",
+                "%s stopped: it grew past LLM_SANDBOX_INSTALL_MAX (%" PRIu64 " bytes)", what,
                 r->rt->settings->install_max_bytes);
         end = 1;
     }
     if (close_box(r, &st, rc < 0 ? NULL : err) < 0 && rc == 0)
         rc = (*err)->rc;
-    agentc_free(r->ac);
-    r->ac = NULL;
+    r->ac = agentc_free(r->ac);
     capture_done(&sink.out);
     capture_done(&sink.err);
     if (rc < 0 || r->ex->message)
@@ -1009,15 +1029,14 @@ static int install_box(
     else if (st.oom_killed == 1)
         r->ex->limit = SBX_LIMIT_MEMORY;
     if (end <= -100)
-        (void)!asprintf(&r->ex->message,
-                "installing the libraries failed: step %d (%s) %s %d; see install.log", -end - 99,
-                in->steps[-end - 100].run[0], ex.signaled ? "was killed by signal" : "exited with",
-                ex.code);
+        (void)!asprintf(&r->ex->message, "%s failed: step %d (%s) %s %d; see install.log", what,
+                -end - 99, in->steps[-end - 100].run[0],
+                ex.signaled ? "was killed by signal" : "exited with", ex.code);
     else
-        (void)!asprintf(&r->ex->message, "installing the libraries %s",
+        (void)!asprintf(&r->ex->message, "%s %s", what,
                 end == AGENTC_TIMEOUT     ? "took longer than LLM_SANDBOX_INSTALL_TIMEOUT"
                 : end == AGENTC_CANCELLED ? "was cancelled"
-                : end == SBX_E_IO         ? agentc_last_error(r->ac)
+                : end == SBX_E_IO         ? why
                                           : "failed: the sandbox ended unexpectedly");
     return 0;
 }
@@ -1054,8 +1073,8 @@ static int install_repo(const struct run *r, char ***env, char **ret_dir)
 }
 
 /* The set's key: everything that decides what the install produces. */
-static int install_key(
-        const struct run *r, const char *tool, char *const *hosts, char *const *env, char *key)
+static int install_key(const struct run *r, const struct manifest_install *in, const char *tool,
+        char *const *hosts, char *const *env, char *key)
 {
     const struct manifest_lang *ml = r->lang->m->lang;
     struct dynbuf id;
@@ -1069,8 +1088,8 @@ static int install_key(
     for (char *const *e = env; e && *e; e++)
         rc |= dynbuf_printf(&id, "|env=%s", *e);
     if (rc == 0)
-        rc = deps_key(r->lang->name, id.buf, ml->install, (char *const *)r->req->libraries,
-                r->req->n_libraries, key);
+        rc = deps_key(r->lang->name, id.buf, in, (char *const *)r->req->libraries,
+                in->hosts ? r->req->n_libraries : 0, key);
     dynbuf_done(&id);
     return rc < 0 ? SBX_E_NOMEM : 0;
 }
@@ -1127,7 +1146,7 @@ static int prepare_libraries(struct run *r, struct sbx_error **err)
         rc = install_env(r, &env);
     toolchain_id(r, tool, sizeof(tool));
     if (rc == 0) /* the key sees the repository as named, before install_repo() */
-        rc = install_key(r, tool, hosts, env, key);
+        rc = install_key(r, in, tool, hosts, env, key);
     if (rc == 0)
         rc = install_repo(r, &env, &repo);
     if (rc < 0) {
@@ -1167,14 +1186,13 @@ static int prepare_libraries(struct run *r, struct sbx_error **err)
         ipol.wall_time_ms = s->install_timeout_ms;
         r->box_policy = &ipol;
         r->proxy_sock = r->deps->sock;
-        r->mounts[0] = (struct sbx_mount){
+        r->box_mounts[0] = (struct sbx_mount){
                 .source = r->deps->staging, .target = "/deps", .flags = SBX_MOUNT_RW};
-        r->mounts[1] = (struct sbx_mount){.source = repo, .target = "/repo"};
-        r->n_mounts = repo ? 2 : 1;
-        rc = install_box(r, env, &log, &ok, err);
+        r->box_mounts[1] = (struct sbx_mount){.source = repo, .target = "/repo"};
+        r->n_box_mounts = repo ? 2 : 1;
+        rc = install_box(r, in, r->deps, "installing the libraries", env, &log, &ok, err);
         r->box_policy = NULL;
         r->proxy_sock = NULL;
-        r->n_mounts = 0;
         {
             char *refused = proxy_refusals(px);
 
@@ -1206,16 +1224,93 @@ static int prepare_libraries(struct run *r, struct sbx_error **err)
         return rc;
     if (!r->deps->ready)
         return 1;
-    r->mounts[0] = (struct sbx_mount){.source = r->deps->dir, .target = "/deps"};
-    r->n_mounts = 1;
+    r->mounts[r->n_mounts++] = (struct sbx_mount){.source = r->deps->dir, .target = "/deps"};
     if (in->workspace_dir) {
         if (asprintf(&r->ws_mount_src, "%s/%s", r->deps->dir, in->workspace_dir) < 0 ||
                 asprintf(&r->ws_mount_dst, "/workspace/%s", in->workspace_dir) < 0)
             return sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
-        r->mounts[1] = (struct sbx_mount){.source = r->ws_mount_src, .target = r->ws_mount_dst};
-        r->n_mounts = 2;
+        r->mounts[r->n_mounts++] =
+                (struct sbx_mount){.source = r->ws_mount_src, .target = r->ws_mount_dst};
     }
     return 0;
+}
+
+/*
+ * The language's warm-up set (language.warm): built once per toolchain by
+ * its steps, without network and without anything of the request, then
+ * mounted read-only at /warm for every run, whose seed command links it
+ * into the sandbox's own writable cache. Only toolchain code ever writes
+ * the set, so sharing it shares nothing a request made. Returns 0 to go on
+ * (with or without the set: a failed warm-up costs speed, not the run),
+ * or < 0 for errors of the tool.
+ */
+static int prepare_warm(struct run *r, struct sbx_error **err)
+{
+    const struct settings *s = r->rt->settings;
+    const struct manifest_install *w = r->lang->m->lang->warm;
+    int64_t uid = geteuid() == 0 ? (int64_t)s->sandbox_uid : -1;
+    int64_t gid = geteuid() == 0 ? (int64_t)s->sandbox_gid : -1;
+    struct sbx_policy wpol = r->policy;
+    struct sbx_execution *saved = r->ex, scratch = {0};
+    struct sbx_error *e = NULL;
+    char key[65], tool[PATH_MAX + 96], name[48];
+    char **env = NULL;
+    struct dynbuf log;
+    bool ok = false;
+    int rc = 0;
+
+    if (!w || r->probe_argv || r->backend->desc->abi_minor < 2)
+        return 0;
+    for (char **v = r->env; v && *v; v++)
+        if (!env_sets(s->env_pass, *v) && strv_push(&env, *v) < 0)
+            goto oom;
+    for (char **v = w->env; *v; v++)
+        if (strv_setenv(&env, *v) < 0)
+            goto oom;
+    toolchain_id(r, tool, sizeof(tool));
+    if (install_key(r, w, tool, NULL, env, key) < 0)
+        goto oom;
+    snprintf(name, sizeof(name), "warm-%s", r->lang->name);
+    if (deps_open(s, name, key, uid, gid, (int64_t)s->install_timeout_ms, &r->warm, &e) < 0) {
+        log_msg(SBX_LOG_WARN, r->lang->name, "no warm build cache: %s", e->msg);
+        sbx_error_free(e);
+        strv_free(env);
+        return 0;
+    }
+    if (!r->warm->ready) {
+        phase(r, "warming up");
+        dynbuf_init(&log, INSTALL_LOG_MAX);
+        wpol.network = SBX_NET_OFF;
+        wpol.wall_time_ms = s->install_timeout_ms;
+        r->box_policy = &wpol;
+        r->box_mounts[0] = (struct sbx_mount){
+                .source = r->warm->staging, .target = "/deps", .flags = SBX_MOUNT_RW};
+        r->n_box_mounts = 1;
+        r->ex = &scratch; /* how the warm-up ended is not the run's result */
+        rc = install_box(r, w, r->warm, "warming up the build cache", env, &log, &ok, err);
+        r->ex = saved;
+        r->box_policy = NULL;
+        if (rc == 0 && ok) {
+            rc = deps_commit(r->warm, "{\"warm\":true}", err);
+        } else if (rc == 0) {
+            log_msg(SBX_LOG_WARN, r->lang->name, "no warm build cache: %s: %s",
+                    scratch.message ? scratch.message : "failed", log.buf ? log.buf : "");
+        }
+        free(scratch.message);
+        dynbuf_done(&log);
+    }
+    strv_free(env);
+    if (rc < 0)
+        return rc;
+    if (!r->warm->ready) {
+        r->warm = deps_close(r->warm);
+        return 0;
+    }
+    r->mounts[r->n_mounts++] = (struct sbx_mount){.source = r->warm->dir, .target = "/warm"};
+    return 0;
+oom:
+    strv_free(env);
+    return sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
 }
 
 static int run_checked(struct run *r, struct sbx_error **err)
@@ -1245,6 +1340,8 @@ static int run_checked(struct run *r, struct sbx_error **err)
         if (rc != 0)
             return rc < 0 ? rc : 0;
     }
+    if (prepare_warm(r, err) < 0)
+        return (*err)->rc;
     phase(r, "preparing");
     capture_init(&r->sink.out, (size_t)r->policy.output_bytes);
     capture_init(&r->sink.err, (size_t)r->policy.output_bytes);

@@ -321,7 +321,7 @@ static int load_installs(struct settings *s, struct sbx_error **err)
         else if (home && home[0] == '/')
             (void)!asprintf(&s->cache_dir, "%s/.cache/llm-sandbox", home);
         else
-            (void)!asprintf(&s->cache_dir, "/tmp/llm-sandbox-cache-%u", (unsigned)geteuid());
+            (void)!asprintf(&s->cache_dir, "/var/tmp/llm-sandbox-cache-%u", (unsigned)geteuid());
     }
     if (!s->cache_dir)
         return sbx_error_set(err, SBX_E_NOMEM, 0, "out of memory");

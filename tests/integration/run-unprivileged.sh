@@ -67,8 +67,12 @@ fi
 # A logged-in user has a private /run/user/UID (systemd-logind); nsjail
 # builds its mount tree there, and would fall back to /tmp without it.
 install -d -m 0700 -o 65534 -g 65534 /run/user/65534
+# nobody's home (its own is /nonexistent): where llm-sandbox keeps its cache
+# (dependency sets, the Go build cache), kept between runs like a user's.
+home=/var/tmp/llm-sandbox-test-home-65534
+install -d -m 0700 -o 65534 -g 65534 "$home"
 cd "$src"
-as_nobody env HOME=/tmp SBX_BIN="$bin" SBX_BUILD_DIR="$build" SBX_SOURCE_DIR="$src" \
+as_nobody env HOME="$home" SBX_BIN="$bin" SBX_BUILD_DIR="$build" SBX_SOURCE_DIR="$src" \
     SBX_TEST_BACKEND="${SBX_TEST_BACKEND:-bwrap}" \
     ${LLM_SANDBOX_NSJAIL_PATH:+LLM_SANDBOX_NSJAIL_PATH="$LLM_SANDBOX_NSJAIL_PATH"} \
     PYTHONDONTWRITEBYTECODE=1 "$@" --rootdir="$src" "$here"

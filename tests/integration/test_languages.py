@@ -139,6 +139,41 @@ def test_memory_limit_ends_a_hog(lang):
         assert res["limit"] == "memory", res
 
 
+GO_WARM_PROBE = r"""package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+func main() {
+	links, files := 0, 0
+	filepath.Walk(os.Getenv("GOCACHE"), func(p string, fi os.FileInfo, err error) error {
+		if err == nil && fi.Mode()&os.ModeSymlink != 0 {
+			if t, _ := os.Readlink(p); strings.HasPrefix(t, "/warm/") {
+				links++
+			}
+		} else if err == nil && fi.Mode().IsRegular() {
+			files++
+		}
+		return nil
+	})
+	err := os.WriteFile("/warm/go-build/planted", []byte("x"), 0o644)
+	fmt.Println(links > 100, files > 0, err != nil)
+}
+"""
+
+
+def test_go_build_cache_is_warm():
+    """Each Go run's own writable GOCACHE is seeded with links to the warm-up
+    set at /warm (the standard library compiled once per toolchain), which
+    the program can read but not change; what the build adds is its own."""
+    res = run("go", GO_WARM_PROBE, "--timeout", GO_TIMEOUT)
+    assert res["status"] == "ok" and res["stdout"] == "true true true\n", res
+
+
 def test_go_test_mode_runs_go_test_verbose():
     src = ("package main\n\nimport \"testing\"\n\nfunc add(a, b int) int { return a + b }\n\n"
            "func TestAdd(t *testing.T) {\n\tif add(2, 3) != 5 {\n\t\tt.Fatal(\"bad sum\")\n\t}\n}\n\n"
