@@ -355,6 +355,51 @@ static void on_put(uint32_t len)
     }
 }
 
+/* ---- GET ---------------------------------------------------------------- */
+
+/* Send a file of the workspace back (a build's output for the compile
+ * cache): opened beneath the workspace without symlinks, regular files
+ * only, at most max bytes even if it grows meanwhile. */
+static void on_get(uint32_t len)
+{
+    uint64_t max = agent_get_u32(g_pay), sent = 0;
+    size_t plen = len - 4u;
+    char path[PUT_PATH_MAX + 1];
+    struct stat st;
+    ssize_t n;
+    int fd;
+
+    if (plen == 0 || plen > PUT_PATH_MAX || memchr(g_pay + 4, 0, plen)) {
+        send_text(AGENT_ERROR, EINVAL, "GET: bad path");
+        return;
+    }
+    memcpy(path, g_pay + 4, plen);
+    path[plen] = '\0';
+    fd = path_ok(path) ? open_beneath(g.ws_fd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK, 0) : -1;
+    if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > max) {
+        int e = fd < 0 ? errno : !S_ISREG(st.st_mode) ? EINVAL : EFBIG;
+
+        if (fd >= 0)
+            close(fd);
+        send_text(AGENT_ERROR, e, "GET %s: %s", path,
+                e == EFBIG    ? "too big"
+                : e == EINVAL ? "not a regular file"
+                              : strerror(e));
+        return;
+    }
+    while ((n = read(fd, g_out + AGENT_HDR_SIZE, AGENT_CHUNK)) > 0 && sent + (uint64_t)n <= max) {
+        sent += (uint64_t)n;
+        send_frame(AGENT_DATA, g_out + AGENT_HDR_SIZE, (size_t)n);
+    }
+    close(fd);
+    if (n != 0) {
+        send_text(AGENT_ERROR, n < 0 ? errno : EFBIG, "GET %s: %s", path,
+                n < 0 ? strerror(errno) : "it grew too big");
+        return;
+    }
+    send_u32(AGENT_OK, (uint32_t)(st.st_mode & 0777u), 0, 0, 1);
+}
+
 /* ---- EXEC --------------------------------------------------------------- */
 
 /* execvpe-like, but the search path comes from envp, never from our environment. */
@@ -919,6 +964,7 @@ static bool frame_ok(const struct agent_hdr *h)
     case AGENT_QUIT: return h->len == 0 && h->flags == 0;
     case AGENT_LIMITS: return h->len >= 4 && h->flags == 0;
     case AGENT_RELAY: return h->len >= 10 && h->flags == 0;
+    case AGENT_GET: return h->len >= 5 && h->flags == 0;
     default: return false;
     }
 }
@@ -934,6 +980,7 @@ static bool dispatch(void)
     case AGENT_STDIN: return on_stdin(g.h.len);
     case AGENT_LIMITS: on_limits(g.h.len); break;
     case AGENT_RELAY: on_relay(g.h.len); break;
+    case AGENT_GET: on_get(g.h.len); break;
     case AGENT_STDIN_EOF:
         g.ex.in_eof = g.ex.pid > 0;
         stdin_pump();

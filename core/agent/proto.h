@@ -60,6 +60,11 @@
  *                   per box; the relay lives as long as the agent, in the
  *                   agent itself, so no exec's cleanup ends it.
  *   A: OK | ERROR
+ *   H: GET          u32 max_len, then a path (as PUT's, no NUL): a regular
+ *                   file beneath the workspace, no symlinks on the way
+ *   A: DATA...      its bytes, in chunks of at most AGENT_CHUNK
+ *   A: OK | ERROR   OK: u32 mode; ERROR when it is missing, not a regular
+ *                   file, or longer than max_len (EFBIG)
  *   H: QUIT         the agent kills everything and exits 0 (so does EOF
  *                   on its input between frames).
  * ERROR payload: i32 errno, then a message string.
@@ -92,6 +97,7 @@ enum agent_type {
     AGENT_QUIT = 6,
     AGENT_LIMITS = 7,
     AGENT_RELAY = 8,
+    AGENT_GET = 9,
     /* agent -> host */
     AGENT_READY = 64,
     AGENT_STDOUT = 65,
@@ -100,6 +106,7 @@ enum agent_type {
     AGENT_EXITED = 68,
     AGENT_OK = 69,
     AGENT_ERROR = 70,
+    AGENT_DATA = 71,
 };
 
 enum agent_ready_flags { AGENT_READY_PID1 = 1u << 0 };

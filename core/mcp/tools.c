@@ -344,7 +344,9 @@ static const char exec_output[] =
         "\"warnings\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
         "\"install\":{\"type\":\"object\",\"properties\":{"
         "\"cached\":{\"type\":\"boolean\"},\"duration_ms\":{\"type\":\"integer\"},"
-        "\"log\":{\"type\":\"string\"},\"log_truncated\":{\"type\":\"boolean\"}}}},"
+        "\"log\":{\"type\":\"string\"},\"log_truncated\":{\"type\":\"boolean\"}}},"
+        "\"build\":{\"type\":\"object\",\"properties\":{"
+        "\"cached\":{\"type\":\"boolean\"}}}},"
         "\"required\":[\"status\",\"exit_code\",\"limit\",\"stdout\",\"stderr\","
         "\"stdout_truncated\",\"stderr_truncated\",\"stdout_bytes\",\"stderr_bytes\","
         "\"duration_ms\",\"backend\",\"language\",\"message\",\"artifacts\"]}";

@@ -69,6 +69,11 @@ static void capture_add(
         s->on_output(s->userdata, stream, (const char *)data, keep);
 }
 
+void agentc_sink_write(struct agentc_sink *s, enum sbx_stream stream, const void *data, size_t len)
+{
+    capture_add(s, stream, data, len);
+}
+
 struct agentc *agentc_new(const struct sbx_backend_ops *ops, void *box, int cancel_fd)
 {
     struct agentc *ac = calloc(1, sizeof(*ac));
@@ -332,6 +337,48 @@ int agentc_relay(struct agentc *ac, uint16_t port, const char *path, int64_t dea
         return SBX_E_IO;
     }
     return ac->hdr.type == AGENT_OK ? 0 : lost(ac, "unexpected reply to relay");
+}
+
+int agentc_get(struct agentc *ac, const char *path, size_t max, char **ret_data, size_t *ret_len,
+        uint32_t *ret_mode, int64_t deadline_ms)
+{
+    unsigned char head[4];
+    struct dynbuf b;
+    int r;
+
+    if (max > UINT32_MAX)
+        max = UINT32_MAX;
+    agent_put_u32(head, (uint32_t)max);
+    if (queue_frame(ac, AGENT_GET, 0, head, 4, path, strlen(path)) < 0)
+        return lost(ac, "%s", "cannot queue a file request");
+    dynbuf_init(&b, max + 1);
+    for (;;) {
+        r = next_frame(ac, deadline_ms);
+        if (r != GOT_FRAME) {
+            dynbuf_done(&b);
+            return r;
+        }
+        if (ac->hdr.type == AGENT_DATA) {
+            if (dynbuf_append(&b, ac->payload, ac->hdr.len) < 0) {
+                dynbuf_done(&b);
+                return lost(ac, "%s", "the sandbox sent more than it was asked for");
+            }
+            continue;
+        }
+        if (ac->hdr.type == AGENT_ERROR) {
+            dynbuf_done(&b);
+            take_error(ac, path);
+            return SBX_E_IO;
+        }
+        if (ac->hdr.type != AGENT_OK || ac->hdr.len != 4) {
+            dynbuf_done(&b);
+            return lost(ac, "%s", "unexpected reply to a file request");
+        }
+        *ret_mode = agent_get_u32(ac->payload);
+        *ret_data = dynbuf_take(&b, ret_len);
+        dynbuf_done(&b);
+        return *ret_data ? 0 : SBX_E_NOMEM;
+    }
 }
 
 static int queue_exec(struct agentc *ac, char *const *argv, char *const *envp, bool with_stdin)

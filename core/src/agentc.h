@@ -71,6 +71,11 @@ int agentc_limits(
 /* Have the agent relay 127.0.0.1:port in the box to the unix socket at
  * path (the filtering proxy). 0, > 0 (enum agentc_end), or SBX_E_IO. */
 int agentc_relay(struct agentc *ac, uint16_t port, const char *path, int64_t deadline_ms);
+/* Fetch a regular file of the workspace, at most max bytes. 0 and the
+ * data (transfer full, NUL-terminated), > 0 (enum agentc_end), or SBX_E_IO
+ * when the agent refused (agentc_last_error says why). */
+int agentc_get(struct agentc *ac, const char *path, size_t max, char **ret_data, size_t *ret_len,
+        uint32_t *ret_mode, int64_t deadline_ms);
 /* Run argv with env in the workspace, feed stdin (NULL: empty), collect
  * output into sink until it exits or the deadline/cancel. Returns an enum
  * agentc_end, or a negative enum sbx_rc on a refused EXEC. */
@@ -79,6 +84,10 @@ int agentc_exec(struct agentc *ac, char *const *argv, char *const *envp, const c
         struct agentc_exit *ret_exit);
 /* Ask the agent to end everything and exit (best effort, no wait). */
 void agentc_quit(struct agentc *ac);
+
+/* Add output to a sink as if the program had written it (replaying a
+ * cached build's diagnostics). */
+void agentc_sink_write(struct agentc_sink *s, enum sbx_stream stream, const void *data, size_t len);
 
 void capture_init(struct capture *c, size_t cap);
 void capture_done(struct capture *c);

@@ -142,5 +142,11 @@ struct json_object *sbx_execution_to_json(const struct sbx_execution *ex)
                 in, "log_truncated", json_object_new_boolean(ex->install_log_truncated));
         json_object_object_add(o, "install", in);
     }
+    if (ex->has_build_cache) {
+        struct json_object *b = json_object_new_object();
+
+        json_object_object_add(b, "cached", json_object_new_boolean(ex->build_cached));
+        json_object_object_add(o, "build", b);
+    }
     return o;
 }

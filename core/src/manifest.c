@@ -455,6 +455,7 @@ static const struct key_desc lang_keys[] = {
         {"address_space", YAMLTREE_SCALAR, 0, 0, MR_ANY, store_address_space},
         {"install", YAMLTREE_MAP, 0, 0, MR_ANY, store_install},
         {"warm", YAMLTREE_MAP, 0, 0, MR_ANY, store_warm},
+        {"build_outputs", YAMLTREE_SEQ, KEY_NONEMPTY, LANG(build_outputs), MR_FILE, NULL},
 };
 
 static int store_language(struct ctx *c, const struct yamltree_node *n, void *obj)
@@ -712,6 +713,7 @@ static void lang_free(struct manifest_lang *l)
         strv_free(l->modes[i].run);
     }
     free(l->modes);
+    strv_free(l->build_outputs);
     recipe_free(l->install);
     recipe_free(l->warm);
     free(l);

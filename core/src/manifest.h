@@ -89,6 +89,8 @@ struct manifest_lang {
     struct manifest_mode *modes; /* language.modes, in file order */
     size_t n_modes;
     struct manifest_install *install; /* language.install, or NULL: no installs */
+    char **build_outputs;             /* language.build_outputs: what build makes for run;
+                                         when set, identical builds are cached, or NULL */
     struct manifest_install *warm;    /* language.warm, or NULL: a set built once per
                                          toolchain without network (no hosts) */
 };

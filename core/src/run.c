@@ -5,9 +5,10 @@
  *
  *   resolve backend and language -> validate the request -> resolve the
  *   policy -> probe the backend and check the policy against it -> plan
- *   (language templates) -> open a box -> agent: stage the source, build,
- *   run with the deadline -> close the box (kill, clean up, read stats) ->
- *   classify the outcome.
+ *   (language templates) -> the libraries' and the warm-up's sets
+ *   (install.c) -> open a box -> agent: stage the source, build, run with
+ *   the deadline -> close the box (kill, clean up, read stats) -> classify
+ *   the outcome.
  *
  * Invalid requests and policies that cannot be enforced end as status
  * "refused" before anything runs; outcomes of the user's code are results,
@@ -16,7 +17,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <json-c/json.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -32,6 +32,7 @@
 #include "cgroup.h"
 #include "cleanup.h"
 #include "deps.h"
+#include "engine.h"
 #include "error.h"
 #include "exec.h"
 #include "log.h"
@@ -39,15 +40,9 @@
 #include "plan.h"
 #include "policy.h"
 #include "proto.h"
-#include "proxy.h"
 #include "runtime.h"
 #include "settings.h"
 #include "util.h"
-
-#define SETUP_TIMEOUT_MS 15000
-#define INSTALL_LOG_MAX  (64u * 1024u)
-#define INSTALL_PORT     3128 /* the agent's relay to the proxy, on the box's loopback */
-#define STAGE_FILE_MAX   (1u << 20)
 
 /* Canonical backend names and their aliases, installed or not. */
 static const char *const known_backends[][2] = {
@@ -215,37 +210,6 @@ struct sbx_runtime *sbx_runtime_free(struct sbx_runtime *rt)
 
 /* ------------------------------------------------------------------------ */
 
-/* Everything one run holds; released by run_done. */
-struct run {
-    struct sbx_runtime *rt;
-    const struct sbx_request *req;
-    struct sbx_execution *ex;
-    struct plugin *backend, *lang;
-    struct sbx_policy policy;
-    uint32_t explicit_mask;
-    struct sbx_plan *plan;
-    char **env;
-    void *box;
-    struct agentc *ac;
-    struct agentc_sink sink;
-    int64_t t0;
-    bool ran;          /* an exec was sent: an exit code exists */
-    char **probe_argv; /* instead of staging and the plan: run this (version probes) */
-    /* libraries: the set, mounted read-only at /deps (and a directory of it
-     * in the workspace); while installing, the staging mount and the proxy */
-    struct deps_set *deps;
-    struct deps_set *warm; /* the language's warm-up set (Go's build cache), at /warm */
-    struct sbx_mount mounts[4];
-    size_t n_mounts;
-    char *ws_mount_src, *ws_mount_dst;
-    const struct sbx_policy *box_policy; /* a set's build, or NULL: the run's */
-    struct sbx_mount box_mounts[2];      /* a set's build: its staging, a local repository */
-    size_t n_box_mounts;
-    const char *proxy_sock;
-};
-
-static int refuse(struct run *r, const char *fmt, ...) SBX_PRINTF(2, 3);
-
 /* Phase timings at debug level: where a run's milliseconds go. */
 static void mark(const struct run *r, const char *phase)
 {
@@ -253,7 +217,7 @@ static void mark(const struct run *r, const char *phase)
         log_msg(SBX_LOG_DEBUG, NULL, "%s at %lld ms", phase, (long long)(now_ms() - r->t0));
 }
 
-static int refuse(struct run *r, const char *fmt, ...)
+int refuse(struct run *r, const char *fmt, ...)
 {
     va_list ap;
 
@@ -400,7 +364,7 @@ static int check_request(struct run *r)
 /* The sandbox's whole environment: a fixed base, the language's, and the
  * operator's pass-through list. Nothing else of ours leaks in. */
 /* Does env (KEY=VALUE strings) set the key of entry? */
-static bool env_sets(char *const *env, const char *entry)
+bool env_sets(char *const *env, const char *entry)
 {
     size_t n = strcspn(entry, "=");
 
@@ -439,7 +403,7 @@ oom:
     return sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
 }
 
-static int open_box(struct run *r, struct sbx_error **err)
+int open_box(struct run *r, struct sbx_error **err)
 {
     char id[96];
     struct sbx_box_spec spec;
@@ -516,7 +480,7 @@ static void classify(
  * processes when the backend has no cgroup to enforce them (weaker: per
  * process and per uid; the result carries a warning).
  */
-static size_t run_limits(const struct run *r, struct agentc_limit *l)
+size_t run_limits(const struct run *r, struct agentc_limit *l)
 {
     const struct sbx_caps *caps = &r->backend->caps;
     size_t n = 0;
@@ -535,7 +499,7 @@ static size_t run_limits(const struct run *r, struct agentc_limit *l)
     return n;
 }
 
-static void phase(const struct run *r, const char *name)
+void phase(const struct run *r, const char *name)
 {
     mark(r, name);
     if (r->req->on_phase)
@@ -619,7 +583,20 @@ static int exec_phases(struct run *r, int *ret_end, struct agentc_exit *ex, stru
             return 0;
         }
     }
-    if (r->plan->build) {
+    if (r->plan->build && r->build && r->build->ready) {
+        end = build_cache_replay(r, deadline); /* nothing to compile */
+        if (end > 0) {
+            *ret_end = end;
+            return 0;
+        }
+        if (end < 0) { /* an unusable entry: build after all */
+            log_msg(SBX_LOG_WARN, r->lang->name, "compile cache entry unusable; building");
+            r->ex->build_cached = false;
+        }
+    }
+    if (r->plan->build && !r->ex->build_cached) {
+        size_t out0 = r->sink.out.buf.len, err0 = r->sink.err.buf.len;
+
         phase(r, "compiling");
         end = agentc_exec(r->ac, r->plan->build, r->env, NULL, 0, deadline, &r->sink, ex);
         if (end < 0)
@@ -628,6 +605,7 @@ static int exec_phases(struct run *r, int *ret_end, struct agentc_exit *ex, stru
             *ret_end = end;
             return 0;
         }
+        build_cache_save(r, out0, err0, deadline);
     }
     phase(r, "running");
     end = agentc_exec(r->ac, r->plan->run, r->env, r->req->stdin_data ? r->req->stdin_data : "",
@@ -639,7 +617,7 @@ static int exec_phases(struct run *r, int *ret_end, struct agentc_exit *ex, stru
     return 0;
 }
 
-static int close_box(struct run *r, struct sbx_box_stats *st, struct sbx_error **err)
+int close_box(struct run *r, struct sbx_box_stats *st, struct sbx_error **err)
 {
     struct sbx_err perr;
     int rc;
@@ -716,601 +694,13 @@ static void run_done(struct run *r)
     agentc_free(r->ac);
     r->deps = deps_close(r->deps);
     r->warm = deps_close(r->warm);
+    r->build = deps_close(r->build);
     free(r->ws_mount_src);
     free(r->ws_mount_dst);
     plan_free(r->plan);
     strv_free(r->env);
     capture_done(&r->sink.out);
     capture_done(&r->sink.err);
-}
-
-/* ---- libraries ---------------------------------------------------------- */
-
-/* What identifies the toolchain without running it: the language's first
- * required binary, found along the language's PATH, by device, inode, size
- * and modification time (an upgrade changes them). */
-static void toolchain_id(const struct run *r, char *out, size_t len)
-{
-    const struct manifest *m = r->lang->m;
-    const char *name = m->n_binaries              ? m->binaries[0].name
-                       : m->lang->version_command ? m->lang->version_command[0]
-                                                  : "";
-    const char *path = "/usr/bin:/bin";
-    struct stat st;
-    char buf[PATH_MAX];
-
-    for (char **e = m->lang->env; *e; e++)
-        if (strncmp(*e, "PATH=", 5) == 0)
-            path = *e + 5;
-    snprintf(out, len, "%s (not found)", name);
-    if (name[0] == '/') {
-        if (stat(name, &st) == 0)
-            snprintf(out, len, "%s %ju:%ju %jd %jd", name, (uintmax_t)st.st_dev,
-                    (uintmax_t)st.st_ino, (intmax_t)st.st_size, (intmax_t)st.st_mtime);
-        return;
-    }
-    while (*path) {
-        size_t n = strcspn(path, ":");
-
-        snprintf(buf, sizeof(buf), "%.*s/%s", (int)n, path, name);
-        if (stat(buf, &st) == 0 && S_ISREG(st.st_mode)) {
-            snprintf(out, len, "%s %ju:%ju %jd %jd", buf, (uintmax_t)st.st_dev,
-                    (uintmax_t)st.st_ino, (intmax_t)st.st_size, (intmax_t)st.st_mtime);
-            return;
-        }
-        path += n + (path[n] == ':');
-    }
-}
-
-/* The install's output, interleaved as written, capped. */
-static void install_output(void *userdata, enum sbx_stream stream, const char *buf, size_t len)
-{
-    struct dynbuf *log = userdata;
-
-    (void)stream;
-    if (log->len + len > log->cap)
-        len = log->cap > log->len ? log->cap - log->len : 0;
-    if (len)
-        (void)dynbuf_append(log, buf, len);
-}
-
-static void install_kill(void *arg)
-{
-    struct run *r = arg;
-
-    r->backend->desc->backend->box_kill(r->box);
-}
-
-/* The registry hosts: the operator's LLM_SANDBOX_<LANG>_INSTALL_HOSTS
- * (comma-separated) instead of the manifest's, when set. */
-static int install_hosts(const struct run *r, char ***ret)
-{
-    const char *v = settings_plugin_value(r->rt->settings, r->lang->name, "install_hosts");
-    char **hosts = NULL;
-
-    if (!v)
-        return strv_dup(r->lang->m->lang->install->hosts, ret);
-    for (const char *p = v; *p;) {
-        size_t n = strcspn(p, ",");
-        char *h = strndup(p, n);
-
-        if (!h || !host_pattern_is_valid(h)) {
-            free(h);
-            strv_free(hosts);
-            return SBX_E_INVALID;
-        }
-        if (strv_push(&hosts, h) < 0) {
-            free(h);
-            strv_free(hosts);
-            return SBX_E_NOMEM;
-        }
-        free(h);
-        p += n + (p[n] == ',');
-    }
-    *ret = hosts;
-    return 0;
-}
-
-/* The install's environment: the run's (but not LLM_SANDBOX_ENV_ALLOW's
- * variables), the recipe's, the reference's R_REPO, the operator's
- * LLM_SANDBOX_<LANG>_INSTALL_ENV ("K=V K=V"), and the proxy. */
-static int install_env(const struct run *r, char ***ret)
-{
-    static const char *const proxy[] = {"HTTPS_PROXY=http://127.0.0.1:3128",
-            "https_proxy=http://127.0.0.1:3128", "HTTP_PROXY=http://127.0.0.1:3128",
-            "http_proxy=http://127.0.0.1:3128", "NO_PROXY=", "no_proxy="};
-    const char *v = settings_plugin_value(r->rt->settings, r->lang->name, "install_env");
-    char **env = NULL;
-
-    /* the run's environment without the operator's pass-through variables:
-     * those are for programs, and would make every set's key differ */
-    for (char **e = r->env; e && *e; e++)
-        if (!env_sets(r->rt->settings->env_pass, *e) && strv_push(&env, *e) < 0)
-            goto oom;
-    for (char **e = r->lang->m->lang->install->env; *e; e++)
-        if (strv_setenv(&env, *e) < 0)
-            goto oom;
-    /* the reference's variables (R_REPO) replace what the manifest names */
-    for (char **e = r->rt->settings->install_env; e && *e; e++)
-        if (env_sets(r->lang->m->lang->install->env, *e) && strv_setenv(&env, *e) < 0)
-            goto oom;
-    for (const char *p = v; p && *p;) {
-        size_t n = strcspn(p, " ");
-        char *kv = strndup(p, n), *eq = kv ? strchr(kv, '=') : NULL;
-
-        if (n && (!eq || (*eq = '\0', !env_key_is_valid(kv)))) {
-            free(kv);
-            strv_free(env);
-            return SBX_E_INVALID;
-        }
-        if (n)
-            *eq = '=';
-        if (n && strv_setenv(&env, kv) < 0) {
-            free(kv);
-            goto oom;
-        }
-        free(kv);
-        p += n + (p[n] == ' ');
-    }
-    for (size_t i = 0; i < sizeof(proxy) / sizeof(proxy[0]); i++)
-        if (strv_setenv(&env, proxy[i]) < 0)
-            goto oom;
-    *ret = env;
-    return 0;
-oom:
-    strv_free(env);
-    return SBX_E_NOMEM;
-}
-
-/* One step's argv: "{libraries}" becomes every library, in request order. */
-static int step_argv(const struct run *r, char *const *tmpl, char ***ret)
-{
-    char **argv = NULL;
-
-    for (; *tmpl; tmpl++) {
-        if (strcmp(*tmpl, "{libraries}") == 0) {
-            for (size_t i = 0; i < r->req->n_libraries; i++)
-                if (strv_push(&argv, r->req->libraries[i]) < 0)
-                    goto oom;
-        } else if (strv_push(&argv, *tmpl) < 0) {
-            goto oom;
-        }
-    }
-    *ret = argv;
-    return 0;
-oom:
-    strv_free(argv);
-    return SBX_E_NOMEM;
-}
-
-/* Files a language's prepare_install hook makes for its install steps. */
-#define INSTALL_FILES_MAX 8
-
-struct sbx_install {
-    struct {
-        char *name, *data;
-        size_t len;
-    } file[INSTALL_FILES_MAX];
-    size_t n;
-};
-
-static int install_add_file(struct sbx_install *in, const char *name, const char *data, size_t len)
-{
-    if (!name || !rel_path_is_valid(name) || strchr(name, '/') || (!data && len))
-        return SBX_E_INVALID;
-    if (in->n == INSTALL_FILES_MAX || len > STAGE_FILE_MAX)
-        return SBX_E_LIMIT;
-    in->file[in->n].name = strdup(name);
-    in->file[in->n].data = malloc(len + 1);
-    if (!in->file[in->n].name || !in->file[in->n].data) {
-        free(in->file[in->n].name);
-        free(in->file[in->n].data);
-        return SBX_E_NOMEM;
-    }
-    if (len)
-        memcpy(in->file[in->n].data, data, len);
-    in->file[in->n++].len = len;
-    return 0;
-}
-
-static void install_files_free(struct sbx_install *in)
-{
-    for (size_t i = 0; i < in->n; i++) {
-        free(in->file[i].name);
-        free(in->file[i].data);
-    }
-    in->n = 0;
-}
-
-/* The language's files for the install steps (ABI 1.2 hook), staged in
- * the install box's workspace. 0, > 0 (enum agentc_end), or < 0. */
-static int install_files(struct run *r, int64_t deadline, struct sbx_error **err)
-{
-    const struct sbx_plugin *d = r->lang->desc;
-    const struct sbx_language_ops *lo = d ? d->language : NULL;
-    static const struct sbx_install_ops iops = {
-            .size = sizeof(struct sbx_install_ops), .add_file = install_add_file};
-    struct sbx_install in = {.n = 0};
-    struct sbx_err perr;
-    int end = 0;
-
-    if (!lo || d->abi_minor < 2 || !SBX_HAS_FIELD(struct sbx_language_ops, lo, prepare_install) ||
-            !lo->prepare_install)
-        return 0;
-    sbx_err_init(&perr);
-    if (lo->prepare_install(
-                r->lang->pstate, r->req->libraries, r->req->n_libraries, &iops, &in, &perr) < 0) {
-        install_files_free(&in);
-        return sbx_error_from_plugin(err, &perr, r->lang->name);
-    }
-    for (size_t i = 0; end == 0 && i < in.n; i++)
-        end = agentc_put(r->ac, in.file[i].name, 0644, in.file[i].data, in.file[i].len, deadline);
-    install_files_free(&in);
-    return end;
-}
-
-/* Build a set in a box of its own: the run's limits but the install's
- * time, the staging directory at /deps, and for libraries network only
- * through the proxy (a warm-up recipe has no hosts and no network). what
- * names the work in messages. 0 with ok set when it was built; 0 with ok
- * unset when it failed (r->ex says why); < 0 for errors of the tool. */
-static int install_box(struct run *r, const struct manifest_install *in, const struct deps_set *set,
-        const char *what, char **env, struct dynbuf *log, bool *ok, struct sbx_error **err)
-{
-    int64_t deadline = now_ms() + SETUP_TIMEOUT_MS;
-    struct agentc_limit lims[AGENT_LIMITS_MAX];
-    struct agentc_sink sink = {.on_output = install_output, .userdata = log};
-    struct agentc_exit ex = {0};
-    struct sbx_box_stats st;
-    struct deps_watch *watch = NULL;
-    char why[256] = "";
-    int end = 0, rc;
-
-    /* the captures only gate on_output, which keeps one interleaved log */
-    capture_init(&sink.out, INSTALL_LOG_MAX);
-    capture_init(&sink.err, INSTALL_LOG_MAX);
-    *ok = false;
-    rc = open_box(r, err);
-    if (rc == 0) {
-        watch = deps_watch_start(set->staging, r->rt->settings->install_max_bytes, install_kill, r);
-        end = agentc_hello(r->ac, deadline);
-        if (end == 0)
-            end = agentc_limits(r->ac, lims, run_limits(r, lims), deadline);
-        if (end == 0 && in->hosts)
-            end = agentc_relay(r->ac, INSTALL_PORT, SBX_PROXY_SOCKET, deadline);
-        if (end == 0 && in->hosts)
-            end = install_files(r, deadline, err);
-        if (end < 0 && end != SBX_E_IO)
-            rc = end;
-        deadline = now_ms() + (int64_t)r->rt->settings->install_timeout_ms;
-        for (size_t i = 0; end == 0 && i < in->n_steps; i++) {
-            char **argv = NULL;
-
-            if (step_argv(r, in->steps[i].run, &argv) < 0) {
-                rc = sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
-                break;
-            }
-            end = agentc_exec(r->ac, argv, env, NULL, 0, deadline, &sink, &ex);
-            if (end == AGENTC_EXITED && (ex.signaled || ex.code != 0))
-                end = -100 - (int)i; /* this step failed */
-            strv_free(argv);
-        }
-        snprintf(why, sizeof(why), "%s", agentc_last_error(r->ac));
-        if (end == 0)
-            agentc_quit(r->ac);
-        else if (r->box)
-            r->backend->desc->backend->box_kill(r->box);
-    }
-    if (deps_watch_stop(watch)) {
-        r->ex->status = SBX_STATUS_ERROR;
-        r->ex->limit = SBX_LIMIT_WORKSPACE;
-        (void)!asprintf(&r->ex->message,
-                "%s stopped: it grew past LLM_SANDBOX_INSTALL_MAX (%" PRIu64 " bytes)", what,
-                r->rt->settings->install_max_bytes);
-        end = 1;
-    }
-    if (close_box(r, &st, rc < 0 ? NULL : err) < 0 && rc == 0)
-        rc = (*err)->rc;
-    r->ac = agentc_free(r->ac);
-    capture_done(&sink.out);
-    capture_done(&sink.err);
-    if (rc < 0 || r->ex->message)
-        return rc;
-    if (end == 0) {
-        *ok = true;
-        return 0;
-    }
-    r->ex->status = end == AGENTC_TIMEOUT     ? SBX_STATUS_TIMEOUT
-                    : end == AGENTC_CANCELLED ? SBX_STATUS_CANCELLED
-                    : st.oom_killed == 1      ? SBX_STATUS_OOM
-                                              : SBX_STATUS_ERROR;
-    if (end == AGENTC_TIMEOUT)
-        r->ex->limit = SBX_LIMIT_WALL_TIME;
-    else if (st.oom_killed == 1)
-        r->ex->limit = SBX_LIMIT_MEMORY;
-    if (end <= -100)
-        (void)!asprintf(&r->ex->message, "%s failed: step %d (%s) %s %d; see install.log", what,
-                -end - 99, in->steps[-end - 100].run[0],
-                ex.signaled ? "was killed by signal" : "exited with", ex.code);
-    else
-        (void)!asprintf(&r->ex->message, "%s %s", what,
-                end == AGENTC_TIMEOUT     ? "took longer than LLM_SANDBOX_INSTALL_TIMEOUT"
-                : end == AGENTC_CANCELLED ? "was cancelled"
-                : end == SBX_E_IO         ? why
-                                          : "failed: the sandbox ended unexpectedly");
-    return 0;
-}
-
-/* A repository named by the recipe's repo_var: https:// stays as it is; a
- * file:// directory is mounted read-only at /repo for the steps, and the
- * variable rewritten to point there. *ret_dir is that directory, or NULL.
- * SBX_E_UNSUPPORTED for anything else. */
-static int install_repo(const struct run *r, char ***env, char **ret_dir)
-{
-    const char *key = r->lang->m->lang->install->repo_var;
-    size_t klen = key ? strlen(key) : 0;
-    struct stat st;
-
-    *ret_dir = NULL;
-    for (char **e = *env; key && e && *e; e++) {
-        const char *v = *e + klen + 1;
-        char *kv = NULL;
-
-        if (strncmp(*e, key, klen) != 0 || (*e)[klen] != '=')
-            continue;
-        if (strncmp(v, "https://", 8) == 0)
-            return 0;
-        if (strncmp(v, "file://", 7) != 0 || v[7] != '/' || strstr(v, "/..") ||
-                stat(v + 7, &st) < 0 || !S_ISDIR(st.st_mode))
-            return SBX_E_UNSUPPORTED;
-        if (!(*ret_dir = strdup(v + 7)) || asprintf(&kv, "%s=file:///repo", key) < 0)
-            return SBX_E_NOMEM;
-        free(*e);
-        *e = kv;
-        return 0;
-    }
-    return 0;
-}
-
-/* The set's key: everything that decides what the install produces. */
-static int install_key(const struct run *r, const struct manifest_install *in, const char *tool,
-        char *const *hosts, char *const *env, char *key)
-{
-    const struct manifest_lang *ml = r->lang->m->lang;
-    struct dynbuf id;
-    int rc = 0;
-
-    dynbuf_init(&id, 1u << 20);
-    rc |= dynbuf_printf(&id, "%s|%s %s|%s|%s", r->backend->name, r->lang->name, r->lang->m->version,
-            ml->image ? ml->image : "", tool);
-    for (char *const *h = hosts; h && *h; h++)
-        rc |= dynbuf_printf(&id, "|host=%s", *h);
-    for (char *const *e = env; e && *e; e++)
-        rc |= dynbuf_printf(&id, "|env=%s", *e);
-    if (rc == 0)
-        rc = deps_key(r->lang->name, id.buf, in, (char *const *)r->req->libraries,
-                in->hosts ? r->req->n_libraries : 0, key);
-    dynbuf_done(&id);
-    return rc < 0 ? SBX_E_NOMEM : 0;
-}
-
-/* A JSON record of what a set holds. (transfer full) */
-static char *set_record(const struct run *r, const char *tool)
-{
-    struct json_object *o = json_object_new_object(), *libs = json_object_new_array();
-    char *out;
-
-    for (size_t i = 0; i < r->req->n_libraries; i++)
-        json_object_array_add(libs, json_object_new_string(r->req->libraries[i]));
-    json_object_object_add(o, "language", json_object_new_string(r->lang->name));
-    json_object_object_add(o, "backend", json_object_new_string(r->backend->name));
-    json_object_object_add(o, "toolchain", json_object_new_string(tool));
-    json_object_object_add(o, "libraries", libs);
-    json_object_object_add(o, "created", json_object_new_int64((int64_t)time(NULL)));
-    out = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
-    json_object_put(o);
-    return out;
-}
-
-/*
- * Libraries: find their set in the cache, or build it. Returns 0 to go on
- * and run with the set mounted, 1 when the result is already decided (the
- * install failed, or was refused), or < 0 for errors of the tool.
- */
-static int prepare_libraries(struct run *r, struct sbx_error **err)
-{
-    const struct settings *s = r->rt->settings;
-    const struct manifest_install *in = r->lang->m->lang->install;
-    int64_t t0 = now_ms(), uid = -1, gid = -1;
-    struct sbx_policy ipol = r->policy;
-    struct proxy *px = NULL;
-    struct dynbuf log;
-    char key[65], tool[PATH_MAX + 96];
-    char **hosts = NULL, **env = NULL, *repo = NULL;
-    struct sbx_error *e = NULL;
-    bool ok = false;
-    int rc = 0;
-
-    if (r->backend->desc->abi_minor < 2)
-        return refuse(
-                r, "backend '%s' predates dependency installs (plugin ABI 1.2)", r->backend->name);
-    if (r->backend->caps.level[SBX_CTL_NET_REGISTRIES] == SBX_ENF_NONE)
-        return refuse(r, "backend '%s' cannot install libraries here: %s", r->backend->name,
-                r->backend->caps.note[SBX_CTL_NET_REGISTRIES]);
-    if (geteuid() == 0) {
-        uid = s->sandbox_uid;
-        gid = s->sandbox_gid;
-    }
-    rc = install_hosts(r, &hosts);
-    if (rc == 0)
-        rc = install_env(r, &env);
-    toolchain_id(r, tool, sizeof(tool));
-    if (rc == 0) /* the key sees the repository as named, before install_repo() */
-        rc = install_key(r, in, tool, hosts, env, key);
-    if (rc == 0)
-        rc = install_repo(r, &env, &repo);
-    if (rc < 0) {
-        strv_free(hosts);
-        strv_free(env);
-        free(repo);
-        if (rc == SBX_E_NOMEM)
-            return sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
-        return refuse(r,
-                rc == SBX_E_INVALID ? "LLM_SANDBOX_%s_INSTALL_HOSTS or _INSTALL_ENV is malformed"
-                                    : "the %s repository must be https:// or a file:// directory",
-                r->lang->name);
-    }
-    r->ex->has_install = true;
-    phase(r, "installing");
-    if (deps_open(s, r->lang->name, key, uid, gid, (int64_t)s->install_timeout_ms, &r->deps, &e) <
-            0) {
-        r->ex->status = SBX_STATUS_ERROR;
-        r->ex->message = strdup(e->msg);
-        sbx_error_free(e);
-        strv_free(hosts);
-        strv_free(env);
-        free(repo);
-        return 1;
-    }
-    r->ex->install_cached = r->deps->ready;
-    if (!r->deps->ready) {
-        rc = proxy_start(r->deps->sock, hosts, uid, gid, &px, err);
-        if (rc < 0) {
-            strv_free(hosts);
-            strv_free(env);
-            free(repo);
-            return rc;
-        }
-        dynbuf_init(&log, INSTALL_LOG_MAX);
-        ipol.network = SBX_NET_REGISTRIES;
-        ipol.wall_time_ms = s->install_timeout_ms;
-        r->box_policy = &ipol;
-        r->proxy_sock = r->deps->sock;
-        r->box_mounts[0] = (struct sbx_mount){
-                .source = r->deps->staging, .target = "/deps", .flags = SBX_MOUNT_RW};
-        r->box_mounts[1] = (struct sbx_mount){.source = repo, .target = "/repo"};
-        r->n_box_mounts = repo ? 2 : 1;
-        rc = install_box(r, in, r->deps, "installing the libraries", env, &log, &ok, err);
-        r->box_policy = NULL;
-        r->proxy_sock = NULL;
-        {
-            char *refused = proxy_refusals(px);
-
-            if (refused) {
-                install_output(&log, SBX_STREAM_STDERR, "\nllm-sandbox proxy:\n", 20);
-                install_output(&log, SBX_STREAM_STDERR, refused, strlen(refused));
-            }
-            free(refused);
-        }
-        px = proxy_stop(px);
-        r->ex->install_log_truncated = log.len >= log.cap;
-        r->ex->install_log = dynbuf_take(&log, NULL);
-        dynbuf_done(&log);
-        if (rc == 0 && ok) {
-            char *rec = set_record(r, tool);
-
-            rc = rec ? deps_commit(r->deps, rec, err)
-                     : sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
-            free(rec);
-            if (rc == 0)
-                deps_evict(s);
-        }
-    }
-    strv_free(hosts);
-    strv_free(env);
-    free(repo);
-    r->ex->install_ms = (uint64_t)(now_ms() - t0);
-    if (rc < 0)
-        return rc;
-    if (!r->deps->ready)
-        return 1;
-    r->mounts[r->n_mounts++] = (struct sbx_mount){.source = r->deps->dir, .target = "/deps"};
-    if (in->workspace_dir) {
-        if (asprintf(&r->ws_mount_src, "%s/%s", r->deps->dir, in->workspace_dir) < 0 ||
-                asprintf(&r->ws_mount_dst, "/workspace/%s", in->workspace_dir) < 0)
-            return sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
-        r->mounts[r->n_mounts++] =
-                (struct sbx_mount){.source = r->ws_mount_src, .target = r->ws_mount_dst};
-    }
-    return 0;
-}
-
-/*
- * The language's warm-up set (language.warm): built once per toolchain by
- * its steps, without network and without anything of the request, then
- * mounted read-only at /warm for every run, whose seed command links it
- * into the sandbox's own writable cache. Only toolchain code ever writes
- * the set, so sharing it shares nothing a request made. Returns 0 to go on
- * (with or without the set: a failed warm-up costs speed, not the run),
- * or < 0 for errors of the tool.
- */
-static int prepare_warm(struct run *r, struct sbx_error **err)
-{
-    const struct settings *s = r->rt->settings;
-    const struct manifest_install *w = r->lang->m->lang->warm;
-    int64_t uid = geteuid() == 0 ? (int64_t)s->sandbox_uid : -1;
-    int64_t gid = geteuid() == 0 ? (int64_t)s->sandbox_gid : -1;
-    struct sbx_policy wpol = r->policy;
-    struct sbx_execution *saved = r->ex, scratch = {0};
-    struct sbx_error *e = NULL;
-    char key[65], tool[PATH_MAX + 96], name[48];
-    char **env = NULL;
-    struct dynbuf log;
-    bool ok = false;
-    int rc = 0;
-
-    if (!w || r->probe_argv || r->backend->desc->abi_minor < 2)
-        return 0;
-    for (char **v = r->env; v && *v; v++)
-        if (!env_sets(s->env_pass, *v) && strv_push(&env, *v) < 0)
-            goto oom;
-    for (char **v = w->env; *v; v++)
-        if (strv_setenv(&env, *v) < 0)
-            goto oom;
-    toolchain_id(r, tool, sizeof(tool));
-    if (install_key(r, w, tool, NULL, env, key) < 0)
-        goto oom;
-    snprintf(name, sizeof(name), "warm-%s", r->lang->name);
-    if (deps_open(s, name, key, uid, gid, (int64_t)s->install_timeout_ms, &r->warm, &e) < 0) {
-        log_msg(SBX_LOG_WARN, r->lang->name, "no warm build cache: %s", e->msg);
-        sbx_error_free(e);
-        strv_free(env);
-        return 0;
-    }
-    if (!r->warm->ready) {
-        phase(r, "warming up");
-        dynbuf_init(&log, INSTALL_LOG_MAX);
-        wpol.network = SBX_NET_OFF;
-        wpol.wall_time_ms = s->install_timeout_ms;
-        r->box_policy = &wpol;
-        r->box_mounts[0] = (struct sbx_mount){
-                .source = r->warm->staging, .target = "/deps", .flags = SBX_MOUNT_RW};
-        r->n_box_mounts = 1;
-        r->ex = &scratch; /* how the warm-up ended is not the run's result */
-        rc = install_box(r, w, r->warm, "warming up the build cache", env, &log, &ok, err);
-        r->ex = saved;
-        r->box_policy = NULL;
-        if (rc == 0 && ok) {
-            rc = deps_commit(r->warm, "{\"warm\":true}", err);
-        } else if (rc == 0) {
-            log_msg(SBX_LOG_WARN, r->lang->name, "no warm build cache: %s: %s",
-                    scratch.message ? scratch.message : "failed", log.buf ? log.buf : "");
-        }
-        free(scratch.message);
-        dynbuf_done(&log);
-    }
-    strv_free(env);
-    if (rc < 0)
-        return rc;
-    if (!r->warm->ready) {
-        r->warm = deps_close(r->warm);
-        return 0;
-    }
-    r->mounts[r->n_mounts++] = (struct sbx_mount){.source = r->warm->dir, .target = "/warm"};
-    return 0;
-oom:
-    strv_free(env);
-    return sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
 }
 
 static int run_checked(struct run *r, struct sbx_error **err)
@@ -1340,7 +730,7 @@ static int run_checked(struct run *r, struct sbx_error **err)
         if (rc != 0)
             return rc < 0 ? rc : 0;
     }
-    if (prepare_warm(r, err) < 0)
+    if (prepare_warm(r, err) < 0 || prepare_build_cache(r, err) < 0)
         return (*err)->rc;
     phase(r, "preparing");
     capture_init(&r->sink.out, (size_t)r->policy.output_bytes);

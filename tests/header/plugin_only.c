@@ -214,7 +214,7 @@ static const struct sbx_backend_ops demo_backend_ops = {(uint32_t)sizeof(struct 
         demo_box_poll_fd, demo_box_kill, demo_box_close};
 
 static const struct sbx_language_ops demo_language_ops = {
-        (uint32_t)sizeof(struct sbx_language_ops), 0, demo_check_library, demo_prepare};
+        (uint32_t)sizeof(struct sbx_language_ops), 0, demo_check_library, demo_prepare, NULL};
 
 static const char *const demo_backend_names[] = {"demo", "demo_alias", NULL};
 

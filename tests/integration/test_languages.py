@@ -13,6 +13,7 @@ are few and get a longer timeout."""
 import json
 import re
 import subprocess
+import uuid
 
 import pytest
 
@@ -172,6 +173,56 @@ def test_go_build_cache_is_warm():
     the program can read but not change; what the build adds is its own."""
     res = run("go", GO_WARM_PROBE, "--timeout", GO_TIMEOUT)
     assert res["status"] == "ok" and res["stdout"] == "true true true\n", res
+
+
+def unique_cpp(body):
+    """C++ no earlier run built (the compile cache is shared by design)."""
+    return "// %s\n#include <cstdio>\n#include <unistd.h>\n%s" % (uuid.uuid4().hex, body)
+
+
+def test_cpp_identical_build_is_cached():
+    """The second identical build reuses the first one's binary and
+    replays its diagnostics; other flags (another standard) are another
+    build."""
+    src = unique_cpp('#warning "compiling now"\nint main() { std::puts("42"); }\n')
+    first = run("cpp", src)
+    assert first["status"] == "ok" and first["stdout"] == "42\n", first
+    assert first["build"] == {"cached": False}, first
+    assert '#warning "compiling now"' in first["stderr"], first
+    second = run("cpp", src)
+    assert second["status"] == "ok" and second["stdout"] == "42\n", second
+    assert second["build"] == {"cached": True}, second
+    assert second["stderr"] == first["stderr"], second
+    third = run("cpp", src, extra_env={"LLM_SANDBOX_CPP_STD": "c++20"})
+    assert third["status"] == "ok" and third["build"] == {"cached": False}, third
+
+
+def test_cpp_cached_build_cannot_be_changed_by_the_program():
+    """Outputs are taken from the box before the program runs: a program
+    that replaces its own binary changes nothing for the next run."""
+    src = unique_cpp('int main() { unlink("main"); FILE *f = std::fopen("main", "w");\n'
+                     '  std::fputs("#!/bin/sh\\necho planted\\n", f); std::fclose(f);\n'
+                     '  std::puts("42"); }\n')
+    assert run("cpp", src)["stdout"] == "42\n"
+    again = run("cpp", src)
+    assert again["build"] == {"cached": True} and again["stdout"] == "42\n", again
+
+
+def test_cpp_failed_build_is_not_cached():
+    src = unique_cpp("int main() { return undeclared; }\n")
+    for _ in range(2):
+        res = run("cpp", src)
+        assert res["status"] == "error" and "undeclared" in res["stderr"], res
+        assert res["build"] == {"cached": False}, res
+
+
+def test_go_identical_build_is_cached():
+    src = ('package main\n\n// %s\nimport "fmt"\n\nfunc main() { fmt.Println(42) }\n'
+           % uuid.uuid4().hex)
+    first = run("go", src, "--timeout", GO_TIMEOUT)
+    assert first["stdout"] == "42\n" and first["build"] == {"cached": False}, first
+    second = run("go", src, "--timeout", GO_TIMEOUT)
+    assert second["stdout"] == "42\n" and second["build"] == {"cached": True}, second
 
 
 def test_go_test_mode_runs_go_test_verbose():

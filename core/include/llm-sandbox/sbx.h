@@ -132,6 +132,9 @@ struct sbx_execution {
     uint64_t install_ms; /* finding or building the set */
     char *install_log;   /* the install's output and the proxy's refusals, or NULL */
     bool install_log_truncated;
+    /* The compile cache (only for languages that build, when it applies) */
+    bool has_build_cache;
+    bool build_cached; /* an identical build's output was reused: nothing compiled */
 };
 struct sbx_execution *sbx_execution_free(struct sbx_execution *ex);
 /* The result object of `run --json` and of MCP execute_code. */

@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * engine.h: what run.c (the engine) and install.c (dependency sets and
+ * warm-up sets) share: one run's state and the engine steps the set
+ * builders reuse to run a box of their own. Private to the core.
+ */
+#ifndef SBX_ENGINE_H
+#define SBX_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <llm-sandbox/plugin.h>
+#include <llm-sandbox/sbx.h>
+
+#include "agentc.h"
+#include "error.h"
+
+#define SETUP_TIMEOUT_MS 15000
+#define STAGE_FILE_MAX   (1u << 20) /* a file staged from a set or by a language hook */
+
+struct sbx_runtime;
+struct plugin;
+struct sbx_plan;
+struct deps_set;
+
+/* Everything one run holds; released by run_done. */
+struct run {
+    struct sbx_runtime *rt;
+    const struct sbx_request *req;
+    struct sbx_execution *ex;
+    struct plugin *backend, *lang;
+    struct sbx_policy policy;
+    uint32_t explicit_mask;
+    struct sbx_plan *plan;
+    char **env;
+    void *box;
+    struct agentc *ac;
+    struct agentc_sink sink;
+    int64_t t0;
+    bool ran;          /* an exec was sent: an exit code exists */
+    char **probe_argv; /* instead of staging and the plan: run this (version probes) */
+    /* libraries: the set, mounted read-only at /deps (and a directory of it
+     * in the workspace); while installing, the staging mount and the proxy */
+    struct deps_set *deps;
+    struct deps_set *warm; /* the language's warm-up set (Go's build cache), at /warm */
+    struct sbx_mount mounts[4];
+    size_t n_mounts;
+    char *ws_mount_src, *ws_mount_dst;
+    const struct sbx_policy *box_policy; /* a set's build, or NULL: the run's */
+    struct sbx_mount box_mounts[2];      /* a set's build: its staging, a local repository */
+    size_t n_box_mounts;
+    const char *proxy_sock;
+    /* the compile cache: ready, the build's outputs to reuse; else ours to
+     * fill after a successful build (exclusively locked until then) */
+    struct deps_set *build;
+};
+
+/* status refused with a message; returns 1 (the result is decided). */
+int refuse(struct run *r, const char *fmt, ...) SBX_PRINTF(2, 3);
+/* Announce a phase ("installing", "compiling", ...) to the front end. */
+void phase(const struct run *r, const char *name);
+/* Open a box for the run (r->box_policy and r->box_mounts when building a
+ * set) and wrap its channel in r->ac. */
+int open_box(struct run *r, struct sbx_error **err);
+/* Close r->box, reporting its stats; err may be NULL. */
+int close_box(struct run *r, struct sbx_box_stats *st, struct sbx_error **err);
+/* The rlimits the agent applies (at most AGENT_LIMITS_MAX). */
+size_t run_limits(const struct run *r, struct agentc_limit *l);
+/* Does env ("K=V" strings) set the key of entry? */
+bool env_sets(char *const *env, const char *entry);
+
+/* install.c: the request's libraries (0: go on with the set mounted; 1: the
+ * result is decided; < 0: error of the tool), and the language's warm-up
+ * set (0 with or without it; < 0: error of the tool). */
+int prepare_libraries(struct run *r, struct sbx_error **err);
+int prepare_warm(struct run *r, struct sbx_error **err);
+
+/* The compile cache (language.build_outputs): look the build up (0; r->build
+ * set when it applies), put a cached build's outputs and diagnostics in
+ * place instead of building (0, or an enum agentc_end / SBX_E_IO), and
+ * keep a successful build's (out0/err0: where its output began in the
+ * sink; a failure only loses the cache entry). */
+int prepare_build_cache(struct run *r, struct sbx_error **err);
+int build_cache_replay(struct run *r, int64_t deadline);
+void build_cache_save(struct run *r, size_t out0, size_t err0, int64_t deadline);
+
+#endif
