@@ -446,6 +446,34 @@ def test_output_flood_stays_inside_results(server):
     assert server.bad_lines == []
 
 
+def test_libraries_install_then_hit_the_cache():
+    """execute_code with libraries: the first call installs (a progress
+    notification says "installing"), the second finds the set."""
+    cache = tempfile.mkdtemp(prefix="llm-sandbox-test-cache-", dir="/var/tmp")
+    os.chmod(cache, 0o755)
+    s = Server(env=clean_env({"LLM_SANDBOX_CACHE_DIR": cache}))
+    try:
+        s.initialize()
+        args = {"code": "import pyfiglet\nprint(pyfiglet.__name__)", "libraries": ["pyfiglet"]}
+        first = structured(s.call_tool("execute_code", args, meta={"progressToken": "lib"},
+                                       timeout=300))
+        assert first["status"] == "ok" and first["stdout"] == "pyfiglet\n", first
+        assert first["install"]["cached"] is False, first
+        phases = [m["params"].get("message") for m in s.pending
+                  if m.get("method") == "notifications/progress"]
+        assert "installing" in phases, phases
+        s.pending.clear()
+        second = structured(s.call_tool("execute_code", args, timeout=60))
+        assert second["status"] == "ok" and second["install"]["cached"] is True, second
+        bad = structured(s.call_tool("execute_code", {"code": "1", "libraries": ["; rm -rf /"]}))
+        assert bad["status"] == "refused" and "install" not in bad, bad
+        assert s.bad_lines == []
+        assert s.finish() == 0
+    finally:
+        s.kill()
+        shutil.rmtree(cache, ignore_errors=True)
+
+
 BAD_BYTES = r'''
 import os, time
 os.write(1, b"ok \xc0\xaf \xff \xed\xa0\x80 \xf4\x90\x80\x80 end\n")
