@@ -518,7 +518,7 @@ int deps_evict(const struct settings *s)
                 break;
             sets = grown;
         }
-        snprintf(sets[n].name, sizeof(sets[n].name), "%s", e->d_name);
+        memcpy(sets[n].name, e->d_name, strlen(e->d_name) + 1); /* shorter: checked above */
         snprintf(rec, sizeof(rec), "%s/%s", base, e->d_name);
         sets[n].bytes = deps_tree_bytes(rec, UINT64_MAX);
         sets[n].used = st.st_mtim;
