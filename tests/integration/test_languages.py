@@ -171,8 +171,10 @@ def test_go_build_cache_is_warm():
     """Each Go run's own writable GOCACHE is seeded with links to the warm-up
     set at /warm (the standard library compiled once per toolchain), which
     the program can read but not change; what the build adds is its own."""
-    res = run("go", GO_WARM_PROBE, "--timeout", GO_TIMEOUT)
+    src = GO_WARM_PROBE + "// %s\n" % uuid.uuid4().hex  # built, not from the compile cache
+    res = run("go", src, "--timeout", GO_TIMEOUT)
     assert res["status"] == "ok" and res["stdout"] == "true true true\n", res
+    assert res["build"] == {"cached": False}, res
 
 
 def unique_cpp(body):
