@@ -217,6 +217,7 @@ static int read_agent(struct dk_state *st, char **ret_buf, size_t *ret_len, uint
     char *buf;
     size_t o = 0;
     uint64_t hash = 1469598103934665603ull;
+    uint32_t uid, gid;
     int fd = -1;
 
     if (st->h->agent_fd(st->h, &fd, err) < 0)
@@ -240,13 +241,40 @@ static int read_agent(struct dk_state *st, char **ret_buf, size_t *ret_len, uint
     }
     for (size_t i = 0; i < o; i++)
         hash = (hash ^ (unsigned char)buf[i]) * 1099511628211ull;
+    st->h->sandbox_ids(st->h, &uid, &gid); /* /etc/passwd names them */
+    hash = (hash ^ uid) * 1099511628211ull;
+    hash = (hash ^ gid) * 1099511628211ull;
     *ret_buf = buf, *ret_len = o, *ret_hash = hash;
     return 0;
 }
 
-/* A tar holding .sbx/ (0755) and .sbx/agent (0555), both root's. */
-static int agent_tar(const char *data, size_t len, char **ret, size_t *ret_len, struct sbx_err *err)
+static bool add_file(struct archive *a, struct archive_entry *e, const char *path, int mode,
+        const char *data, size_t len)
 {
+    archive_entry_clear(e);
+    archive_entry_set_pathname(e, path);
+    archive_entry_set_filetype(e, AE_IFREG);
+    archive_entry_set_perm(e, (mode_t)mode);
+    archive_entry_set_size(e, (la_int64_t)len);
+    return archive_write_header(a, e) == ARCHIVE_OK &&
+           archive_write_data(a, data, len) == (la_ssize_t)len;
+}
+
+/* A tar holding .sbx/ (0755) and .sbx/agent (0555), both root's, and an
+ * /etc/passwd and /etc/group naming the sandbox uid "sandbox" (replacing
+ * the image's: as in the local jails, only root, sandbox and nobody). */
+static int agent_tar(struct dk_state *st, const char *data, size_t len, char **ret, size_t *ret_len,
+        struct sbx_err *err)
+{
+    char passwd[256], group[160];
+    uint32_t uid, gid;
+
+    st->h->sandbox_ids(st->h, &uid, &gid);
+    snprintf(passwd, sizeof(passwd),
+            "root:x:0:0:root:/root:/usr/sbin/nologin\nsandbox:x:%u:%u:sandbox:/tmp:/bin/sh\n"
+            "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+            uid, gid);
+    snprintf(group, sizeof(group), "root:x:0:\nsandbox:x:%u:\nnogroup:x:65534:\n", gid);
     size_t cap = len + 16384, used = 0;
     char *out = malloc(cap);
     struct archive *a = archive_write_new();
@@ -262,16 +290,10 @@ static int agent_tar(const char *data, size_t len, char **ret, size_t *ret_len, 
         archive_entry_set_perm(e, 0755);
         ok = archive_write_header(a, e) == ARCHIVE_OK;
     }
-    if (ok) {
-        archive_entry_clear(e);
-        archive_entry_set_pathname(e, ".sbx/agent");
-        archive_entry_set_filetype(e, AE_IFREG);
-        archive_entry_set_perm(e, 0555);
-        archive_entry_set_size(e, (la_int64_t)len);
-        ok = archive_write_header(a, e) == ARCHIVE_OK &&
-             archive_write_data(a, data, len) == (la_ssize_t)len &&
-             archive_write_close(a) == ARCHIVE_OK;
-    }
+    ok = ok && add_file(a, e, ".sbx/agent", 0555, data, len) &&
+         add_file(a, e, "etc/passwd", 0644, passwd, strlen(passwd)) &&
+         add_file(a, e, "etc/group", 0644, group, strlen(group)) &&
+         archive_write_close(a) == ARCHIVE_OK;
     if (!ok)
         dk_fail(err, SBX_E_INTERNAL, 0, "building the agent's tar: %s",
                 a ? archive_error_string(a) : "out of memory");
@@ -310,7 +332,7 @@ static int make_agent_image(struct dk_state *st, const char *base, const char *t
     json_object_put(res);
     json_object_put(body);
     if (r == 0)
-        r = agent_tar(data, len, &tar, &tar_len, err);
+        r = agent_tar(st, data, len, &tar, &tar_len, err);
     if (r == 0) {
         snprintf(path, sizeof(path), "/containers/%s/archive?path=%%2F", cid);
         struct dk_call put = {.method = "PUT", .path = path, .raw = tar, .raw_len = tar_len};

@@ -197,7 +197,7 @@ int dk_box_poll_fd(void *box)
 {
     struct dk_box *b = box;
 
-    return b->st->h->conn_fd(b->conn);
+    return b->conn ? b->st->h->conn_fd(b->conn) : -1;
 }
 
 int dk_box_write_fd(void *box)
@@ -209,6 +209,8 @@ int64_t dk_box_read(void *box, void *buf, size_t len)
 {
     struct dk_box *b = box;
 
+    if (!b->conn)
+        return 0;
     return dk_demux_read(&b->demux, conn_read, b, buf, len, on_diag, b);
 }
 
@@ -216,6 +218,10 @@ int64_t dk_box_write(void *box, const void *buf, size_t len)
 {
     struct dk_box *b = box;
 
+    if (!b->conn) {
+        errno = EPIPE;
+        return -1;
+    }
     return b->st->h->conn_write(b->conn, buf, len);
 }
 
@@ -225,10 +231,16 @@ int dk_box_kill(void *box)
     struct sbx_err err = {.size = sizeof(err)};
     char path[160];
 
+    /* The channel ends here (reads see its end): the daemon cannot finish
+     * killing a container whose output it is still copying to a socket we
+     * no longer read. */
+    if (b->conn)
+        b->st->h->conn_free(b->conn);
+    b->conn = NULL;
     if (!b->id[0])
         return 0;
     snprintf(path, sizeof(path), "/containers/%s/kill?signal=KILL", b->id);
-    struct dk_call c = {.method = "POST", .path = path, .missing_ok = true};
+    struct dk_call c = {.method = "POST", .path = path, .timeout_ms = 10000, .missing_ok = true};
     /* 409: not running any more, which is what we want */
     dk_api(b->st, &c, NULL, NULL, &err);
     return 0;
@@ -269,10 +281,16 @@ int dk_box_close(void *box, struct sbx_box_stats *stats, struct sbx_err *err)
     int r = 0;
 
     stats->oom_killed = stats->pids_limited = -1;
+    /* Close the attach connection first: its end is the agent's end of
+     * input (StdinOnce), and a daemon whose copy of the container's output
+     * is blocked on our unread socket cannot finish stopping it. */
+    bool attached = b->conn != NULL;
+
     if (b->conn)
-        h->conn_shutdown_write(b->conn); /* end of input: the agent exits */
+        h->conn_free(b->conn);
+    b->conn = NULL;
     if (b->id[0]) {
-        if (!b->conn || !await_stop(b, 2000)) {
+        if (!attached || !await_stop(b, 2000)) {
             dk_box_kill(b);
             await_stop(b, 10000);
         }
@@ -283,8 +301,6 @@ int dk_box_close(void *box, struct sbx_box_stats *stats, struct sbx_err *err)
     }
     if (b->diag_len)
         h->log(h, SBX_LOG_DEBUG, "agent: %s", b->diag);
-    if (b->conn)
-        h->conn_free(b->conn);
     free(b);
     return r;
 }

@@ -11,7 +11,7 @@ import time
 import pytest
 
 import conftest
-from conftest import (DEFAULT_FILE_SIZE, DEFAULT_OUTPUT_CAP, EXIT_TIMEOUT, MIB, ROOT, SBX_BIN,
+from conftest import (CONTAINER, DEFAULT_FILE_SIZE, DEFAULT_OUTPUT_CAP, EXIT_TIMEOUT, MIB, ROOT, SBX_BIN,
                       clean_env, code, expected_cli_rc, find_marked, new_mark)
 
 MEMORY_FALLBACK = "memory limit enforced by a fallback: RLIMIT_AS"
@@ -105,7 +105,9 @@ def test_limits_seen_from_outside():
         assert lim["Max file size"] == str(8 * MIB), lim
         if ROOT:
             mem = _cgroup_dir(pid, "memory")
-            assert "/llm-sandbox/p" in mem, mem
+            # the core's group, or the one the container daemon made
+            assert ("/docker/" in mem or "libpod" in mem) if CONTAINER \
+                else "/llm-sandbox/p" in mem, mem
             with open(mem + "/memory.limit_in_bytes") as f:
                 assert int(f.read()) == 96 * MIB
             if os.path.exists(mem + "/memory.memsw.limit_in_bytes"):
@@ -153,7 +155,12 @@ def test_pids_limit():
     n, errno_ = map(int, res["stdout"].split())
     assert errno_ == 11, res  # EAGAIN
     assert 1 <= n < 32, res
-    if ROOT:
+    if CONTAINER:
+        # The Engine API reports no pids-controller events (only OOMKilled),
+        # so a container backend cannot name the limit: a known gap, listed
+        # in plugins/docker/README.md.
+        assert res["limit"] is None, res
+    elif ROOT:
         assert res["limit"] == "pids", res
     else:
         assert res["limit"] in (None, "pids"), res
