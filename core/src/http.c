@@ -294,6 +294,30 @@ static int read_head(struct sbx_conn *cn, char *head, const struct timespec *end
     return 0;
 }
 
+/* After a refusal: up to len-1 bytes of the body the head announces (the
+ * daemon's reason), for the error message. */
+static void read_some(
+        struct sbx_conn *cn, const char *head, char *out, size_t len, const struct timespec *end)
+{
+    const char *cl = strcasestr(head, "\r\nContent-Length:");
+    size_t want = cl ? strtoul(cl + 17, NULL, 10) : 0, o = 0;
+
+    if (want > len - 1)
+        want = len - 1;
+    while (o < want && left_ms(end) > 0) {
+        size_t n = 0;
+        CURLcode rc = curl_easy_recv(cn->curl, out + o, want - o, &n);
+        struct pollfd p = {.fd = cn->fd, .events = POLLIN};
+
+        if (rc == CURLE_AGAIN && poll(&p, 1, 1000) >= 0)
+            continue;
+        if (rc != CURLE_OK || n == 0)
+            break;
+        o += n;
+    }
+    out[o] = '\0';
+}
+
 int http_upgrade(const struct sbx_http *req, struct sbx_conn **ret_conn, struct sbx_err *err)
 {
     struct sbx_conn *cn = calloc(1, sizeof(*cn));
@@ -336,9 +360,13 @@ int http_upgrade(const struct sbx_http *req, struct sbx_conn **ret_conn, struct 
         r = send_all(cn, req->body, req->body_len, &end, req, err);
     if (r == 0)
         r = read_head(cn, head, &end, req, &status, err);
-    if (r == 0 && status != 101 && status != 200)
-        r = sbx_err_fill(err, SBX_E_BACKEND, EPROTO, "%s %s: HTTP status %ld", req->method,
-                req->path, status);
+    if (r == 0 && status != 101 && status != 200) {
+        char body[220];
+
+        read_some(cn, head, body, sizeof(body), &end);
+        r = sbx_err_fill(err, SBX_E_BACKEND, EPROTO, "%s %s: HTTP status %ld: %s", req->method,
+                req->path, status, body);
+    }
     free(head);
     if (r < 0) {
         http_conn_free(cn);

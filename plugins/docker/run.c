@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "demux.h"
 #include "docker.h"
@@ -26,6 +27,7 @@ struct dk_box {
     char id[80];    /* container id */
     char diag[256]; /* the agent's last diagnostics */
     size_t diag_len;
+    int seccomp_fd; /* Podman: the profile's memfd, or -1 */
 };
 
 static int64_t conn_read(void *ctx, void *buf, size_t len)
@@ -96,13 +98,33 @@ static int verify(struct dk_box *b, const struct sbx_policy *p, struct sbx_err *
     return r;
 }
 
+/* Podman opens the profile by path on its host (a local service): hand it
+ * /proc/<our pid>/fd/<memfd>, open until the box is closed. */
+static int seccomp_memfd(
+        struct dk_box *b, struct dk_input *in, char *path, size_t len, struct sbx_err *err)
+{
+    char *profile = dk_seccomp_profile(in->seccomp);
+    int r;
+
+    if (!profile)
+        return dk_fail(err, SBX_E_NOMEM, ENOMEM, "out of memory");
+    r = b->st->h->memfd_new(
+            b->st->h, "sbx-seccomp-json", profile, strlen(profile), &b->seccomp_fd, err);
+    free(profile);
+    if (r < 0)
+        return r;
+    snprintf(path, len, "/proc/%d/fd/%d", (int)getpid(), b->seccomp_fd);
+    in->seccomp_path = path;
+    return 0;
+}
+
 static int create(
         struct dk_box *b, const struct sbx_box_spec *spec, const char *image, struct sbx_err *err)
 {
     const struct sbx_host *h = b->st->h;
     const struct sbx_seccomp_rules *rules;
     struct json_object *body, *res = NULL, *v;
-    char path[160];
+    char path[160], mfd_path[64];
     uint32_t uid, gid;
     int r;
 
@@ -115,8 +137,11 @@ static int create(
             .owner = h->instance_id(h),
             .run_id = spec->id,
             .seccomp = rules,
+            .podman = b->st->podman,
             .uid = uid,
             .gid = gid};
+    if (b->st->podman && seccomp_memfd(b, &in, mfd_path, sizeof(mfd_path), err) < 0)
+        return err->rc;
     body = dk_translate(&in, err);
     if (!body)
         return err->rc;
@@ -172,6 +197,7 @@ int dk_box_open(void *state, const struct sbx_box_spec *spec, void **ret_box, st
     if (!b)
         return dk_fail(err, SBX_E_NOMEM, ENOMEM, "out of memory");
     b->st = st;
+    b->seccomp_fd = -1;
     if (!image || !*image)
         r = dk_fail(err, SBX_E_INVALID, 0,
                 "language '%s' names no image; set SANDBOX_IMAGE_%s or its manifest's image",
@@ -301,6 +327,8 @@ int dk_box_close(void *box, struct sbx_box_stats *stats, struct sbx_err *err)
     }
     if (b->diag_len)
         h->log(h, SBX_LOG_DEBUG, "agent: %s", b->diag);
+    if (b->seccomp_fd >= 0)
+        close(b->seccomp_fd);
     free(b);
     return r;
 }

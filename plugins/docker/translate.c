@@ -8,7 +8,8 @@
  *   identity               User "UID:GID" (the core's sandbox ids, never root);
  *                          HostConfig.CapDrop ["ALL"]; SecurityOpt "no-new-privileges"
  *   seccomp                SecurityOpt "seccomp=<profile>": the core's expanded rules,
- *                          default ERRNO(ENOSYS), native architecture only
+ *                          default ERRNO(ENOSYS), native architecture only (Podman:
+ *                          "seccomp=<path>", the profile in a memfd of ours)
  *   read_only_system       HostConfig.ReadonlyRootfs
  *   workspace_bytes        HostConfig.Tmpfs /workspace and /tmp (size=, exec, nosuid,
  *                          nodev), HostConfig.ShmSize; each at most 3/4 of memory_bytes
@@ -20,7 +21,8 @@
  *   network on, registries, allowlist   refused here (SBX_E_UNSUPPORTED)
  *   environment            Env: exactly the agent's; each program gets the core's env
  *                          from the agent's EXEC
- *   file_size, open files  not here: rlimits the agent sets inside (LIMITS)
+ *   open_files_max         HostConfig.Ulimits nofile (and the agent's LIMITS)
+ *   file_size              not here: an rlimit the agent sets inside (LIMITS)
  *   output                 not here: the core caps while reading; LogConfig "none" keeps
  *                          the daemon from writing the stream to disk
  *   lifetime               the agent (Entrypoint) is pid 1; OpenStdin + StdinOnce: the
@@ -38,6 +40,8 @@
 #include <string.h>
 
 #include "docker.h"
+
+#define DK_NPROC 16384
 
 static struct json_object *str_array(const char *const *v)
 {
@@ -110,6 +114,32 @@ static void add_str(struct json_object *o, const char *k, const char *v)
     json_object_object_add(o, k, json_object_new_string(v));
 }
 
+/* Open files as the policy says (the agent lowers it again; Podman's own
+ * default, 1048576, can exceed what its host lets runc set). */
+static void add_ulimit(struct json_object *a, const char *name, int64_t v)
+{
+    struct json_object *n = json_object_new_object();
+
+    json_object_object_add(n, "Name", json_object_new_string(name));
+    json_object_object_add(n, "Soft", json_object_new_int64(v));
+    json_object_object_add(n, "Hard", json_object_new_int64(v));
+    json_object_array_add(a, n);
+}
+
+static struct json_object *ulimits(const struct dk_input *in)
+{
+    struct json_object *a = json_object_new_array();
+
+    add_ulimit(a, "nofile", (int64_t)in->policy->open_files_max);
+    /* Podman also raises nproc to its maximum, which runc cannot set
+     * without capabilities where the host's hard limit is lower. NPROC
+     * counts every process of the sandbox uid on the host, so it is not
+     * the per-box limit (the pids cgroup is): just far above it. */
+    if (in->podman)
+        add_ulimit(a, "nproc", DK_NPROC);
+    return a;
+}
+
 static struct json_object *host_config(const struct dk_input *in, const char *profile)
 {
     const struct sbx_policy *p = in->policy;
@@ -124,7 +154,7 @@ static struct json_object *host_config(const struct dk_input *in, const char *pr
     json_object_object_add(hc, "ReadonlyRootfs", json_object_new_boolean(p->read_only_system != 0));
     json_object_object_add(hc, "CapDrop", str_array(drop));
     json_object_array_add(sec, json_object_new_string("no-new-privileges"));
-    if (asprintf(&seccomp, "seccomp=%s", profile) > 0)
+    if (asprintf(&seccomp, "seccomp=%s", in->seccomp_path ? in->seccomp_path : profile) > 0)
         json_object_array_add(sec, json_object_new_string(seccomp));
     free(seccomp);
     json_object_object_add(hc, "SecurityOpt", sec);
@@ -133,12 +163,16 @@ static struct json_object *host_config(const struct dk_input *in, const char *pr
     json_object_object_add(
             hc, "NanoCpus", json_object_new_int64((int64_t)p->cpu_millicores * 1000000));
     json_object_object_add(hc, "PidsLimit", json_object_new_int64((int64_t)p->pids_max));
-    snprintf(opt, sizeof(opt), "rw,exec,nosuid,nodev,size=%" PRIu64 ",mode=0755,uid=%u,gid=%u", t,
-            in->uid, in->gid);
+    if (in->podman) /* Podman: no uid= for tmpfs; U chowns it to User */
+        snprintf(opt, sizeof(opt), "rw,exec,nosuid,nodev,size=%" PRIu64 ",mode=0755,U", t);
+    else
+        snprintf(opt, sizeof(opt), "rw,exec,nosuid,nodev,size=%" PRIu64 ",mode=0755,uid=%u,gid=%u",
+                t, in->uid, in->gid);
     add_str(tmpfs, "/workspace", opt);
     snprintf(opt, sizeof(opt), "rw,exec,nosuid,nodev,size=%" PRIu64 ",mode=1777", t);
     add_str(tmpfs, "/tmp", opt);
     json_object_object_add(hc, "Tmpfs", tmpfs);
+    json_object_object_add(hc, "Ulimits", ulimits(in));
     json_object_object_add(hc, "ShmSize", json_object_new_int64((int64_t)t));
     add_str(log, "Type", "none");
     json_object_object_add(hc, "LogConfig", log);

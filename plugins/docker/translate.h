@@ -8,6 +8,7 @@
 #define DOCKER_TRANSLATE_H
 
 #include <json-c/json.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <llm-sandbox/plugin.h>
@@ -22,6 +23,10 @@ struct dk_input {
     const char *run_id;                      /* the box's id */
     const struct sbx_seccomp_rules *seccomp; /* the core's policy */
     uint32_t uid, gid;                       /* who runs inside */
+    /* Podman reads "seccomp=" as a path on its host, Docker as the profile
+     * itself: the path of the profile (the runner's memfd), or NULL. */
+    const char *seccomp_path;
+    bool podman; /* Podman's dialect: tmpfs "U", an explicit nproc ulimit */
 };
 
 /* The create body (transfer full), or NULL with err filled

@@ -147,6 +147,25 @@ static void test_host_network_small_limits(void **state)
     check_body("host_network_small_limits", &in);
 }
 
+/* Podman's dialect: the profile by path, tmpfs "U", an nproc ulimit. */
+static void test_podman(void **state)
+{
+    struct sbx_policy p = base_policy();
+    struct dk_input in = base_input(&p);
+    struct sbx_err err = {.size = sizeof(err)};
+    struct json_object *o;
+
+    (void)state;
+    in.podman = true;
+    in.seccomp_path = "/proc/42/fd/7";
+    o = dk_translate(&in, &err);
+    assert_non_null(o);
+    check_golden("podman",
+            json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+                                                      JSON_C_TO_STRING_NOSLASHESCAPE));
+    json_object_put(o);
+}
+
 static void test_seccomp_profile(void **state)
 {
     char *text = dk_seccomp_profile(&rules);
@@ -182,6 +201,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_default),
             cmocka_unit_test(test_host_network_small_limits),
+            cmocka_unit_test(test_podman),
             cmocka_unit_test(test_seccomp_profile),
             cmocka_unit_test(test_refusals),
     };
