@@ -121,12 +121,12 @@ _session_lock = -1
 
 
 def pytest_sessionstart(session):
-    if CONTAINER:
+    if CONTAINER and ROOT:
         containers.start(BACKEND, SBX_SOURCE_DIR)
 
 
 def pytest_sessionfinish(session, exitstatus):
-    if CONTAINER:
+    if CONTAINER and ROOT:
         containers.stop(BACKEND)
 
 
@@ -137,6 +137,10 @@ def pytest_collection_modifyitems(config, items):
     if not CONTAINER:
         return
     for item in items:
+        if not ROOT:  # dockerd and a rootful podman service need root
+            item.add_marker(pytest.mark.skip(reason="%s tests start their own daemon: root only"
+                                             % BACKEND))
+            continue
         lang = getattr(item, "callspec", None) and item.callspec.params.get("lang")
         named = [l for l in containers.MISSING_LANGS if "_%s_" % l in item.name + "_"]
         if lang in containers.MISSING_LANGS or (lang is None and named):
