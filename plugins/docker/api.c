@@ -135,7 +135,8 @@ static int on_pull(void *ud, const char *data, size_t len)
 
         snprintf(line, sizeof(line), "%.*s", (int)(n < sizeof(line) ? n : sizeof(line) - 1), s);
         j = json_tokener_parse(line);
-        if (j && json_object_object_get_ex(j, "error", &v))
+        if (j && (json_object_object_get_ex(j, "error", &v) ||
+                         json_object_object_get_ex(j, "message", &v)))
             snprintf(p->error, sizeof(p->error), "%s", json_object_get_string(v));
         else if (j && json_object_object_get_ex(j, "status", &v) &&
                  strcmp(p->last, json_object_get_string(v)) != 0) {
