@@ -20,7 +20,7 @@
 #include "docker.h"
 #include "translate.h"
 
-#define RESP_CAP       (4u * 1024u * 1024u)
+#define RESP_CAP       (1024u * 1024u)
 #define AGENT_MAX      (64u * 1024u * 1024u)
 #define PULL_TIMEOUT   (30 * 60 * 1000)
 #define API_TIMEOUT_MS 60000
@@ -99,6 +99,9 @@ int dk_api(struct dk_state *st, const struct dk_call *c, long *ret_status,
     if (!resp.body)
         return dk_fail(err, SBX_E_NOMEM, ENOMEM, "out of memory");
     r = h->http_request(h, &req, &resp, err);
+    if (r == 0 && resp.truncated)
+        r = dk_fail(err, SBX_E_LIMIT, 0, "%s %s: the answer exceeds %u bytes", c->method, c->path,
+                RESP_CAP);
     if (r == 0 && resp.len)
         j = json_tokener_parse(resp.body);
     if (r == 0 && ret_status)
@@ -428,6 +431,10 @@ void dk_sweep(struct dk_state *st)
     struct dk_call c = {.method = "GET",
             .path = "/containers/json?all=1&filters=%7B%22label%22%3A%5B%22" DK_LABEL "%22%5D%7D"};
 
+    /* Owners are processes of this host: judge them only on a local daemon
+     * (a shared remote one holds other hosts' containers too). */
+    if (strncmp(st->endpoint, "unix://", 7) != 0)
+        return;
     if (dk_api(st, &c, NULL, &list, &err) < 0 || !json_object_is_type(list, json_type_array)) {
         json_object_put(list);
         return;
