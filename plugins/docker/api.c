@@ -152,7 +152,7 @@ static int on_pull(void *ud, const char *data, size_t len)
     return 0;
 }
 
-static int pull(struct dk_state *st, const char *image, struct sbx_err *err)
+static int pull(struct dk_state *st, const char *image, int cancel_fd, struct sbx_err *err)
 {
     struct pull p = {.st = st};
     char esc[1024], path[1200];
@@ -171,7 +171,7 @@ static int pull(struct dk_state *st, const char *image, struct sbx_err *err)
             .on_body = on_pull,
             .userdata = &p,
             .timeout_ms = PULL_TIMEOUT,
-            .cancel_fd = -1};
+            .cancel_fd = cancel_fd};
     r = st->h->http_request(st->h, &req, &resp, err);
     if (r < 0)
         return r;
@@ -183,8 +183,8 @@ static int pull(struct dk_state *st, const char *image, struct sbx_err *err)
 }
 
 /* The image's ID, pulling the image when missing. */
-static int image_id(
-        struct dk_state *st, const char *image, char *id, size_t len, struct sbx_err *err)
+static int image_id(struct dk_state *st, const char *image, int cancel_fd, char *id, size_t len,
+        struct sbx_err *err)
 {
     char esc[1024], path[1100];
     struct json_object *j = NULL, *v;
@@ -197,7 +197,7 @@ static int image_id(
     struct dk_call c = {.method = "GET", .path = path, .missing_ok = true};
     r = dk_api(st, &c, &status, &j, err);
     if (r == 0 && status == 404) {
-        r = pull(st, image, err);
+        r = pull(st, image, cancel_fd, err);
         if (r == 0) {
             json_object_put(j);
             j = NULL;
@@ -366,8 +366,8 @@ static int make_agent_image(struct dk_state *st, const char *base, const char *t
     return r;
 }
 
-int dk_agent_image(
-        struct dk_state *st, const char *image, char *ret_ref, size_t len, struct sbx_err *err)
+int dk_agent_image(struct dk_state *st, const char *image, int cancel_fd, char *ret_ref, size_t len,
+        struct sbx_err *err)
 {
     char id[160], tag[64], ref[128], esc[200], path[300], *agent = NULL;
     const char *hex;
@@ -376,7 +376,7 @@ int dk_agent_image(
     long status = 0;
     int r;
 
-    r = image_id(st, image, id, sizeof(id), err);
+    r = image_id(st, image, cancel_fd, id, sizeof(id), err);
     if (r == 0)
         r = read_agent(st, &agent, &agent_len, &hash, err);
     if (r < 0)

@@ -54,15 +54,18 @@ bool dk_escape(const char *s, char *out, size_t len);
 /* The image to run for a box: ensure `image` is present (pulled with
  * progress when missing), then the derived image holding the agent at
  * DK_AGENT (made once per image and agent; read-only root filesystems
- * cannot receive it at run time). */
-int dk_agent_image(
-        struct dk_state *st, const char *image, char *ret_ref, size_t len, struct sbx_err *err);
+ * cannot receive it at run time). A pull stops when cancel_fd (or -1)
+ * becomes readable. */
+int dk_agent_image(struct dk_state *st, const char *image, int cancel_fd, char *ret_ref, size_t len,
+        struct sbx_err *err);
 /* Remove containers whose owner instance (label) is a dead process here. */
 void dk_sweep(struct dk_state *st);
 
 extern const struct sbx_backend_ops dk_ops;
 
 int dk_probe(void *state, struct sbx_caps *caps, struct sbx_err *err);
+/* Read container id back: SBX_E_UNSUPPORTED when a limit of p did not stick. */
+int dk_verify(struct dk_state *st, const char *id, const struct sbx_policy *p, struct sbx_err *err);
 int dk_box_open(void *state, const struct sbx_box_spec *spec, void **ret_box, struct sbx_err *err);
 int dk_box_poll_fd(void *box);
 int dk_box_write_fd(void *box);

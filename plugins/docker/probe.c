@@ -5,7 +5,7 @@
  * dead instances, and fill the capability report. Each box then proves its
  * own settings: box_open reads the created container back and refuses to
  * start it when a limit did not stick (run.c), since no probe here can
- * create a container without a language's image.
+ * create a container without a language's image (dk_verify, below).
  */
 #include <stdio.h>
 #include <string.h>
@@ -91,4 +91,39 @@ int dk_probe(void *state, struct sbx_caps *caps, struct sbx_err *err)
     json_object_put(info);
     dk_sweep(st);
     return 0;
+}
+
+/* Read the container back: every hardening setting must have stuck
+ * (daemons drop what the host cannot do, sometimes with only a warning). */
+int dk_verify(struct dk_state *st, const char *id, const struct sbx_policy *p, struct sbx_err *err)
+{
+    struct json_object *j = NULL, *hc, *v;
+    char path[128];
+    int r;
+
+    snprintf(path, sizeof(path), "/containers/%s/json", id);
+    struct dk_call c = {.method = "GET", .path = path};
+    r = dk_api(st, &c, NULL, &j, err);
+    if (r < 0)
+        return r;
+    if (!json_object_object_get_ex(j, "HostConfig", &hc))
+        r = dk_fail(err, SBX_E_BACKEND, 0, "container %.12s has no HostConfig", id);
+    struct {
+        const char *key;
+        int64_t want;
+    } checks[] = {{"Memory", (int64_t)p->memory_bytes},
+            {"MemorySwap", st->swap_limit ? (int64_t)p->memory_bytes : 0},
+            {"NanoCpus", (int64_t)p->cpu_millicores * 1000000}, {"PidsLimit", (int64_t)p->pids_max},
+            {"ReadonlyRootfs", p->read_only_system ? 1 : 0}};
+    for (size_t i = 0; r == 0 && i < sizeof(checks) / sizeof(checks[0]); i++) {
+        int64_t got =
+                json_object_object_get_ex(hc, checks[i].key, &v) ? json_object_get_int64(v) : -1;
+
+        if (checks[i].want && got != checks[i].want)
+            r = dk_fail(err, SBX_E_UNSUPPORTED, 0,
+                    "the %s daemon did not keep %s=%lld (it has %lld); refusing to run", st->name,
+                    checks[i].key, (long long)checks[i].want, (long long)got);
+    }
+    json_object_put(j);
+    return r;
 }

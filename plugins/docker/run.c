@@ -63,41 +63,6 @@ static const char *pick_image(struct dk_state *st, const struct sbx_box_spec *sp
     return v ? v : spec->image;
 }
 
-/* Read the container back: every hardening setting must have stuck
- * (daemons drop what the host cannot do, sometimes with only a warning). */
-static int verify(struct dk_box *b, const struct sbx_policy *p, struct sbx_err *err)
-{
-    struct json_object *j = NULL, *hc, *v;
-    char path[128];
-    int r;
-
-    snprintf(path, sizeof(path), "/containers/%s/json", b->id);
-    struct dk_call c = {.method = "GET", .path = path};
-    r = dk_api(b->st, &c, NULL, &j, err);
-    if (r < 0)
-        return r;
-    if (!json_object_object_get_ex(j, "HostConfig", &hc))
-        r = dk_fail(err, SBX_E_BACKEND, 0, "container %.12s has no HostConfig", b->id);
-    struct {
-        const char *key;
-        int64_t want;
-    } checks[] = {{"Memory", (int64_t)p->memory_bytes},
-            {"MemorySwap", b->st->swap_limit ? (int64_t)p->memory_bytes : 0},
-            {"NanoCpus", (int64_t)p->cpu_millicores * 1000000}, {"PidsLimit", (int64_t)p->pids_max},
-            {"ReadonlyRootfs", p->read_only_system ? 1 : 0}};
-    for (size_t i = 0; r == 0 && i < sizeof(checks) / sizeof(checks[0]); i++) {
-        int64_t got =
-                json_object_object_get_ex(hc, checks[i].key, &v) ? json_object_get_int64(v) : -1;
-
-        if (checks[i].want && got != checks[i].want)
-            r = dk_fail(err, SBX_E_UNSUPPORTED, 0,
-                    "the %s daemon did not keep %s=%lld (it has %lld); refusing to run",
-                    b->st->name, checks[i].key, (long long)checks[i].want, (long long)got);
-    }
-    json_object_put(j);
-    return r;
-}
-
 /* Podman opens the profile by path on its host (a local service): hand it
  * /proc/<our pid>/fd/<memfd>, open until the box is closed. */
 static int seccomp_memfd(
@@ -159,7 +124,7 @@ static int create(
                 b->st->name, json_object_get_string(json_object_array_get_idx(v, 0)));
     json_object_put(res);
     if (r == 0)
-        r = verify(b, spec->policy, err);
+        r = dk_verify(b->st, b->id, spec->policy, err);
     return r;
 }
 
@@ -203,7 +168,7 @@ int dk_box_open(void *state, const struct sbx_box_spec *spec, void **ret_box, st
                 "language '%s' names no image; set SANDBOX_IMAGE_%s or its manifest's image",
                 spec->language, spec->language);
     else
-        r = dk_agent_image(st, image, ref, sizeof(ref), err);
+        r = dk_agent_image(st, image, spec->cancel_fd, ref, sizeof(ref), err);
     if (r == 0)
         r = create(b, spec, ref, err);
     if (r == 0)
