@@ -7,6 +7,10 @@ times, alternating, and prints medians and p95 in milliseconds plus the
 difference. A benchmark, not a test: timings on shared machines are noisy.
 
 usage: bench/overhead.py [--runs N] [--bin PATH] [--backend NAME]
+
+Container backends (docker, podman) find their daemon and images through
+DOCKER_HOST / CONTAINER_HOST and SANDBOX_IMAGE_<LANG>, passed through from
+the environment; each run there is a one-shot cold container.
 """
 import argparse
 import os
@@ -38,6 +42,8 @@ def main():
     ap.add_argument("--backend", default="bwrap")
     a = ap.parse_args()
     env = {"PATH": "/usr/bin:/bin", "BACKEND": a.backend}
+    env.update({k: v for k, v in os.environ.items()
+                if k in ("DOCKER_HOST", "CONTAINER_HOST") or k.startswith("SANDBOX_IMAGE_")})
     sandbox = [a.bin, "run", "--language", "python", "--code", "pass"]
     bare = ["/usr/bin/python3", "-c", "pass"]
     for _ in range(5):  # warm the page cache

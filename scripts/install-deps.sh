@@ -15,6 +15,7 @@ PACKAGES="
   libnl-route-3-200
   ruby r-base-core
   clang clang-format libclang-rt-14-dev valgrind
+  libarchive-dev docker.io podman debootstrap
 "
 
 # The other toolchains the language plugins use, from Debian unless this

@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include "cleanup.h"
 #include "error.h"
 #include "exec.h"
+#include "http.h"
 #include "log.h"
 #include "manifest.h"
 #include "runtime.h"
@@ -260,6 +262,72 @@ static const char *host_instance_id(const struct sbx_host *h)
     return ctx_of(h)->rt->owner;
 }
 
+static int host_http_request(const struct sbx_host *h, const struct sbx_http *req,
+        struct sbx_http_resp *resp, struct sbx_err *perr)
+{
+    (void)h;
+    return http_request(req, resp, perr);
+}
+
+static int host_http_upgrade(const struct sbx_host *h, const struct sbx_http *req,
+        struct sbx_conn **ret_conn, struct sbx_err *perr)
+{
+    (void)h;
+    return http_upgrade(req, ret_conn, perr);
+}
+
+/* The expanded policy in the ABI's terms, made once per process. */
+static pthread_once_t rules_once = PTHREAD_ONCE_INIT;
+static struct sbx_seccomp_rules rules_abi;
+static int rules_rc;
+static char rules_msg[256];
+
+static void rules_build(void)
+{
+    const char *text = seccomp_policy_text();
+    struct seccomp_policy *p = NULL;
+    struct seccomp_flat *f = NULL;
+    struct sbx_seccomp_rule *out = NULL;
+    struct sbx_error *e = NULL;
+
+    rules_rc = seccomp_policy_parse(text, strlen(text), &p, &e);
+    if (rules_rc == 0)
+        rules_rc = seccomp_policy_expand(p, &f, &e);
+    if (rules_rc == 0 && !(out = calloc(f->n_rules ? f->n_rules : 1, sizeof(*out))))
+        rules_rc = sbx_error_set(&e, SBX_E_NOMEM, ENOMEM, "out of memory");
+    for (size_t i = 0; rules_rc == 0 && i < f->n_rules; i++) {
+        const struct seccomp_flat_rule *r = &f->rules[i];
+
+        memcpy(out[i].name, r->name, sizeof(out[i].name));
+        out[i].errno_value = r->action == SECCOMP_RULE_ERRNO ? r->errno_value : 0;
+        out[i].n_conds = (uint32_t)r->n_atoms;
+        for (size_t j = 0; j < r->n_atoms; j++)
+            out[i].conds[j] = (struct sbx_seccomp_cond){
+                    .arg = r->atoms[j].arg, .mask = r->atoms[j].mask, .value = r->atoms[j].value};
+    }
+    if (rules_rc == 0)
+        rules_abi = (struct sbx_seccomp_rules){.size = sizeof(rules_abi),
+                .default_errno = ENOSYS,
+                .rules = out,
+                .n_rules = f->n_rules};
+    else
+        snprintf(rules_msg, sizeof(rules_msg), "%s", e ? e->msg : "failed without a message");
+    seccomp_flat_free(f);
+    seccomp_policy_free(p);
+    sbx_error_free(e);
+}
+
+static int host_seccomp_rules(
+        const struct sbx_host *h, const struct sbx_seccomp_rules **ret, struct sbx_err *perr)
+{
+    (void)h;
+    pthread_once(&rules_once, rules_build);
+    if (rules_rc < 0)
+        return sbx_err_fill(perr, rules_rc, 0, "built-in seccomp policy: %s", rules_msg);
+    *ret = &rules_abi;
+    return 0;
+}
+
 void host_init(struct host_ctx *hc, struct sbx_runtime *rt, struct plugin *pl)
 {
     hc->rt = rt;
@@ -288,6 +356,14 @@ void host_init(struct host_ctx *hc, struct sbx_runtime *rt, struct plugin *pl)
             .sandbox_ids = host_sandbox_ids,
             .instance_id = host_instance_id,
             .seccomp_kafel_fd = host_seccomp_kafel_fd,
+            .http_request = host_http_request,
+            .http_upgrade = host_http_upgrade,
+            .conn_fd = http_conn_fd,
+            .conn_read = http_conn_read,
+            .conn_write = http_conn_write,
+            .conn_shutdown_write = http_conn_shutdown_write,
+            .conn_free = http_conn_free,
+            .seccomp_rules = host_seccomp_rules,
     };
 }
 

@@ -430,6 +430,8 @@ static char *set_record(const struct run *r, const char *tool)
  */
 int prepare_libraries(struct run *r, struct sbx_error **err)
 {
+    /* the install's network, and the set mounted into boxes */
+    static const enum sbx_control needed[] = {SBX_CTL_NET_REGISTRIES, SBX_CTL_HOST_MOUNTS};
     const struct settings *s = r->rt->settings;
     const struct manifest_install *in = r->lang->m->lang->install;
     int64_t t0 = now_ms(), uid = -1, gid = -1;
@@ -445,9 +447,13 @@ int prepare_libraries(struct run *r, struct sbx_error **err)
     if (r->backend->desc->abi_minor < 2)
         return refuse(
                 r, "backend '%s' predates dependency installs (plugin ABI 1.2)", r->backend->name);
-    if (r->backend->caps.level[SBX_CTL_NET_REGISTRIES] == SBX_ENF_NONE)
-        return refuse(r, "backend '%s' cannot install libraries here: %s", r->backend->name,
-                r->backend->caps.note[SBX_CTL_NET_REGISTRIES]);
+    for (size_t i = 0; i < sizeof(needed) / sizeof(needed[0]); i++) {
+        enum sbx_control c = needed[i];
+
+        if (r->backend->caps.level[c] != SBX_ENF_FULL)
+            return refuse(r, "backend '%s' cannot install libraries here: %s", r->backend->name,
+                    r->backend->caps.note[c][0] ? r->backend->caps.note[c] : "not supported");
+    }
     if (geteuid() == 0) {
         uid = s->sandbox_uid;
         gid = s->sandbox_gid;
@@ -570,7 +576,8 @@ int prepare_warm(struct run *r, struct sbx_error **err)
     bool ok = false;
     int rc = 0;
 
-    if (!w || r->probe_argv || r->backend->desc->abi_minor < 2)
+    if (!w || r->probe_argv || r->backend->desc->abi_minor < 2 ||
+            r->backend->caps.level[SBX_CTL_HOST_MOUNTS] != SBX_ENF_FULL)
         return 0;
     for (char **v = r->env; v && *v; v++)
         if (!env_sets(s->env_pass, *v) && strv_push(&env, *v) < 0)

@@ -34,6 +34,7 @@ static const char *const control_names[SBX_CTL_COUNT] = {
         [SBX_CTL_SECCOMP] = "seccomp",
         [SBX_CTL_NO_NEW_PRIVS] = "no_new_privs",
         [SBX_CTL_UNPRIVILEGED] = "unprivileged",
+        [SBX_CTL_HOST_MOUNTS] = "host_mounts",
 };
 
 const char *policy_control_name(enum sbx_control c)

@@ -35,6 +35,7 @@
 #include "engine.h"
 #include "error.h"
 #include "exec.h"
+#include "http.h"
 #include "log.h"
 #include "manifest.h"
 #include "plan.h"
@@ -181,6 +182,7 @@ int sbx_runtime_new_opts(
         return sbx_error_set(err, SBX_E_IO, errno, "cannot locate the llm-sandbox executable");
     }
     make_owner(rt->owner, sizeof(rt->owner));
+    http_global_init(); /* before plugins and workers (STYLE C1) */
     cgo.allow_v1 = rt->settings->cgroup_v1;
     cgo.allow_v2 = rt->settings->cgroup_v2;
     if (cg_service_new(&cgo, &rt->cg, err) < 0 || loader_load_all(rt, err) < 0) {

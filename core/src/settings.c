@@ -668,8 +668,34 @@ struct settings *settings_free(struct settings *s)
     return NULL;
 }
 
+/* The reference implementation's names for plugin settings, read when our
+ * LLM_SANDBOX_<PLUGIN>_<KEY> is unset: Docker's client variables, Podman's
+ * CONTAINER_HOST, and SANDBOX_IMAGE_<LANG> for setting image_<lang> of any
+ * container backend. */
+static const char *plugin_alias(const struct settings *s, const char *plugin, const char *key)
+{
+    static const struct {
+        const char *plugin, *key, *name;
+    } aliases[] = {{"docker", "host", "DOCKER_HOST"}, {"docker", "tls_verify", "DOCKER_TLS_VERIFY"},
+            {"docker", "cert_path", "DOCKER_CERT_PATH"}, {"podman", "host", "CONTAINER_HOST"}};
+    char name[96];
+    size_t o;
+
+    for (size_t i = 0; i < sizeof(aliases) / sizeof(aliases[0]); i++)
+        if (strcmp(plugin, aliases[i].plugin) == 0 && strcmp(key, aliases[i].key) == 0)
+            return lookup(s, aliases[i].name);
+    if (strncmp(key, "image_", 6) != 0 || strlen(key) > 64)
+        return NULL;
+    o = (size_t)snprintf(name, sizeof(name), "SANDBOX_IMAGE_");
+    for (const char *p = key + 6; *p; p++)
+        name[o++] = (char)toupper((unsigned char)*p);
+    name[o] = '\0';
+    return lookup(s, name);
+}
+
 const char *settings_plugin_value(const struct settings *s, const char *plugin, const char *key)
 {
+    const char *v;
     char name[128];
     size_t o = 0;
 
@@ -680,5 +706,6 @@ const char *settings_plugin_value(const struct settings *s, const char *plugin, 
             name[o++] = (char)toupper((unsigned char)*p);
     }
     name[o] = '\0';
-    return lookup(s, name);
+    v = lookup(s, name);
+    return v ? v : plugin_alias(s, plugin, key);
 }

@@ -316,4 +316,6 @@ void jail_common_caps(struct sbx_caps *caps, const char *pasta, bool tun_ok)
             "loopback-only namespace; the core's filtering proxy through a unix socket");
     jail_cap(caps, SBX_CTL_NET_ALLOWLIST, SBX_ENF_FULL,
             "loopback-only namespace; the core's filtering proxy through a unix socket");
+    jail_cap(caps, SBX_CTL_HOST_MOUNTS, SBX_ENF_FULL,
+            "bind mounts of the core's dependency sets, read-only for programs");
 }

@@ -37,6 +37,8 @@ import uuid
 
 import pytest
 
+import containers
+
 SBX_BIN = os.environ.get("SBX_BIN", "/work/main/build/bin/llm-sandbox")
 SBX_BUILD_DIR = os.environ.get("SBX_BUILD_DIR", os.path.dirname(os.path.dirname(SBX_BIN)))
 SBX_SOURCE_DIR = os.environ.get("SBX_SOURCE_DIR",
@@ -46,12 +48,19 @@ SBX_SOURCE_DIR = os.environ.get("SBX_SOURCE_DIR",
 ROOT = os.geteuid() == 0
 # The backend under test, and the name its launcher process has on the host.
 BACKEND = os.environ.get("SBX_TEST_BACKEND", "bwrap")
-LAUNCHER = {"bwrap": "bwrap", "nsjail": "nsjail"}[BACKEND]
+# Container backends: the agent itself is pid 1 of the container (its comm
+# is "agent", as in the local jails), the daemon is one the tests start.
+CONTAINER = BACKEND in ("docker", "podman")
+LAUNCHER = {"bwrap": "bwrap", "nsjail": "nsjail", "docker": "agent", "podman": "agent"}[BACKEND]
 # settings.c: the host uid sandboxed code runs as when the server is root.
 SANDBOX_UID = 1879048192
 SANDBOX_GID = 1879048192
 # What a sandboxed process's uid looks like from outside.
 HOST_UID_OF_SANDBOX = SANDBOX_UID if ROOT else os.geteuid()
+# ... and from inside: local jails map it to 1000 in a user namespace;
+# containers have no user namespace, so the sandbox uid is the same inside.
+INSIDE_UID = SANDBOX_UID if CONTAINER else 1000
+INSIDE_GID = SANDBOX_GID if CONTAINER else 1000
 
 MIB = 1024 * 1024
 DEFAULT_OUTPUT_CAP = 1 * MIB
@@ -111,6 +120,35 @@ def pytest_configure(config):
 _session_lock = -1
 
 
+def pytest_sessionstart(session):
+    if CONTAINER and ROOT:
+        containers.start(BACKEND, SBX_SOURCE_DIR)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if CONTAINER and ROOT:
+        containers.stop(BACKEND)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Container backends run the languages their test image carries
+    (scripts/container-test-image.sh); the others would need images this
+    machine cannot pull, so their cases are skipped, by name."""
+    if not CONTAINER:
+        return
+    for item in items:
+        if not ROOT:  # dockerd and a rootful podman service need root
+            item.add_marker(pytest.mark.skip(reason="%s tests start their own daemon: root only"
+                                             % BACKEND))
+            continue
+        lang = getattr(item, "callspec", None) and item.callspec.params.get("lang")
+        named = [l for l in containers.MISSING_LANGS if "_%s_" % l in item.name + "_"]
+        if lang in containers.MISSING_LANGS or (lang is None and named):
+            item.add_marker(pytest.mark.skip(
+                reason="the %s test image has no %s toolchain (it carries %s)"
+                % (BACKEND, lang or named[0], ", ".join(containers.IMAGE_LANGS))))
+
+
 # --------------------------------------------------------------------------
 # Running the CLI
 
@@ -129,6 +167,8 @@ def clean_env(extra=None, mark=True, mark_value=None):
     for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "LLM_SANDBOX_NSJAIL_PATH"):
         if k in os.environ:
             env[k] = os.environ[k]
+    if CONTAINER:
+        env.update(containers.client_env(BACKEND))
     if mark:
         env[MARK_KEY] = mark_value or new_mark()
         env["LLM_SANDBOX_ENV_ALLOW"] = MARK_KEY
@@ -530,6 +570,12 @@ def nothing_left_behind(request):
         bad = leftover_cgroups(groups_before, set(_cli_pids))
     if bad:
         problems.append("cgroups left behind: %s" % ", ".join(sorted(bad)))
+    # containers: the daemon is ours alone, so none may remain at all
+    if CONTAINER:
+        left = containers.leftover(BACKEND)
+        if left:
+            problems.append("containers left behind: %s" % ", ".join(left))
+            containers.remove_all(BACKEND)
     # /tmp: a new entry of ours that is still there a moment later
     now = tmp_listing()
     new = {n for n, uid in now.items() if n not in tmp_before and tmp_entry_is_ours(n, uid)}

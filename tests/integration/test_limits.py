@@ -11,7 +11,7 @@ import time
 import pytest
 
 import conftest
-from conftest import (DEFAULT_FILE_SIZE, DEFAULT_OUTPUT_CAP, EXIT_TIMEOUT, MIB, ROOT, SBX_BIN,
+from conftest import (BACKEND, CONTAINER, DEFAULT_FILE_SIZE, DEFAULT_OUTPUT_CAP, EXIT_TIMEOUT, MIB, ROOT, SBX_BIN,
                       clean_env, code, expected_cli_rc, find_marked, new_mark)
 
 MEMORY_FALLBACK = "memory limit enforced by a fallback: RLIMIT_AS"
@@ -23,7 +23,15 @@ pytestmark = pytest.mark.contract
 # --- memory -----------------------------------------------------------------
 
 def assert_memory_ended(res):
-    if ROOT:
+    if BACKEND == "podman":
+        # The limit holds (the kernel killed the program), but Podman's API
+        # sets OOMKilled only for an OOM kill of the container's pid 1, the
+        # agent, never of its child: the run ends "killed". A known gap,
+        # listed in plugins/docker/README.md.
+        assert res["status"] == "killed" and res["limit"] is None, res
+        assert res["exit_code"] == 137 and res["_run"].rc == 137, res
+        assert res["warnings"] == [], res
+    elif ROOT:
         assert res["status"] == "oom", res
         assert res["limit"] == "memory", res
         assert res["exit_code"] == 137, res
@@ -105,7 +113,9 @@ def test_limits_seen_from_outside():
         assert lim["Max file size"] == str(8 * MIB), lim
         if ROOT:
             mem = _cgroup_dir(pid, "memory")
-            assert "/llm-sandbox/p" in mem, mem
+            # the core's group, or the one the container daemon made
+            assert ("/docker/" in mem or "libpod" in mem) if CONTAINER \
+                else "/llm-sandbox/p" in mem, mem
             with open(mem + "/memory.limit_in_bytes") as f:
                 assert int(f.read()) == 96 * MIB
             if os.path.exists(mem + "/memory.memsw.limit_in_bytes"):
@@ -153,7 +163,12 @@ def test_pids_limit():
     n, errno_ = map(int, res["stdout"].split())
     assert errno_ == 11, res  # EAGAIN
     assert 1 <= n < 32, res
-    if ROOT:
+    if CONTAINER:
+        # The Engine API reports no pids-controller events (only OOMKilled),
+        # so a container backend cannot name the limit: a known gap, listed
+        # in plugins/docker/README.md.
+        assert res["limit"] is None, res
+    elif ROOT:
         assert res["limit"] == "pids", res
     else:
         assert res["limit"] in (None, "pids"), res
@@ -178,7 +193,11 @@ def assert_timed_out(res, timeout_s):
     assert res["limit"] == "wall_time", res
     assert res["exit_code"] == 137, res
     assert res["_run"].rc == EXIT_TIMEOUT, res["_run"]
-    assert timeout_s * 1000 <= res["duration_ms"] < timeout_s * 1000 + 1000, res
+    # Podman's service answers /info (the probe) and removes a killed
+    # container more slowly (measured: 200-300 ms and 300-650 ms), so its
+    # runs get one more second of slack; the others are held to one.
+    slack_ms = 2000 if BACKEND == "podman" else 1000
+    assert timeout_s * 1000 <= res["duration_ms"] < timeout_s * 1000 + slack_ms, res
     assert res["_run"].wall < timeout_s + 3, res["_run"]
 
 

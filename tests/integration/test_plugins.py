@@ -74,6 +74,7 @@ def test_installed_plugins_report():
         assert ctl["cpu"]["level"] == "none", ctl["cpu"]
     for c in ("network_registries", "network_allowlist"):  # the installs' proxy
         assert ctl[c]["level"] == "full" and "proxy" in ctl[c]["note"], (c, ctl[c])
+    assert ctl["host_mounts"]["level"] == "full", ctl["host_mounts"]
     py = plugin_entry(data, "python")
     assert py["kind"] == "language" and py["status"] == "ok" and py["error"] is None, py
     assert py["source_file"] == "main.py"

@@ -328,7 +328,7 @@ def test_initialize_negotiates_versions():
 
 
 STARTUP_REFUSALS = [
-    ({"BACKEND": "docker"}, "backend 'docker' is not installed here"),
+    ({"BACKEND": "mxc"}, "backend 'mxc' is not installed here"),
     ({"BACKEND": "nosuch"}, "unknown backend 'nosuch'"),
     ({"LLM_SANDBOX_DEFAULT_LANGUAGE": "cobol"}, "unknown language 'cobol'"),
     ({"SANDBOX_CPUS": "0.5", "LLM_SANDBOX_CGROUP": "off"}, "cannot enforce cpu"),

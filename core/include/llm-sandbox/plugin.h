@@ -98,7 +98,8 @@ enum sbx_control {
     SBX_CTL_SECCOMP = 14,      /* the core's seccomp policy is applied */
     SBX_CTL_NO_NEW_PRIVS = 15, /* no_new_privs and no capabilities */
     SBX_CTL_UNPRIVILEGED = 16, /* code never runs as host uid 0 */
-    SBX_CTL_COUNT = 17,
+    SBX_CTL_HOST_MOUNTS = 17,  /* ABI 1.2: box_spec mounts are honoured (dependency sets) */
+    SBX_CTL_COUNT = 18,
 };
 #define SBX_CTL_MAX 32 /* room in struct sbx_caps; SBX_CTL_COUNT <= SBX_CTL_MAX */
 
@@ -177,6 +178,65 @@ struct sbx_spawn {
     struct sbx_cgroup *cgroup; /* join before exec, or NULL */
 };
 
+/* ABI 1.2: one HTTP/1.1 request through the core's libcurl. */
+struct sbx_http {
+    uint32_t size;
+    uint32_t reserved0;
+    /* unix:///path, tcp://host:port (https when tls_dir is set), http(s)://host:port */
+    const char *endpoint;
+    const char *tls_dir; /* ca.pem, cert.pem, key.pem (Docker's layout), or NULL */
+    const char *method;
+    const char *path;         /* "/v1.41/...", query included and escaped */
+    const char *content_type; /* of body, or NULL */
+    const void *body;
+    size_t body_len;
+    /* When set, called with each piece of the body as it arrives (e.g. a
+     * pull's progress); nonzero aborts the transfer. Else it is collected. */
+    int (*on_body)(void *userdata, const char *data, size_t len);
+    void *userdata;
+    int64_t timeout_ms; /* 0: no deadline */
+    int cancel_fd;      /* readable once cancelled, or -1 */
+    int reserved1;
+};
+
+struct sbx_http_resp {
+    uint32_t size;
+    uint32_t reserved0;
+    long status;   /* HTTP status */
+    char *body;    /* caller's buffer: the body, NUL-terminated, at most cap-1 bytes */
+    size_t cap;    /* 0: the body is dropped */
+    size_t len;    /* bytes stored */
+    int truncated; /* 1 when the body was longer than cap-1 */
+    int reserved1;
+};
+
+struct sbx_conn; /* an upgraded (hijacked) HTTP connection, owned by the core */
+
+/* ABI 1.2: the one seccomp policy as expanded rules (core/src/seccomp_policy.h):
+ * a call matching a rule is allowed (errno_value 0) or fails with errno_value;
+ * every other call fails with default_errno. A rule holds when all its
+ * conditions hold; rules of one syscall OR together and never overlap. */
+struct sbx_seccomp_cond {
+    uint32_t arg; /* 0..5 */
+    uint32_t reserved0;
+    uint64_t mask; /* (arg & mask) == value, on all 64 bits */
+    uint64_t value;
+};
+
+struct sbx_seccomp_rule {
+    char name[40];
+    int32_t errno_value;
+    uint32_t n_conds; /* 0: the whole syscall */
+    struct sbx_seccomp_cond conds[6];
+};
+
+struct sbx_seccomp_rules {
+    uint32_t size;
+    int32_t default_errno;
+    const struct sbx_seccomp_rule *rules;
+    size_t n_rules;
+};
+
 struct sbx_host {
     uint32_t size;
     uint32_t abi_minor;
@@ -234,6 +294,28 @@ struct sbx_host {
     /* The same seccomp policy as a Kafel program (nsjail's policy language),
      * in a fresh memfd positioned at 0. The caller closes it. */
     int (*seccomp_kafel_fd)(const struct sbx_host *h, int *ret_fd, struct sbx_err *err);
+
+    /* ABI 1.2 */
+    /* 0 with resp filled (any HTTP status), or SBX_E_UNAVAILABLE (no
+     * connection), SBX_E_CANCELLED, SBX_E_BACKEND (timeout, transfer
+     * failed), SBX_E_INVALID (bad endpoint). */
+    int (*http_request)(const struct sbx_host *h, const struct sbx_http *req,
+            struct sbx_http_resp *resp, struct sbx_err *err);
+    /* The request with "Connection: Upgrade" and "Upgrade: tcp" (Docker's
+     * attach): on status 101 or 200 the raw connection, positioned after
+     * the response headers (transfer full; conn_free). Another status is
+     * SBX_E_BACKEND with the body's message. */
+    int (*http_upgrade)(const struct sbx_host *h, const struct sbx_http *req,
+            struct sbx_conn **ret_conn, struct sbx_err *err);
+    int (*conn_fd)(struct sbx_conn *c); /* poll this */
+    /* Non-blocking, like read(2)/write(2): bytes, 0 at end, -1 with errno. */
+    int64_t (*conn_read)(struct sbx_conn *c, void *buf, size_t len);
+    int64_t (*conn_write)(struct sbx_conn *c, const void *buf, size_t len);
+    int (*conn_shutdown_write)(struct sbx_conn *c); /* end of input for the peer */
+    void (*conn_free)(struct sbx_conn *c);
+    /* (transfer none: valid until exit) */
+    int (*seccomp_rules)(
+            const struct sbx_host *h, const struct sbx_seccomp_rules **ret, struct sbx_err *err);
 };
 
 /* ------------------------------------------------------------------------ */

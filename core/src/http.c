@@ -1,0 +1,421 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * http.c: HTTP over libcurl for plugins (Docker Engine API and the like).
+ * Endpoints are Docker's: unix:///path (a unix socket), tcp://host:port
+ * (https with client certificates when a TLS directory is given, as
+ * DOCKER_CERT_PATH holds them), or a plain http(s):// URL. Every transfer
+ * has a deadline and watches a cancel fd; bodies are capped by the caller's
+ * buffer. An upgraded connection is made with CURLOPT_CONNECT_ONLY: we
+ * write the request and read the response head ourselves, one byte at a
+ * time, so no byte of the stream that follows is buffered where poll(2) on
+ * the socket cannot see it. Through TLS, decrypted bytes may wait in the
+ * TLS library: the channel is then only as pollable as the socket.
+ * Does no policy decisions; error convention: struct sbx_err (plugin.h).
+ */
+#include "http.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "error.h"
+
+#define HEAD_MAX 8192
+
+struct sbx_conn {
+    CURL *curl;
+    int fd;
+    bool tls;
+};
+
+static pthread_once_t global_once = PTHREAD_ONCE_INIT;
+
+static void global_init(void)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+void http_global_init(void)
+{
+    pthread_once(&global_once, global_init);
+}
+
+struct xfer {
+    const struct sbx_http *req;
+    struct sbx_http_resp *resp;
+    bool aborted;
+};
+
+static bool cancelled(int fd)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+
+    return fd >= 0 && poll(&p, 1, 0) > 0;
+}
+
+static size_t on_write(char *data, size_t size, size_t n, void *ud)
+{
+    struct xfer *x = ud;
+    struct sbx_http_resp *r = x->resp;
+    size_t len = size * n, room, keep;
+
+    if (x->req->on_body) {
+        if (x->req->on_body(x->req->userdata, data, len) != 0) {
+            x->aborted = true;
+            return 0;
+        }
+        return len;
+    }
+    if (r->cap == 0)
+        return len;
+    room = r->cap - 1 - r->len;
+    keep = len < room ? len : room;
+    memcpy(r->body + r->len, data, keep);
+    r->len += keep;
+    r->body[r->len] = '\0';
+    if (keep < len)
+        r->truncated = 1;
+    return len;
+}
+
+static int on_progress(void *ud, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
+{
+    const struct xfer *x = ud;
+
+    (void)a, (void)b, (void)c, (void)d;
+    return cancelled(x->req->cancel_fd) ? 1 : 0;
+}
+
+/* Point curl at the endpoint: the URL to request and, for unix://, the
+ * socket. 0 or SBX_E_INVALID. */
+static int set_endpoint(CURL *c, const struct sbx_http *req, bool *ret_tls, struct sbx_err *err)
+{
+    const char *ep = req->endpoint, *scheme = "http", *host = "localhost";
+    char url[2048];
+    int n;
+
+    *ret_tls = false;
+    if (!ep || !req->path || req->path[0] != '/')
+        return sbx_err_fill(err, SBX_E_INVALID, EINVAL, "http: missing endpoint or path");
+    if (strncmp(ep, "unix://", 7) == 0) {
+        if (ep[7] != '/')
+            return sbx_err_fill(err, SBX_E_INVALID, EINVAL,
+                    "endpoint '%s': a unix socket needs an absolute path", ep);
+        curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, ep + 7);
+    } else if (strncmp(ep, "tcp://", 6) == 0) {
+        host = ep + 6;
+        if (req->tls_dir)
+            scheme = "https";
+    } else if (strncmp(ep, "http://", 7) == 0) {
+        host = ep + 7;
+    } else if (strncmp(ep, "https://", 8) == 0) {
+        host = ep + 8, scheme = "https";
+    } else {
+        return sbx_err_fill(err, SBX_E_INVALID, EINVAL,
+                "endpoint '%s' is not unix://PATH, tcp://HOST:PORT, http:// or https://", ep);
+    }
+    n = snprintf(url, sizeof(url), "%s://%.*s%s", scheme, (int)strcspn(host, "/"), host, req->path);
+    if (n < 0 || (size_t)n >= sizeof(url))
+        return sbx_err_fill(err, SBX_E_INVALID, EINVAL, "http: URL too long");
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    if (strcmp(scheme, "https") == 0) {
+        *ret_tls = true;
+        if (req->tls_dir) {
+            char p[3][1024];
+            const char *f[3] = {"ca.pem", "cert.pem", "key.pem"};
+
+            for (int i = 0; i < 3; i++)
+                snprintf(p[i], sizeof(p[i]), "%s/%s", req->tls_dir, f[i]);
+            curl_easy_setopt(c, CURLOPT_CAINFO, p[0]);
+            curl_easy_setopt(c, CURLOPT_SSLCERT, p[1]);
+            curl_easy_setopt(c, CURLOPT_SSLKEY, p[2]);
+        }
+        curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
+        curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
+    }
+    return 0;
+}
+
+static int curl_fail(CURLcode rc, const struct sbx_http *req, bool aborted, struct sbx_err *err)
+{
+    if (rc == CURLE_ABORTED_BY_CALLBACK && cancelled(req->cancel_fd))
+        return sbx_err_fill(err, SBX_E_CANCELLED, ECANCELED, "cancelled");
+    if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST)
+        return sbx_err_fill(err, SBX_E_UNAVAILABLE, ECONNREFUSED, "cannot connect to '%s': %s",
+                req->endpoint, curl_easy_strerror(rc));
+    if (aborted)
+        return sbx_err_fill(err, SBX_E_CANCELLED, ECANCELED, "%s %s: stopped by the receiver",
+                req->method, req->path);
+    return sbx_err_fill(err, SBX_E_BACKEND, rc == CURLE_OPERATION_TIMEDOUT ? ETIMEDOUT : EIO,
+            "%s %s on '%s': %s", req->method, req->path, req->endpoint, curl_easy_strerror(rc));
+}
+
+static CURL *easy_new(const struct sbx_http *req, bool *ret_tls, struct sbx_err *err)
+{
+    CURL *c = curl_easy_init();
+
+    if (!c) {
+        sbx_err_fill(err, SBX_E_NOMEM, ENOMEM, "curl_easy_init failed");
+        return NULL;
+    }
+    if (set_endpoint(c, req, ret_tls, err) < 0) {
+        curl_easy_cleanup(c);
+        return NULL;
+    }
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    if (req->timeout_ms > 0)
+        curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)req->timeout_ms);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+    return c;
+}
+
+int http_request(const struct sbx_http *req, struct sbx_http_resp *resp, struct sbx_err *err)
+{
+    struct xfer x = {.req = req, .resp = resp};
+    struct curl_slist *hdr = NULL;
+    char ct[160];
+    bool tls;
+    CURLcode rc;
+    CURL *c;
+
+    if (!req || !resp || !req->method || (resp->cap && !resp->body))
+        return sbx_err_fill(err, SBX_E_INVALID, EINVAL, "http_request: missing argument");
+    resp->len = 0, resp->status = 0, resp->truncated = 0;
+    if (resp->cap)
+        resp->body[0] = '\0';
+    c = easy_new(req, &tls, err);
+    if (!c)
+        return err->rc;
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, req->method);
+    if (req->body || strcmp(req->method, "POST") == 0 || strcmp(req->method, "PUT") == 0) {
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, req->body ? req->body : "");
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
+    } else if (strcmp(req->method, "HEAD") == 0) {
+        curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+    }
+    snprintf(ct, sizeof(ct), "Content-Type: %s",
+            req->content_type ? req->content_type : "application/json");
+    hdr = curl_slist_append(hdr, ct);
+    hdr = curl_slist_append(hdr, "Expect:");
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_write);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &x);
+    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(c, CURLOPT_XFERINFODATA, &x);
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    rc = curl_easy_perform(c);
+    if (rc == CURLE_OK)
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp->status);
+    curl_easy_cleanup(c);
+    curl_slist_free_all(hdr);
+    return rc == CURLE_OK ? 0 : curl_fail(rc, req, x.aborted, err);
+}
+
+static int64_t left_ms(const struct timespec *end)
+{
+    struct timespec now;
+
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (int64_t)(end->tv_sec - now.tv_sec) * 1000 + (end->tv_nsec - now.tv_nsec) / 1000000;
+}
+
+/* Wait for the socket (events), the deadline or the cancel fd. */
+static int wait_sock(struct sbx_conn *cn, short events, const struct timespec *end,
+        const struct sbx_http *req, struct sbx_err *err)
+{
+    struct pollfd p[2] = {
+            {.fd = cn->fd, .events = events}, {.fd = req->cancel_fd, .events = POLLIN}};
+    int64_t ms = left_ms(end);
+
+    if (ms <= 0 || poll(p, 2, (int)ms) == 0)
+        return sbx_err_fill(
+                err, SBX_E_BACKEND, ETIMEDOUT, "%s %s: no answer in time", req->method, req->path);
+    if (p[1].revents)
+        return sbx_err_fill(err, SBX_E_CANCELLED, ECANCELED, "cancelled");
+    return 0;
+}
+
+static int send_all(struct sbx_conn *cn, const char *p, size_t len, const struct timespec *end,
+        const struct sbx_http *req, struct sbx_err *err)
+{
+    while (len > 0) {
+        size_t n = 0;
+        CURLcode rc = curl_easy_send(cn->curl, p, len, &n);
+
+        if (rc == CURLE_AGAIN) {
+            if (wait_sock(cn, POLLOUT, end, req, err) < 0)
+                return err->rc;
+            continue;
+        }
+        if (rc != CURLE_OK)
+            return sbx_err_fill(err, SBX_E_BACKEND, EIO, "%s %s: %s", req->method, req->path,
+                    curl_easy_strerror(rc));
+        p += n, len -= n;
+    }
+    return 0;
+}
+
+/* Read the response head byte by byte (nothing of the stream after it may
+ * be consumed) into head; its status in *ret_status. */
+static int read_head(struct sbx_conn *cn, char *head, const struct timespec *end,
+        const struct sbx_http *req, long *ret_status, struct sbx_err *err)
+{
+    size_t o = 0;
+
+    while (o < 4 || memcmp(head + o - 4, "\r\n\r\n", 4) != 0) {
+        size_t n = 0;
+        CURLcode rc;
+
+        if (o + 1 >= HEAD_MAX)
+            return sbx_err_fill(
+                    err, SBX_E_BACKEND, EPROTO, "%s: response head too long", req->path);
+        rc = curl_easy_recv(cn->curl, head + o, 1, &n);
+        if (rc == CURLE_AGAIN) {
+            if (wait_sock(cn, POLLIN, end, req, err) < 0)
+                return err->rc;
+            continue;
+        }
+        if (rc != CURLE_OK || n == 0)
+            return sbx_err_fill(err, SBX_E_BACKEND, EPROTO, "%s %s: connection closed: %s",
+                    req->method, req->path, curl_easy_strerror(rc));
+        o += n;
+    }
+    head[o] = '\0';
+    if (sscanf(head, "HTTP/%*d.%*d %ld", ret_status) != 1)
+        return sbx_err_fill(err, SBX_E_BACKEND, EPROTO, "%s: not an HTTP response", req->path);
+    return 0;
+}
+
+/* After a refusal: up to len-1 bytes of the body the head announces (the
+ * daemon's reason), for the error message. */
+static void read_some(
+        struct sbx_conn *cn, const char *head, char *out, size_t len, const struct timespec *end)
+{
+    const char *cl = strcasestr(head, "\r\nContent-Length:");
+    size_t want = cl ? strtoul(cl + 17, NULL, 10) : 0, o = 0;
+
+    if (want > len - 1)
+        want = len - 1;
+    while (o < want && left_ms(end) > 0) {
+        size_t n = 0;
+        CURLcode rc = curl_easy_recv(cn->curl, out + o, want - o, &n);
+        struct pollfd p = {.fd = cn->fd, .events = POLLIN};
+
+        if (rc == CURLE_AGAIN && poll(&p, 1, 1000) >= 0)
+            continue;
+        if (rc != CURLE_OK || n == 0)
+            break;
+        o += n;
+    }
+    out[o] = '\0';
+}
+
+int http_upgrade(const struct sbx_http *req, struct sbx_conn **ret_conn, struct sbx_err *err)
+{
+    struct sbx_conn *cn = calloc(1, sizeof(*cn));
+    struct timespec end;
+    char *head = malloc(HEAD_MAX);
+    curl_socket_t s = CURL_SOCKET_BAD;
+    long status = 0;
+    int n, r = 0;
+    CURLcode rc;
+
+    if (!cn || !head) {
+        free(cn), free(head);
+        return sbx_err_fill(err, SBX_E_NOMEM, ENOMEM, "out of memory");
+    }
+    cn->fd = -1;
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    end.tv_sec += req->timeout_ms > 0 ? req->timeout_ms / 1000 + 1 : 30;
+    cn->curl = easy_new(req, &cn->tls, err);
+    if (!cn->curl) {
+        free(cn), free(head);
+        return err->rc;
+    }
+    curl_easy_setopt(cn->curl, CURLOPT_CONNECT_ONLY, 1L);
+    rc = curl_easy_perform(cn->curl);
+    if (rc == CURLE_OK)
+        rc = curl_easy_getinfo(cn->curl, CURLINFO_ACTIVESOCKET, &s);
+    if (rc != CURLE_OK || s == CURL_SOCKET_BAD)
+        r = curl_fail(rc, req, false, err);
+    cn->fd = (int)s;
+    n = snprintf(head, HEAD_MAX,
+            "%s %s HTTP/1.1\r\nHost: docker\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n"
+            "Content-Type: %s\r\nContent-Length: %zu\r\n\r\n",
+            req->method, req->path, req->content_type ? req->content_type : "text/plain",
+            req->body ? req->body_len : 0);
+    if (r == 0 && (n < 0 || n >= HEAD_MAX))
+        r = sbx_err_fill(err, SBX_E_INVALID, EINVAL, "http: request too long");
+    if (r == 0)
+        r = send_all(cn, head, (size_t)n, &end, req, err);
+    if (r == 0 && req->body)
+        r = send_all(cn, req->body, req->body_len, &end, req, err);
+    if (r == 0)
+        r = read_head(cn, head, &end, req, &status, err);
+    if (r == 0 && status != 101 && status != 200) {
+        char body[220];
+
+        read_some(cn, head, body, sizeof(body), &end);
+        r = sbx_err_fill(err, SBX_E_BACKEND, EPROTO, "%s %s: HTTP status %ld: %s", req->method,
+                req->path, status, body);
+    }
+    free(head);
+    if (r < 0) {
+        http_conn_free(cn);
+        return r;
+    }
+    *ret_conn = cn;
+    return 0;
+}
+
+int http_conn_fd(struct sbx_conn *c)
+{
+    return c->fd;
+}
+
+int64_t http_conn_read(struct sbx_conn *c, void *buf, size_t len)
+{
+    size_t n = 0;
+    CURLcode rc = curl_easy_recv(c->curl, buf, len, &n);
+
+    if (rc == CURLE_OK)
+        return (int64_t)n;
+    errno = rc == CURLE_AGAIN ? EAGAIN : EIO;
+    return -1;
+}
+
+int64_t http_conn_write(struct sbx_conn *c, const void *buf, size_t len)
+{
+    size_t n = 0;
+    CURLcode rc = curl_easy_send(c->curl, buf, len, &n);
+
+    if (rc == CURLE_OK)
+        return (int64_t)n;
+    errno = rc == CURLE_AGAIN ? EAGAIN : EPIPE;
+    return -1;
+}
+
+int http_conn_shutdown_write(struct sbx_conn *c)
+{
+    /* Through TLS a half-close would need close_notify; the peer learns of
+     * the end when the connection closes. */
+    if (c->tls)
+        return 0;
+    return shutdown(c->fd, SHUT_WR);
+}
+
+void http_conn_free(struct sbx_conn *c)
+{
+    if (c) {
+        curl_easy_cleanup(c->curl);
+        free(c);
+    }
+}

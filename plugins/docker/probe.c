@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * probe.c: reach the daemon, learn what its host can enforce (/info: the
+ * cgroup controllers, swap accounting, seccomp), sweep the containers of
+ * dead instances, and fill the capability report. Each box then proves its
+ * own settings: box_open reads the created container back and refuses to
+ * start it when a limit did not stick (run.c), since no probe here can
+ * create a container without a language's image (dk_verify, below).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "docker.h"
+
+static void cap(struct sbx_caps *c, enum sbx_control ctl, enum sbx_enforce lvl, const char *note)
+{
+    c->level[ctl] = (uint8_t)lvl;
+    snprintf(c->note[ctl], sizeof(c->note[ctl]), "%s", note);
+}
+
+static bool info_bool(struct json_object *info, const char *key)
+{
+    struct json_object *v;
+
+    return json_object_object_get_ex(info, key, &v) && json_object_get_boolean(v);
+}
+
+static bool has_security_option(struct json_object *info, const char *name)
+{
+    struct json_object *v;
+
+    if (!json_object_object_get_ex(info, "SecurityOptions", &v) ||
+            !json_object_is_type(v, json_type_array))
+        return false;
+    for (size_t i = 0; i < json_object_array_length(v); i++)
+        if (strstr(json_object_get_string(json_object_array_get_idx(v, i)), name))
+            return true;
+    return false;
+}
+
+static void fill_caps(struct dk_state *st, struct json_object *info, struct sbx_caps *caps)
+{
+    bool mem = info_bool(info, "MemoryLimit"), cpu = info_bool(info, "CpuCfsQuota"),
+         pids = info_bool(info, "PidsLimit"), seccomp = has_security_option(info, "seccomp");
+
+    st->swap_limit = info_bool(info, "SwapLimit");
+    cap(caps, SBX_CTL_WALL_TIME, SBX_ENF_FULL,
+            "core deadline, then the daemon kills the container");
+    cap(caps, SBX_CTL_MEMORY, mem && st->swap_limit ? SBX_ENF_FULL : SBX_ENF_NONE,
+            mem && st->swap_limit ? "HostConfig.Memory and MemorySwap"
+                                  : "the daemon cannot limit memory and swap together");
+    cap(caps, SBX_CTL_CPU, cpu ? SBX_ENF_FULL : SBX_ENF_NONE,
+            cpu ? "HostConfig.NanoCpus (CFS quota)" : "the daemon has no CFS quota");
+    cap(caps, SBX_CTL_PIDS, pids ? SBX_ENF_FULL : SBX_ENF_NONE,
+            pids ? "HostConfig.PidsLimit" : "the daemon has no pids controller");
+    cap(caps, SBX_CTL_OUTPUT, SBX_ENF_FULL, "capped by the core while streaming");
+    cap(caps, SBX_CTL_FILE_SIZE, SBX_ENF_FULL, "RLIMIT_FSIZE set by the agent");
+    cap(caps, SBX_CTL_WORKSPACE, SBX_ENF_FULL, "size-limited tmpfs /workspace and /tmp");
+    cap(caps, SBX_CTL_NET_OFF, SBX_ENF_FULL, "NetworkMode none");
+    cap(caps, SBX_CTL_NET_REGISTRIES, SBX_ENF_NONE, "needs the filtering proxy");
+    cap(caps, SBX_CTL_NET_ALLOWLIST, SBX_ENF_NONE, "needs the filtering proxy");
+    cap(caps, SBX_CTL_HOST_MOUNTS, SBX_ENF_NONE,
+            "no host mounts into containers (dependency sets would need volumes)");
+    cap(caps, SBX_CTL_NET_ON, SBX_ENF_NONE, "container networks are not supported yet");
+    cap(caps, SBX_CTL_NET_HOST, SBX_ENF_FULL, "NetworkMode host");
+    cap(caps, SBX_CTL_READ_ONLY_SYSTEM, SBX_ENF_FULL, "HostConfig.ReadonlyRootfs");
+    cap(caps, SBX_CTL_ENV, SBX_ENF_FULL, "each program gets exactly the core's environment");
+    cap(caps, SBX_CTL_SECCOMP, seccomp ? SBX_ENF_FULL : SBX_ENF_NONE,
+            seccomp ? "SecurityOpt seccomp= the core's policy as a profile"
+                    : "the daemon has no seccomp support");
+    cap(caps, SBX_CTL_NO_NEW_PRIVS, SBX_ENF_FULL, "CapDrop ALL, no-new-privileges");
+    cap(caps, SBX_CTL_UNPRIVILEGED, SBX_ENF_FULL, "User is the core's sandbox uid, never 0");
+}
+
+int dk_probe(void *state, struct sbx_caps *caps, struct sbx_err *err)
+{
+    struct dk_state *st = state;
+    struct json_object *info = NULL;
+    struct dk_call ping = {.method = "GET", .path = "/_ping", .timeout_ms = 10000};
+    struct dk_call c = {.method = "GET", .path = "/info", .timeout_ms = 30000};
+
+    if (dk_api(st, &ping, NULL, NULL, err) < 0) {
+        char why[sizeof(err->msg)];
+
+        snprintf(why, sizeof(why), "%s", err->msg);
+        return dk_fail(err, SBX_E_UNAVAILABLE, err->sys_errno,
+                "no %s daemon answers (%s); start it or set %s", st->name, why,
+                st->podman ? "CONTAINER_HOST" : "DOCKER_HOST");
+    }
+    if (dk_api(st, &c, NULL, &info, err) < 0)
+        return err->rc;
+    fill_caps(st, info, caps);
+    json_object_put(info);
+    dk_sweep(st);
+    return 0;
+}
+
+/* Read the container back: every hardening setting must have stuck
+ * (daemons drop what the host cannot do, sometimes with only a warning). */
+int dk_verify(struct dk_state *st, const char *id, const struct sbx_policy *p, struct sbx_err *err)
+{
+    struct json_object *j = NULL, *hc, *v;
+    char path[128];
+    int r;
+
+    snprintf(path, sizeof(path), "/containers/%s/json", id);
+    struct dk_call c = {.method = "GET", .path = path};
+    r = dk_api(st, &c, NULL, &j, err);
+    if (r < 0)
+        return r;
+    if (!json_object_object_get_ex(j, "HostConfig", &hc))
+        r = dk_fail(err, SBX_E_BACKEND, 0, "container %.12s has no HostConfig", id);
+    struct {
+        const char *key;
+        int64_t want;
+    } checks[] = {{"Memory", (int64_t)p->memory_bytes},
+            {"MemorySwap", st->swap_limit ? (int64_t)p->memory_bytes : 0},
+            {"NanoCpus", (int64_t)p->cpu_millicores * 1000000}, {"PidsLimit", (int64_t)p->pids_max},
+            {"ReadonlyRootfs", p->read_only_system ? 1 : 0}};
+    for (size_t i = 0; r == 0 && i < sizeof(checks) / sizeof(checks[0]); i++) {
+        int64_t got =
+                json_object_object_get_ex(hc, checks[i].key, &v) ? json_object_get_int64(v) : -1;
+
+        if (checks[i].want && got != checks[i].want)
+            r = dk_fail(err, SBX_E_UNSUPPORTED, 0,
+                    "the %s daemon did not keep %s=%lld (it has %lld); refusing to run", st->name,
+                    checks[i].key, (long long)checks[i].want, (long long)got);
+    }
+    json_object_put(j);
+    return r;
+}

@@ -1,0 +1,299 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * run.c: open, watch and destroy one container box. Thin: the create body
+ * comes from translate.c, HTTP and the hijacked attach connection from the
+ * core's host table. Order: create (refused if the daemon warns that it
+ * dropped a setting, then checked by reading the container back), attach
+ * (before start, so no byte is lost), start. The channel is the attach
+ * connection: we write the agent's stdin; its stdout arrives multiplexed
+ * (demux.c) with stderr, the agent's diagnostics, which we log.
+ * Kill is the daemon's SIGKILL of the container (pid 1 and everything in
+ * it); close waits for it to stop, reads OOMKilled and removes it.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "demux.h"
+#include "docker.h"
+#include "translate.h"
+
+struct dk_box {
+    struct dk_state *st;
+    struct sbx_conn *conn;
+    struct dk_demux demux;
+    char id[80];    /* container id */
+    char diag[256]; /* the agent's last diagnostics */
+    size_t diag_len;
+    int seccomp_fd; /* Podman: the profile's memfd, or -1 */
+};
+
+static int64_t conn_read(void *ctx, void *buf, size_t len)
+{
+    struct dk_box *b = ctx;
+
+    return b->st->h->conn_read(b->conn, buf, len);
+}
+
+static void on_diag(void *ctx, const char *data, size_t len)
+{
+    struct dk_box *b = ctx;
+    size_t room = sizeof(b->diag) - 1 - b->diag_len;
+
+    if (len > room) { /* keep the latest */
+        b->diag_len = 0;
+        room = sizeof(b->diag) - 1;
+    }
+    memcpy(b->diag + b->diag_len, data, len < room ? len : room);
+    b->diag_len += len < room ? len : room;
+    b->diag[b->diag_len] = '\0';
+}
+
+/* The image for a language: setting image_<lang> (SANDBOX_IMAGE_<LANG>),
+ * else the manifest's. */
+static const char *pick_image(struct dk_state *st, const struct sbx_box_spec *spec)
+{
+    char key[64];
+    const char *v;
+
+    snprintf(key, sizeof(key), "image_%s", spec->language ? spec->language : "");
+    v = st->h->setting(st->h, key);
+    return v ? v : spec->image;
+}
+
+/* Podman opens the profile by path on its host (a local service): hand it
+ * /proc/<our pid>/fd/<memfd>, open until the box is closed. */
+static int seccomp_memfd(
+        struct dk_box *b, struct dk_input *in, char *path, size_t len, struct sbx_err *err)
+{
+    char *profile = dk_seccomp_profile(in->seccomp);
+    int r;
+
+    if (!profile)
+        return dk_fail(err, SBX_E_NOMEM, ENOMEM, "out of memory");
+    r = b->st->h->memfd_new(
+            b->st->h, "sbx-seccomp-json", profile, strlen(profile), &b->seccomp_fd, err);
+    free(profile);
+    if (r < 0)
+        return r;
+    snprintf(path, len, "/proc/%d/fd/%d", (int)getpid(), b->seccomp_fd);
+    in->seccomp_path = path;
+    return 0;
+}
+
+static int create(
+        struct dk_box *b, const struct sbx_box_spec *spec, const char *image, struct sbx_err *err)
+{
+    const struct sbx_host *h = b->st->h;
+    const struct sbx_seccomp_rules *rules;
+    struct json_object *body, *res = NULL, *v;
+    char path[160], mfd_path[64];
+    uint32_t uid, gid;
+    int r;
+
+    if (h->seccomp_rules(h, &rules, err) < 0)
+        return err->rc;
+    h->sandbox_ids(h, &uid, &gid);
+    struct dk_input in = {.policy = spec->policy,
+            .image = image,
+            .envp = spec->envp,
+            .owner = h->instance_id(h),
+            .run_id = spec->id,
+            .seccomp = rules,
+            .podman = b->st->podman,
+            .uid = uid,
+            .gid = gid};
+    if (b->st->podman && seccomp_memfd(b, &in, mfd_path, sizeof(mfd_path), err) < 0)
+        return err->rc;
+    body = dk_translate(&in, err);
+    if (!body)
+        return err->rc;
+    snprintf(path, sizeof(path), "/containers/create?name=sbx-%s", spec->id);
+    struct dk_call c = {.method = "POST", .path = path, .body = body};
+    r = dk_api(b->st, &c, NULL, &res, err);
+    json_object_put(body);
+    if (r == 0 && json_object_object_get_ex(res, "Id", &v))
+        snprintf(b->id, sizeof(b->id), "%s", json_object_get_string(v));
+    else if (r == 0)
+        r = dk_fail(err, SBX_E_BACKEND, 0, "container create returned no Id");
+    if (r == 0 && json_object_object_get_ex(res, "Warnings", &v) &&
+            json_object_is_type(v, json_type_array) && json_object_array_length(v) > 0)
+        r = dk_fail(err, SBX_E_UNSUPPORTED, 0, "the %s daemon cannot apply the policy: %s",
+                b->st->name, json_object_get_string(json_object_array_get_idx(v, 0)));
+    json_object_put(res);
+    if (r == 0)
+        r = dk_verify(b->st, b->id, spec->policy, err);
+    return r;
+}
+
+static int attach_and_start(struct dk_box *b, struct sbx_err *err)
+{
+    const struct sbx_host *h = b->st->h;
+    char path[200];
+    int r;
+
+    snprintf(path, sizeof(path), "%s/containers/%s/attach?stream=1&stdin=1&stdout=1&stderr=1",
+            DK_API, b->id);
+    struct sbx_http req = {.size = sizeof(req),
+            .endpoint = b->st->endpoint,
+            .tls_dir = b->st->tls_dir[0] ? b->st->tls_dir : NULL,
+            .method = "POST",
+            .path = path,
+            .timeout_ms = 30000,
+            .cancel_fd = -1};
+    r = h->http_upgrade(h, &req, &b->conn, err);
+    if (r < 0)
+        return r;
+    snprintf(path, sizeof(path), "/containers/%s/start", b->id);
+    struct dk_call c = {.method = "POST", .path = path};
+    return dk_api(b->st, &c, NULL, NULL, err);
+}
+
+int dk_box_open(void *state, const struct sbx_box_spec *spec, void **ret_box, struct sbx_err *err)
+{
+    struct dk_state *st = state;
+    struct dk_box *b = calloc(1, sizeof(*b));
+    const char *image = pick_image(st, spec);
+    char ref[160];
+    int r;
+
+    if (!b)
+        return dk_fail(err, SBX_E_NOMEM, ENOMEM, "out of memory");
+    b->st = st;
+    b->seccomp_fd = -1;
+    if (!image || !*image)
+        r = dk_fail(err, SBX_E_INVALID, 0,
+                "language '%s' names no image; set SANDBOX_IMAGE_%s or its manifest's image",
+                spec->language, spec->language);
+    else
+        r = dk_agent_image(st, image, spec->cancel_fd, ref, sizeof(ref), err);
+    if (r == 0)
+        r = create(b, spec, ref, err);
+    if (r == 0)
+        r = attach_and_start(b, err);
+    if (r < 0) {
+        struct sbx_box_stats s = {.size = sizeof(s)};
+        struct sbx_err e2 = {.size = sizeof(e2)};
+
+        dk_box_close(b, &s, &e2);
+        return r;
+    }
+    *ret_box = b;
+    return 0;
+}
+
+int dk_box_poll_fd(void *box)
+{
+    struct dk_box *b = box;
+
+    return b->conn ? b->st->h->conn_fd(b->conn) : -1;
+}
+
+int dk_box_write_fd(void *box)
+{
+    return dk_box_poll_fd(box);
+}
+
+int64_t dk_box_read(void *box, void *buf, size_t len)
+{
+    struct dk_box *b = box;
+
+    if (!b->conn)
+        return 0;
+    return dk_demux_read(&b->demux, conn_read, b, buf, len, on_diag, b);
+}
+
+int64_t dk_box_write(void *box, const void *buf, size_t len)
+{
+    struct dk_box *b = box;
+
+    if (!b->conn) {
+        errno = EPIPE;
+        return -1;
+    }
+    return b->st->h->conn_write(b->conn, buf, len);
+}
+
+int dk_box_kill(void *box)
+{
+    struct dk_box *b = box;
+    struct sbx_err err = {.size = sizeof(err)};
+    char path[160];
+
+    /* The channel ends here (reads see its end): the daemon cannot finish
+     * killing a container whose output it is still copying to a socket we
+     * no longer read. */
+    if (b->conn)
+        b->st->h->conn_free(b->conn);
+    b->conn = NULL;
+    if (!b->id[0])
+        return 0;
+    snprintf(path, sizeof(path), "/containers/%s/kill?signal=KILL", b->id);
+    struct dk_call c = {.method = "POST", .path = path, .timeout_ms = 10000, .missing_ok = true};
+    /* 409: not running any more, which is what we want */
+    dk_api(b->st, &c, NULL, NULL, &err);
+    return 0;
+}
+
+/* Wait (bounded) for the container to stop; 1 when it did. */
+static int await_stop(struct dk_box *b, int64_t ms)
+{
+    struct sbx_err err = {.size = sizeof(err)};
+    char path[160];
+
+    snprintf(path, sizeof(path), "/containers/%s/wait?condition=not-running", b->id);
+    struct dk_call c = {.method = "POST", .path = path, .timeout_ms = ms, .missing_ok = true};
+    return dk_api(b->st, &c, NULL, NULL, &err) == 0;
+}
+
+static int oom_killed(struct dk_box *b)
+{
+    struct sbx_err err = {.size = sizeof(err)};
+    struct json_object *j = NULL, *state, *v;
+    char path[128];
+    int r = -1;
+
+    snprintf(path, sizeof(path), "/containers/%s/json", b->id);
+    struct dk_call c = {.method = "GET", .path = path};
+    if (dk_api(b->st, &c, NULL, &j, &err) == 0 && json_object_object_get_ex(j, "State", &state) &&
+            json_object_object_get_ex(state, "OOMKilled", &v))
+        r = json_object_get_boolean(v) ? 1 : 0;
+    json_object_put(j);
+    return r;
+}
+
+int dk_box_close(void *box, struct sbx_box_stats *stats, struct sbx_err *err)
+{
+    struct dk_box *b = box;
+    const struct sbx_host *h = b->st->h;
+    char path[160];
+    int r = 0;
+
+    stats->oom_killed = stats->pids_limited = -1;
+    /* Close the attach connection first: its end is the agent's end of
+     * input (StdinOnce), and a daemon whose copy of the container's output
+     * is blocked on our unread socket cannot finish stopping it. */
+    bool attached = b->conn != NULL;
+
+    if (b->conn)
+        h->conn_free(b->conn);
+    b->conn = NULL;
+    if (b->id[0]) {
+        if (!attached || !await_stop(b, 2000)) {
+            dk_box_kill(b);
+            await_stop(b, 10000);
+        }
+        stats->oom_killed = oom_killed(b);
+        snprintf(path, sizeof(path), "/containers/%s?force=1&v=1", b->id);
+        struct dk_call c = {.method = "DELETE", .path = path, .missing_ok = true};
+        r = dk_api(b->st, &c, NULL, NULL, err);
+    }
+    if (b->diag_len)
+        h->log(h, SBX_LOG_DEBUG, "agent: %s", b->diag);
+    if (b->seccomp_fd >= 0)
+        close(b->seccomp_fd);
+    free(b);
+    return r;
+}
