@@ -400,6 +400,70 @@ static void on_get(uint32_t len)
     send_u32(AGENT_OK, (uint32_t)(st.st_mode & 0777u), 0, 0, 1);
 }
 
+/* Send every regular file beneath the directory fd (whose path is
+ * path[0..len)) as a DATA frame; false when there are too many. */
+static bool list_walk(int fd, char *path, size_t len, int depth, unsigned *left)
+{
+    DIR *d = fdopendir(fd);
+    bool ok = true;
+
+    if (!d) {
+        close(fd);
+        return false;
+    }
+    for (struct dirent *e; ok && (e = readdir(d));) {
+        size_t n = strlen(e->d_name);
+        struct stat st;
+
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
+                fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            continue;
+        if (len + 1 + n > PUT_PATH_MAX) {
+            ok = false;
+            break;
+        }
+        path[len] = '/';
+        memcpy(path + len + 1, e->d_name, n + 1);
+        if (S_ISREG(st.st_mode)) {
+            ok = (*left)-- > 0;
+            if (ok)
+                send_frame(AGENT_DATA, path, len + 1 + n + 1);
+        } else if (S_ISDIR(st.st_mode)) {
+            int sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+            ok = depth < WALK_DEPTH && sub >= 0 &&
+                 list_walk(sub, path, len + 1 + n, depth + 1, left);
+        }
+        path[len] = '\0';
+    }
+    closedir(d);
+    return ok;
+}
+
+static void on_list(uint32_t len)
+{
+    char path[PUT_PATH_MAX + 1];
+    unsigned left = AGENT_LIST_MAX;
+    int fd;
+
+    if (len == 0 || len > PUT_PATH_MAX || memchr(g_pay, 0, len)) {
+        send_text(AGENT_ERROR, EINVAL, "LIST: bad path");
+        return;
+    }
+    memcpy(path, g_pay, len);
+    path[len] = '\0';
+    fd = path_ok(path) ? open_beneath(g.ws_fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0) : -1;
+    if (fd < 0) {
+        send_text(AGENT_ERROR, errno, "LIST %s: %s", path, strerror(errno));
+        return;
+    }
+    if (!list_walk(fd, path, len, 0, &left)) {
+        send_text(AGENT_ERROR, E2BIG, "LIST: too many files or too deep");
+        return;
+    }
+    send_frame(AGENT_OK, NULL, 0);
+}
+
 /* ---- EXEC --------------------------------------------------------------- */
 
 /* execvpe-like, but the search path comes from envp, never from our environment. */
@@ -965,6 +1029,7 @@ static bool frame_ok(const struct agent_hdr *h)
     case AGENT_LIMITS: return h->len >= 4 && h->flags == 0;
     case AGENT_RELAY: return h->len >= 10 && h->flags == 0;
     case AGENT_GET: return h->len >= 5 && h->flags == 0;
+    case AGENT_LIST: return h->len >= 1 && h->flags == 0;
     default: return false;
     }
 }
@@ -981,6 +1046,7 @@ static bool dispatch(void)
     case AGENT_LIMITS: on_limits(g.h.len); break;
     case AGENT_RELAY: on_relay(g.h.len); break;
     case AGENT_GET: on_get(g.h.len); break;
+    case AGENT_LIST: on_list(g.h.len); break;
     case AGENT_STDIN_EOF:
         g.ex.in_eof = g.ex.pid > 0;
         stdin_pump();

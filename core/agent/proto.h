@@ -65,6 +65,12 @@
  *   A: DATA...      its bytes, in chunks of at most AGENT_CHUNK
  *   A: OK | ERROR   OK: u32 mode; ERROR when it is missing, not a regular
  *                   file, or longer than max_len (EFBIG)
+ *   H: LIST         a path (as PUT's, no NUL) naming a directory beneath the
+ *                   workspace
+ *   A: DATA...      one frame per regular file in it, recursively (no
+ *                   symlink followed): its path relative to the workspace,
+ *                   NUL-terminated; at most AGENT_LIST_MAX files
+ *   A: OK | ERROR   ERROR when it is no directory, or holds more
  *   H: QUIT         the agent kills everything and exits 0 (so does EOF
  *                   on its input between frames).
  * ERROR payload: i32 errno, then a message string.
@@ -98,6 +104,7 @@ enum agent_type {
     AGENT_LIMITS = 7,
     AGENT_RELAY = 8,
     AGENT_GET = 9,
+    AGENT_LIST = 10,
     /* agent -> host */
     AGENT_READY = 64,
     AGENT_STDOUT = 65,
@@ -120,6 +127,7 @@ enum agent_rlimit {
 };
 #define AGENT_LIMITS_MAX      8
 #define AGENT_RELAY_CONNS     16 /* connections relayed at once; more wait in the backlog */
+#define AGENT_LIST_MAX        4096
 #define AGENT_RLIMIT_INFINITY UINT64_MAX
 enum agent_put_flags { AGENT_PUT_FIRST = 1u << 0, AGENT_PUT_LAST = 1u << 1 };
 enum agent_exec_flags { AGENT_EXEC_STDIN_PIPE = 1u << 0 };

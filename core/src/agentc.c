@@ -21,6 +21,7 @@
 
 #include "exec.h"
 #include "proto.h"
+#include "util.h"
 
 #define QUEUE_CAP (4u * 1024u * 1024u)
 #define GOT_FRAME 100 /* distinct from every enum agentc_end */
@@ -379,6 +380,41 @@ int agentc_get(struct agentc *ac, const char *path, size_t max, char **ret_data,
         dynbuf_done(&b);
         return *ret_data ? 0 : SBX_E_NOMEM;
     }
+}
+
+int agentc_list(struct agentc *ac, const char *path, char ***ret_files, int64_t deadline_ms)
+{
+    char **files = NULL;
+    int r;
+
+    if (queue_frame(ac, AGENT_LIST, 0, path, strlen(path), NULL, 0) < 0)
+        return lost(ac, "%s", "cannot queue a directory request");
+    for (;;) {
+        r = next_frame(ac, deadline_ms);
+        if (r != GOT_FRAME)
+            break;
+        if (ac->hdr.type == AGENT_DATA && ac->hdr.len > 0 && ac->payload[ac->hdr.len - 1] == '\0' &&
+                strlen((const char *)ac->payload) == ac->hdr.len - 1) {
+            if (strv_push(&files, (const char *)ac->payload) < 0) {
+                r = SBX_E_NOMEM;
+                break;
+            }
+            continue;
+        }
+        if (ac->hdr.type == AGENT_ERROR) {
+            take_error(ac, path);
+            r = SBX_E_IO;
+        } else {
+            r = ac->hdr.type == AGENT_OK ? 0 : lost(ac, "%s", "unexpected reply to a listing");
+        }
+        break;
+    }
+    if (r != 0) {
+        strv_free(files);
+        return r;
+    }
+    *ret_files = files ? files : calloc(1, sizeof(char *));
+    return *ret_files ? 0 : SBX_E_NOMEM;
 }
 
 static int queue_exec(struct agentc *ac, char *const *argv, char *const *envp, bool with_stdin)

@@ -76,6 +76,10 @@ int agentc_relay(struct agentc *ac, uint16_t port, const char *path, int64_t dea
  * when the agent refused (agentc_last_error says why). */
 int agentc_get(struct agentc *ac, const char *path, size_t max, char **ret_data, size_t *ret_len,
         uint32_t *ret_mode, int64_t deadline_ms);
+/* The regular files beneath a directory of the workspace, recursively,
+ * as paths relative to it (NULL-terminated; transfer full). 0, > 0 (enum
+ * agentc_end), or SBX_E_IO when the agent refused. */
+int agentc_list(struct agentc *ac, const char *path, char ***ret_files, int64_t deadline_ms);
 /* Run argv with env in the workspace, feed stdin (NULL: empty), collect
  * output into sink until it exits or the deadline/cancel. Returns an enum
  * agentc_end, or a negative enum sbx_rc on a refused EXEC. */

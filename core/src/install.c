@@ -706,43 +706,66 @@ int prepare_build_cache(struct run *r, struct sbx_error **err)
     return 0;
 }
 
+/* The set's list of outputs: "MODE PATH" lines (octal mode, a path
+ * relative to the workspace), written by build_cache_save(). */
+#define BUILD_FILES ".build-files"
+
 int build_cache_replay(struct run *r, int64_t deadline)
 {
     static const char *const streams[] = {".build-stdout", ".build-stderr"};
+    struct sbx_error *e = NULL;
+    char *list = NULL, *save = NULL;
+    size_t llen = 0;
     int end = 0;
 
-    for (char **o = r->lang->m->lang->build_outputs; end == 0 && *o; o++) {
-        struct sbx_error *e = NULL;
-        char *data = NULL;
+    if (deps_read_file(r->build, BUILD_FILES, STAGE_FILE_MAX, &list, &llen, &e) < 0) {
+        log_msg(SBX_LOG_WARN, r->lang->name, "%s", e->msg);
+        sbx_error_free(e);
+        return SBX_E_IO;
+    }
+    for (char *line = strtok_r(list, "\n", &save); end == 0 && line;
+            line = strtok_r(NULL, "\n", &save)) {
+        char *path = strchr(line, ' '), *data = NULL;
+        unsigned long mode = strtoul(line, NULL, 8);
         size_t len = 0;
 
-        if (deps_read_file(r->build, *o, BUILD_OUTPUT_MAX, &data, &len, &e) < 0) {
-            log_msg(SBX_LOG_WARN, r->lang->name, "%s", e->msg);
+        if (!path || !rel_path_is_valid(path + 1) ||
+                deps_read_file(r->build, path + 1, BUILD_OUTPUT_MAX, &data, &len, &e) < 0) {
+            log_msg(SBX_LOG_WARN, r->lang->name, "compile cache: %s",
+                    e ? e->msg : "a bad list of outputs");
             sbx_error_free(e);
+            free(list);
             return SBX_E_IO;
         }
-        end = agentc_put(r->ac, *o, 0755, data, len, deadline);
+        end = agentc_put(r->ac, path + 1, (uint32_t)(mode & 0755), data, len, deadline);
         free(data);
     }
+    free(list);
     for (int i = 0; end == 0 && i < 2; i++) { /* the compiler's diagnostics, as it wrote them */
         char *data = NULL;
         size_t len = 0;
-        struct sbx_error *e = NULL;
 
         if (deps_read_file(r->build, streams[i], BUILD_OUTPUT_MAX, &data, &len, &e) == 0)
             agentc_sink_write(&r->sink, i == 0 ? SBX_STREAM_STDOUT : SBX_STREAM_STDERR, data, len);
-        sbx_error_free(e);
+        e = sbx_error_free(e);
         free(data);
     }
     return end;
 }
 
+/* Create dir/name (name may have directories, made as needed). */
 static int write_new(const char *dir, const char *name, const void *data, size_t len, mode_t mode)
 {
     char path[PATH_MAX];
     int fd, rc = 0;
 
     snprintf(path, sizeof(path), "%s/%s", dir, name);
+    for (char *p = path + strlen(dir) + 1; (p = strchr(p, '/')); p++) {
+        *p = '\0';
+        if (mkdir(path, 0755) < 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
     fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
     if (fd < 0)
         return -1;
@@ -753,30 +776,72 @@ static int write_new(const char *dir, const char *name, const void *data, size_t
     return rc;
 }
 
+/* The build's outputs as files: a directory output ("classes/") is listed
+ * by the agent. (transfer full) */
+static int output_files(struct run *r, int64_t deadline, char ***ret)
+{
+    char **files = NULL;
+    int rc = 0;
+
+    for (char **o = r->lang->m->lang->build_outputs; rc == 0 && *o; o++) {
+        size_t n = strlen(*o);
+        char **listed = NULL;
+
+        if ((*o)[n - 1] != '/') {
+            rc = strv_push(&files, *o);
+            continue;
+        }
+        char *dir = strndup(*o, n - 1);
+
+        rc = dir ? agentc_list(r->ac, dir, &listed, deadline) : SBX_E_NOMEM;
+        free(dir);
+        for (char **l = listed; rc == 0 && l && *l; l++)
+            rc = rel_path_is_valid(*l) ? strv_push(&files, *l) : SBX_E_IO;
+        strv_free(listed);
+    }
+    if (rc != 0) {
+        strv_free(files);
+        return rc;
+    }
+    *ret = files;
+    return 0;
+}
+
 void build_cache_save(struct run *r, size_t out0, size_t err0, int64_t deadline)
 {
     struct sbx_error *e = NULL;
-    int rc = 0;
+    struct dynbuf list;
+    char **files = NULL;
+    int rc;
 
     if (!r->build || r->build->ready)
         return;
+    dynbuf_init(&list, STAGE_FILE_MAX);
     /* fetched from the box before the program runs: nothing the program
      * does can change what is cached */
-    for (char **o = r->lang->m->lang->build_outputs; rc == 0 && *o; o++) {
+    rc = output_files(r, deadline, &files);
+    for (char **f = files; rc == 0 && f && *f; f++) {
         char *data = NULL;
         size_t len = 0;
         uint32_t mode = 0;
 
-        rc = agentc_get(r->ac, *o, BUILD_OUTPUT_MAX, &data, &len, &mode, deadline);
+        rc = agentc_get(r->ac, *f, BUILD_OUTPUT_MAX, &data, &len, &mode, deadline);
         if (rc == 0)
-            rc = write_new(r->build->staging, *o, data, len, 0755);
+            rc = write_new(r->build->staging, *f, data, len, 0644) < 0 ||
+                                 dynbuf_printf(&list, "%o %s\n", mode & 0755, *f) < 0
+                         ? -1
+                         : 0;
         free(data);
     }
-    if (rc == 0 && (write_new(r->build->staging, ".build-stdout", r->sink.out.buf.buf + out0,
-                            r->sink.out.buf.len - out0, 0644) < 0 ||
+    strv_free(files);
+    if (rc == 0 && (write_new(r->build->staging, BUILD_FILES, list.buf ? list.buf : "", list.len,
+                            0644) < 0 ||
+                           write_new(r->build->staging, ".build-stdout", r->sink.out.buf.buf + out0,
+                                   r->sink.out.buf.len - out0, 0644) < 0 ||
                            write_new(r->build->staging, ".build-stderr", r->sink.err.buf.buf + err0,
                                    r->sink.err.buf.len - err0, 0644) < 0))
         rc = -1;
+    dynbuf_done(&list);
     if (rc == 0 && deps_commit(r->build, "{\"build\":true}", &e) == 0)
         return;
     log_msg(SBX_LOG_DEBUG, r->lang->name, "the build is not cached: %s",

@@ -438,6 +438,34 @@ static int store_warm(struct ctx *c, const struct yamltree_node *n, void *obj)
     return r < 0 ? r : recipe_defaults(c, in);
 }
 
+/* build_outputs: plain file names, or NAME/ for a directory */
+static int store_build_outputs(struct ctx *c, const struct yamltree_node *seq, void *obj)
+{
+    struct manifest_lang *l = obj;
+    size_t i = 0;
+    char buf[48];
+
+    l->build_outputs = calloc(seq->n + 1, sizeof(char *));
+    if (!l->build_outputs)
+        return oom(c);
+    for (const struct yamltree_node *e = seq->first; e; e = e->next, i++) {
+        size_t n = e->type == YAMLTREE_SCALAR ? strlen(e->value) : 0;
+        char *name = n ? strndup(e->value, e->value[n - 1] == '/' ? n - 1 : n) : NULL;
+        bool ok = name && name[0] && !strchr(name, '/') && rel_path_is_valid(name);
+
+        free(name);
+        if (!ok)
+            return fail_at(c, e,
+                    "each entry of 'build_outputs' must be a file name or NAME/ for a "
+                    "directory, not '%s'",
+                    e->type == YAMLTREE_SCALAR ? yamltree_shown(e->value, buf) : "?");
+        l->build_outputs[i] = strdup(e->value);
+        if (!l->build_outputs[i])
+            return oom(c);
+    }
+    return 0;
+}
+
 #define LANG(field) offsetof(struct manifest_lang, field)
 static const struct key_desc lang_keys[] = {
         {"source_file", YAMLTREE_SCALAR, KEY_REQUIRED, LANG(source_file), MR_FILE, NULL},
@@ -455,7 +483,7 @@ static const struct key_desc lang_keys[] = {
         {"address_space", YAMLTREE_SCALAR, 0, 0, MR_ANY, store_address_space},
         {"install", YAMLTREE_MAP, 0, 0, MR_ANY, store_install},
         {"warm", YAMLTREE_MAP, 0, 0, MR_ANY, store_warm},
-        {"build_outputs", YAMLTREE_SEQ, KEY_NONEMPTY, LANG(build_outputs), MR_FILE, NULL},
+        {"build_outputs", YAMLTREE_SEQ, KEY_NONEMPTY, 0, MR_ANY, store_build_outputs},
 };
 
 static int store_language(struct ctx *c, const struct yamltree_node *n, void *obj)

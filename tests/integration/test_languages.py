@@ -219,6 +219,17 @@ def test_cpp_failed_build_is_not_cached():
         assert res["build"] == {"cached": False}, res
 
 
+def test_java_identical_build_is_cached():
+    """A directory output (javac's classes/, nested classes included)."""
+    src = ("// %s\npublic class Hello {\n  static class In { int v = 42; }\n"
+           "  public static void main(String[] a) { System.out.println(new In().v); }\n}\n"
+           % uuid.uuid4().hex)
+    first = run("java", src)
+    assert first["stdout"] == "42\n" and first["build"] == {"cached": False}, first
+    second = run("java", src)
+    assert second["stdout"] == "42\n" and second["build"] == {"cached": True}, second
+
+
 def test_go_identical_build_is_cached():
     src = ('package main\n\n// %s\nimport "fmt"\n\nfunc main() { fmt.Println(42) }\n'
            % uuid.uuid4().hex)
