@@ -375,6 +375,7 @@ static void on_get(uint32_t len)
     }
     memcpy(path, g_pay + 4, plen);
     path[plen] = '\0';
+    errno = EINVAL; /* a path that leaves the workspace */
     fd = path_ok(path) ? open_beneath(g.ws_fd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK, 0) : -1;
     if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > max) {
         int e = fd < 0 ? errno : !S_ISREG(st.st_mode) ? EINVAL : EFBIG;
@@ -452,6 +453,7 @@ static void on_list(uint32_t len)
     }
     memcpy(path, g_pay, len);
     path[len] = '\0';
+    errno = EINVAL; /* a path that leaves the workspace */
     fd = path_ok(path) ? open_beneath(g.ws_fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0) : -1;
     if (fd < 0) {
         send_text(AGENT_ERROR, errno, "LIST %s: %s", path, strerror(errno));
@@ -923,7 +925,8 @@ static void on_relay(uint32_t len)
     a.sin_port = htons((uint16_t)port);
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) < 0 || listen(fd, 64) < 0) {
+    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &(int){1}, sizeof(int)) < 0 ||
+            bind(fd, (struct sockaddr *)&a, sizeof a) < 0 || listen(fd, 64) < 0) {
         int e = errno;
 
         if (fd >= 0)

@@ -27,7 +27,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -593,6 +595,171 @@ static void test_put_symlinks(void **state)
     assert_int_equal(rmdir(outside), 0); /* still empty */
 }
 
+/* GET: a file back (a build's output), beneath the workspace only. */
+static void send_get(struct agent *a, uint32_t max, const char *path)
+{
+    unsigned char p[4 + 256];
+    size_t n = strlen(path);
+
+    agent_put_u32(p, max);
+    memcpy(p + 4, path, n);
+    send_frame(a, AGENT_GET, 0, p, 4 + n);
+}
+
+static void test_get_and_list(void **state)
+{
+    char p[128], *big = malloc(200000);
+    struct agent a;
+    struct frame f;
+    struct buf got = {0};
+    size_t n_files = 0;
+    bool saw[2] = {false, false};
+
+    (void)state;
+    assert_non_null(big);
+    memset(big, 'x', 200000);
+    agent_start(&a, NULL);
+    send_put(&a, "out/main", 0755, "binary", AGENT_PUT_FIRST | AGENT_PUT_LAST);
+    assert_int_equal(expect_reply(&a, AGENT_OK), 0);
+    send_put(&a, "out/sub/In.class", 0644, "nested", AGENT_PUT_FIRST | AGENT_PUT_LAST);
+    assert_int_equal(expect_reply(&a, AGENT_OK), 0);
+    assert_int_equal(symlink("/etc/passwd", host_path(&a, "out/planted", p, sizeof p)), 0);
+    /* a big file comes in several DATA frames, then OK with its mode */
+    assert_int_equal(mkdir(host_path(&a, "b", p, sizeof p), 0755), 0);
+    {
+        FILE *fp = fopen(host_path(&a, "b/big", p, sizeof p), "w");
+
+        assert_non_null(fp);
+        assert_int_equal(fwrite(big, 1, 200000, fp), 200000);
+        fclose(fp);
+    }
+    send_get(&a, 1u << 20, "b/big");
+    for (;;) {
+        assert_int_equal(recv_frame(&a, &f), 0);
+        if (f.type != AGENT_DATA)
+            break;
+        assert_true(f.len <= AGENT_CHUNK);
+        buf_add(&got, f.p, f.len);
+    }
+    assert_int_equal(f.type, AGENT_OK);
+    assert_int_equal(got.len, 200000);
+    assert_memory_equal(got.p, big, 200000);
+    send_get(&a, 1u << 20, "out/main");
+    assert_int_equal(recv_frame(&a, &f), 0);
+    assert_int_equal(f.type, AGENT_DATA);
+    assert_memory_equal(f.p, "binary", 6);
+    assert_int_equal(recv_frame(&a, &f), 0);
+    assert_int_equal(f.type, AGENT_OK);
+    assert_int_equal(agent_get_u32(f.p) & 0777, 0755);
+    /* refused: too big, a symlink, a directory, outside, missing */
+    send_get(&a, 100, "b/big");
+    assert_int_equal(expect_reply(&a, AGENT_ERROR), EFBIG);
+    send_get(&a, 1u << 20, "out/planted");
+    assert_symlink_refused(expect_reply(&a, AGENT_ERROR));
+    send_get(&a, 1u << 20, "out");
+    assert_int_equal(expect_reply(&a, AGENT_ERROR), EINVAL);
+    send_get(&a, 1u << 20, "../etc/passwd");
+    assert_int_equal(expect_reply(&a, AGENT_ERROR), EINVAL);
+    send_get(&a, 1u << 20, "nope");
+    assert_int_equal(expect_reply(&a, AGENT_ERROR), ENOENT);
+    /* LIST: regular files, recursively, never the symlink */
+    send_frame(&a, AGENT_LIST, 0, "out", 3);
+    for (;;) {
+        assert_int_equal(recv_frame(&a, &f), 0);
+        if (f.type != AGENT_DATA)
+            break;
+        n_files++;
+        saw[0] |= strcmp((const char *)f.p, "out/main") == 0;
+        saw[1] |= strcmp((const char *)f.p, "out/sub/In.class") == 0;
+    }
+    assert_int_equal(f.type, AGENT_OK);
+    assert_int_equal(n_files, 2);
+    assert_true(saw[0] && saw[1]);
+    send_frame(&a, AGENT_LIST, 0, "out/main", 8);
+    assert_int_equal(expect_reply(&a, AGENT_ERROR), ENOTDIR);
+    send_frame(&a, AGENT_LIST, 0, "..", 2);
+    assert_int_equal(expect_reply(&a, AGENT_ERROR), EINVAL);
+    assert_exit_status(agent_stop(&a), 0);
+    free(got.p);
+    free(big);
+}
+
+/* A unix socket server that answers each connection's line with "echo: LINE". */
+struct echo_server {
+    int fd;
+    char path[108];
+    pthread_t thread;
+};
+
+static void *echo_main(void *arg)
+{
+    struct echo_server *e = arg;
+
+    for (int i = 0; i < 2; i++) { /* the test makes two connections */
+        int c = accept(e->fd, NULL, NULL);
+        char line[64];
+        ssize_t n;
+
+        if (c < 0)
+            return NULL;
+        n = read(c, line, sizeof line);
+        if (n > 0) {
+            write_all(c, "echo: ", 6);
+            write_all(c, line, (size_t)n);
+        }
+        close(c);
+    }
+    return NULL;
+}
+
+static void test_relay(void **state)
+{
+    /* this harness shares the host's network namespace: a port of its own */
+    uint32_t port = 20000u + (uint32_t)getpid() % 20000u;
+    char code[256];
+    const char *const client[] = {"/usr/bin/python3", "-c", code, NULL};
+    struct echo_server e;
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    unsigned char p[8 + 108];
+    struct agent a;
+    struct result r;
+
+    (void)state;
+    snprintf(code, sizeof code,
+            "import socket\ns = socket.create_connection(('127.0.0.1', %u))\n"
+            "s.sendall(b'ping')\ns.shutdown(socket.SHUT_WR)\n"
+            "print(s.makefile().read(), end='')\n",
+            port);
+    snprintf(e.path, sizeof e.path, "/var/tmp/sbx-relay-%d.sock", (int)getpid());
+    memcpy(sa.sun_path, e.path, strlen(e.path) + 1);
+    unlink(e.path);
+    e.fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_int_equal(bind(e.fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    assert_int_equal(chmod(e.path, 0666), 0);
+    assert_int_equal(listen(e.fd, 4), 0);
+    assert_int_equal(pthread_create(&e.thread, NULL, echo_main, &e), 0);
+    agent_start(&a, NULL);
+    agent_put_u32(p, port);
+    agent_put_u32(p + 4, 0);
+    memcpy(p + 8, e.path, strlen(e.path) + 1);
+    send_frame(&a, AGENT_RELAY, 0, p, 8 + strlen(e.path) + 1);
+    assert_int_equal(expect_reply(&a, AGENT_OK), 0);
+    send_frame(&a, AGENT_RELAY, 0, p, 8 + strlen(e.path) + 1); /* once per box */
+    assert_int_equal(expect_reply(&a, AGENT_ERROR), EBUSY);
+    run(&a, 0, client, path_env, "", &r);
+    assert_string_equal(buf_str(&r.out), "echo: ping");
+    assert_int_equal(r.code, 0);
+    result_done(&r);
+    /* the relay outlives an exec (whose end kills every other process) */
+    run(&a, 0, client, path_env, "", &r);
+    assert_string_equal(buf_str(&r.out), "echo: ping");
+    result_done(&r);
+    assert_exit_status(agent_stop(&a), 0);
+    pthread_join(e.thread, NULL);
+    close(e.fd);
+    unlink(e.path);
+}
+
 static void test_stderr_exit_code_env(void **state)
 {
     const char *const sh1[] = {"/bin/sh", "-c", "echo out; echo err >&2; exit 3", NULL};
@@ -1074,6 +1241,8 @@ int main(void)
             cmocka_unit_test(test_put_nested),
             cmocka_unit_test(test_put_rejects_bad_paths),
             cmocka_unit_test(test_put_symlinks),
+            cmocka_unit_test(test_get_and_list),
+            cmocka_unit_test(test_relay),
             cmocka_unit_test(test_stderr_exit_code_env),
             cmocka_unit_test(test_killed_by_signal),
             cmocka_unit_test(test_background_child),
