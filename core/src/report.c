@@ -252,8 +252,15 @@ struct json_object *sbx_runtime_doctor_json(struct sbx_runtime *rt)
         } else if (pl->m->kind == SBX_KIND_BACKEND) {
             struct sbx_error *e = NULL;
 
+            /* an installed backend nobody configured may lack its daemon
+             * or tool; only the configured one's problems fail the check */
             if (backend_probe(rt, pl, &e) < 0)
-                check(a, name, "fail", e->msg, "see the backend's requirements in the README");
+                check(a, name,
+                        e->rc == SBX_E_UNAVAILABLE && registry_find_any(rt, SBX_KIND_BACKEND,
+                                                              rt->settings->backend) != pl
+                                ? "warn"
+                                : "fail",
+                        e->msg, "see the backend's requirements in the README");
             else
                 check(a, name, "ok", "probe passed", NULL);
             sbx_error_free(e);
