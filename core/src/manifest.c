@@ -423,7 +423,7 @@ static int store_install(struct ctx *c, const struct yamltree_node *n, void *obj
 static const struct key_desc warm_keys[] = {
         {"steps", YAMLTREE_SEQ, KEY_REQUIRED, 0, MR_ANY, store_steps},
         {"env", YAMLTREE_MAP, 0, 0, MR_ANY, store_install_env},
-        {"seed", YAMLTREE_SEQ, KEY_REQUIRED | KEY_NONEMPTY, INSTALL(seed), MR_ANY, NULL},
+        {"seed", YAMLTREE_SEQ, KEY_NONEMPTY, INSTALL(seed), MR_ANY, NULL},
 };
 
 static int store_warm(struct ctx *c, const struct yamltree_node *n, void *obj)

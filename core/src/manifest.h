@@ -67,7 +67,8 @@ struct manifest_install {
     char **stage;        /* files of the set copied into the workspace, may be empty */
     char *workspace_dir; /* a directory of the set also mounted at /workspace/NAME, or NULL */
     char **seed;         /* language.warm only: argv run before each build with the set at
-                            /warm (Go links its build cache into the writable GOCACHE) */
+                            /warm (Go links its build cache into the writable GOCACHE), or
+                            NULL: the set is used where it is */
     char *repo_var;      /* an env key naming the repository: a file:// one is mounted
                             read-only at /repo for the steps and the value rewritten */
 };

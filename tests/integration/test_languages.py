@@ -183,6 +183,21 @@ def unique_cpp(body):
     return "// %s\n#include <cstdio>\n#include <unistd.h>\n%s" % (uuid.uuid4().hex, body)
 
 
+def test_cpp_precompiled_standard_header():
+    """<bits/stdc++.h> is precompiled once (the warm-up set at /warm, which
+    the build searches first); a program including it builds and runs, and
+    one under another standard, where the PCH does not apply, too."""
+    src = ('#include <bits/stdc++.h>\n// %s\n#include <unistd.h>\nusing namespace std;\n'
+           'int main() { vector<int> v{3, 1, 2}; sort(v.begin(), v.end());\n'
+           '  cout << v[0] << access("/warm/include/bits/stdc++.h.gch", R_OK) << endl; }\n'
+           % uuid.uuid4().hex)
+    res = run("cpp", src)
+    assert res["status"] == "ok" and res["stdout"] == "10\n", res
+    res = run("cpp", src, extra_env={"LLM_SANDBOX_CPP_STD": "c++20"})
+    assert res["status"] == "ok" and res["stdout"] == "10\n", res
+    assert res["stderr"] == "", res
+
+
 def test_cpp_identical_build_is_cached():
     """The second identical build reuses the first one's binary and
     replays its diagnostics; other flags (another standard) are another
