@@ -20,17 +20,27 @@ import threading
 
 import pytest
 
-from conftest import ROOT, Result, sbx
+from conftest import BACKEND, ROOT, Result, backend_controls, sbx
 
 pytestmark = pytest.mark.contract
 
 GO_TIMEOUT = "120"
 
 
+def installs_supported():
+    """Installs need the filtering proxy's network mode and the core's
+    mounts; a backend without them (Docker, Podman so far) refuses."""
+    ctl = backend_controls()
+    return all(ctl[c]["level"] == "full" for c in ("network_registries", "host_mounts"))
+
+
 @pytest.fixture
 def cache():
     """A fresh cache in /var/tmp: as root, sandboxes run as another uid that
     must reach it (pytest's own temporary directories are private)."""
+    if not installs_supported():
+        pytest.skip("backend %s cannot install libraries (test_backend_without_installs)"
+                    % BACKEND)
     d = tempfile.mkdtemp(prefix="llm-sandbox-test-cache-", dir="/var/tmp")
     os.chmod(d, 0o755)
     yield d
@@ -303,3 +313,15 @@ def test_install_ceiling(cache):
     assert res["status"] == "error" and res["limit"] == "workspace", res
     assert "LLM_SANDBOX_INSTALL_MAX" in res["message"], res
     assert sets(cache) == []
+
+
+def test_backend_without_installs_refuses_libraries():
+    """Fail closed: a backend that cannot give installs their proxy and
+    their mounts says so, rather than installing into a throw-away sandbox
+    or with the network open."""
+    if installs_supported():
+        pytest.skip("backend %s installs libraries (the tests above)" % BACKEND)
+    res = Result(sbx("--code", "print(1)", "--libraries", "pyfiglet").json)
+    assert res["status"] == "refused", res
+    assert "cannot install libraries here" in res["message"], res
+    assert "install" not in res, res
