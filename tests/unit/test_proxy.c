@@ -131,7 +131,9 @@ static void test_stop_with_idle_connections(void **state)
     assert_true(now_ms() - t0 < 5000); /* not the 15 s head timeout */
     close(a);
     close(b);
-    assert_int_equal(setup(state), 0);
+    assert_int_equal(access(f->path, F_OK), -1);
+    assert_int_equal(rmdir(f->dir), 0);
+    assert_int_equal(setup(state), 0); /* a fresh one for teardown */
 }
 
 static void test_host_names(void **state)
