@@ -127,7 +127,7 @@ def test_java_maven_with_transitive_dependencies(cache):
     lib = ["org.apache.commons:commons-text:1.11.0"]
     assert_installed(run(cache, "java", src, lib), "Hello World3\n")
     assert_cached(run(cache, "java", src, lib), "Hello World3\n")
-    (name,) = sets(cache)
+    (name,) = [n for n in sets(cache) if n.startswith("java-")]  # not the build's set
     jars = sorted(os.listdir(os.path.join(cache, "deps", name, "lib")))
     assert jars == ["commons-lang3-3.13.0.jar", "commons-text-1.11.0.jar"], jars
 
