@@ -138,3 +138,28 @@ def proc_tasks(pid):
 def read_text(path):
     with open(path) as f:
         return f.read()
+
+
+def sandbox_uid_processes():
+    """{(pid, starttime): comm} of live processes running as the sandbox's
+    host uid (as root a uid of its own: nothing else runs as it). Found by
+    uid, not by the marker variable or the name, which the code controls."""
+    out = {}
+    for pid in itest.all_pids():
+        if pid == os.getpid() or itest.proc_uid(pid) != itest.HOST_UID_OF_SANDBOX:
+            continue
+        st = itest.proc_stat(pid)
+        if st and st[1] not in ("Z", "X"):
+            out[(pid, st[3])] = st[0]
+    return out
+
+
+def survivors(before, grace=2.0):
+    """Processes of the sandbox's host uid that appeared since `before` and
+    are still alive after a short grace (a SIGKILLed tree takes a moment)."""
+    deadline = time.monotonic() + grace
+    while True:
+        new = {k: v for k, v in sandbox_uid_processes().items() if k not in before}
+        if not new or time.monotonic() > deadline:
+            return new
+        time.sleep(0.05)
