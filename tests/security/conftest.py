@@ -154,12 +154,30 @@ def sandbox_uid_processes():
     return out
 
 
+def _foreign(pid):
+    """Does pid descend from a live llm-sandbox that this test did not
+    start (another engineer's run, an MCP test's server)? A survivor of our
+    own run cannot: its CLI has exited, so its ancestry ends at init."""
+    seen = set()
+    while pid > 1 and pid not in seen:
+        seen.add(pid)
+        st = itest.proc_stat(pid)
+        if st is None:
+            return False
+        if st[0] == "llm-sandbox" and pid not in itest._cli_pids:
+            return True
+        pid = st[2]
+    return False
+
+
 def survivors(before, grace=2.0):
     """Processes of the sandbox's host uid that appeared since `before` and
-    are still alive after a short grace (a SIGKILLed tree takes a moment)."""
+    are still alive after a short grace (a SIGKILLed tree takes a moment),
+    except those of other llm-sandbox processes running on the machine."""
     deadline = time.monotonic() + grace
     while True:
-        new = {k: v for k, v in sandbox_uid_processes().items() if k not in before}
+        new = {k: v for k, v in sandbox_uid_processes().items()
+               if k not in before and not _foreign(k[0])}
         if not new or time.monotonic() > deadline:
             return new
         time.sleep(0.05)

@@ -6,7 +6,7 @@ process running as the sandbox's host uid), since a program can drop the
 marker variable from its children's environment and rename them."""
 import pytest
 
-from conftest import ROOT, run_lang, sandbox_uid_processes, survivors
+from conftest import BACKEND, ROOT, run_lang, sandbox_uid_processes, survivors
 
 # --- escaping the timeout ---------------------------------------------------
 
@@ -169,19 +169,26 @@ def test_disk_fill_javascript():
     assert res["stdout"] == "ENOSPC\n", res
 
 
-def test_inode_fill_ends_within_the_limits():
-    """Empty files take no space but inodes, which the tmpfs size does not
-    cap; kernel memory for them is charged to the memory cgroup, so the run
-    ends by a limit, promptly, and cleans up."""
+@pytest.mark.xfail(BACKEND == "bwrap" and not ROOT, strict=True,
+                   reason="bubblewrap cannot cap a tmpfs's inodes (--size only), and without "
+                          "a memory cgroup their kernel memory is charged nowhere: only the "
+                          "wall clock stops an inode fill")
+def test_inode_fill_ends_by_a_limit_not_the_clock():
+    """Empty files take no space but inodes and kernel memory, which a
+    tmpfs's size does not cap. The run must end by a limit (an inode cap's
+    ENOSPC, or the memory cgroup, which is charged for them), well before
+    the wall clock, and clean up."""
     before = sandbox_uid_processes()
-    res = run_lang("python", "import itertools\nfor i in itertools.count():\n"
-                   "    open('/tmp/i%d' % i, 'w').close()", "--memory", "64M",
-                   "--workspace", "16M", "--timeout", "20")
-    if ROOT:
-        assert res["status"] == "oom" and res["limit"] == "memory", res
+    res = run_lang("python", "import itertools, sys\ntry:\n    for i in itertools.count():\n"
+                   "        open('/tmp/i%d' % i, 'w').close()\nexcept OSError as e:\n"
+                   "    print(e.errno)\n    sys.exit(1)", "--memory", "64M",
+                   "--workspace", "16M", "--timeout", "30")
+    if res["status"] == "oom":
+        assert ROOT and res["limit"] == "memory", res
     else:
-        assert res["status"] in ("timeout", "error"), res
-    assert res["_run"].wall < 20 + 8, res["_run"]
+        assert res["status"] == "error" and res["limit"] == "workspace", res
+        assert res["stdout"] == "28\n", res  # ENOSPC
+    assert res["duration_ms"] < 20000, res
     assert not survivors(before)
 
 
