@@ -194,3 +194,44 @@ def test_rlimits_and_cgroup_are_the_configured_ones():
             period = int(read_text("/sys/fs/cgroup/cpu%s/cpu.cfs_period_us" % paths["cpu"]))
             assert quota * 2 == period, (quota, period)
     assert live.result["status"] == "ok", live.result
+
+
+def _mounts(pid):
+    """(mount point, per-mount options, fstype, super options) of each
+    mount in pid's mount namespace, from the host."""
+    out = []
+    for line in read_text("/proc/%d/mountinfo" % pid).splitlines():
+        pre, _, post = line.partition(" - ")
+        f = pre.split()
+        fstype, _src, sopts = post.split()[:3]
+        out.append((f[4], f[5].split(","), fstype, sopts.split(",")))
+    return out
+
+
+# Device nodes bound from the host: writing to them writes to the device.
+DEV_NODES = {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"}
+
+
+def test_every_writable_mount_is_bounded():
+    """From the host: the only writable file systems in the sandbox are the
+    size-limited tmpfs mounts (and proc, devpts, the bound device nodes). A
+    writable tmpfs without a size would be RAM the program could fill past
+    every limit wherever no memory cgroup counts it."""
+    with live_run(HOLD["python"]) as live:
+        mounts = _mounts(live.pid)
+    assert live.result["status"] == "ok", live.result
+    assert {m[0] for m in mounts} >= {"/", "/usr", "/proc", "/dev", "/tmp", "/workspace"}, mounts
+    writable = [m for m in mounts if "rw" in m[1]]
+    for point, opts, fstype, sopts in writable:
+        if fstype == "tmpfs":
+            assert any(o.startswith("size=") for o in sopts), \
+                "writable tmpfs %s has no size: %s" % (point, sopts)
+            assert "nosuid" in opts and "nodev" in opts, (point, opts)
+        else:
+            assert (fstype in ("proc", "devpts") or
+                    (fstype == "devtmpfs" and point in DEV_NODES)), (point, fstype, opts)
+    for point, opts, fstype, _ in mounts:
+        if point in ("/", "/usr"):
+            assert "ro" in opts and "nosuid" in opts, (point, opts)
+        if point.startswith("/etc/"):
+            assert "ro" in opts, (point, opts)
