@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from conftest import (ENV_BY_LANG, HOLD, HOST_UID_OF_SANDBOX, MARK_KEY, MIB, OWNER_RE, ROOT,
+from conftest import (BACKEND, ENV_BY_LANG, HOLD, HOST_UID_OF_SANDBOX, MARK_KEY, MIB, OWNER_RE, ROOT,
                       SANDBOX_GID, SANDBOX_UID, live_run, ppid_of, proc_environ, proc_status,
                       proc_tasks, read_text)
 
@@ -212,12 +212,19 @@ def _mounts(pid):
 DEV_NODES = {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"}
 
 
-def test_every_writable_mount_is_bounded():
+@pytest.mark.parametrize("read_only", [
+    "true",
+    pytest.param("false", marks=pytest.mark.xfail(
+        BACKEND == "bwrap", strict=True,
+        reason="bubblewrap's own root tmpfs has no size option: with SANDBOX_READ_ONLY=false "
+               "it is writable without a limit")),
+])
+def test_every_writable_mount_is_bounded(read_only):
     """From the host: the only writable file systems in the sandbox are the
     size-limited tmpfs mounts (and proc, devpts, the bound device nodes). A
     writable tmpfs without a size would be RAM the program could fill past
     every limit wherever no memory cgroup counts it."""
-    with live_run(HOLD["python"]) as live:
+    with live_run(HOLD["python"], extra_env={"SANDBOX_READ_ONLY": read_only}) as live:
         mounts = _mounts(live.pid)
     assert live.result["status"] == "ok", live.result
     assert {m[0] for m in mounts} >= {"/", "/usr", "/proc", "/dev", "/tmp", "/workspace"}, mounts
@@ -231,7 +238,7 @@ def test_every_writable_mount_is_bounded():
             assert (fstype in ("proc", "devpts") or
                     (fstype == "devtmpfs" and point in DEV_NODES)), (point, fstype, opts)
     for point, opts, fstype, _ in mounts:
-        if point in ("/", "/usr"):
+        if point == "/usr" or (point == "/" and read_only == "true"):
             assert "ro" in opts and "nosuid" in opts, (point, opts)
         if point.startswith("/etc/"):
             assert "ro" in opts, (point, opts)

@@ -15,19 +15,18 @@
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
+#include <functional>
 #include <linux/netlink.h>
 #include <sched.h>
+#include <string>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
-
-#include <functional>
-#include <string>
 #include <vector>
 
 #ifndef __X32_SYSCALL_BIT
@@ -147,8 +146,10 @@ int main()
         {"clone3", [] { return sc(SYS_clone3, P(W), 88); }},
         // other processes
         {"ptrace", [] { return sc(SYS_ptrace, 16 /* PTRACE_ATTACH */, -1, 0, 0); }},
-        {"process_vm_readv", [] { return sc(SYS_process_vm_readv, getpid(), P(W), 1, P(W), 1, 0); }},
-        {"process_vm_writev", [] { return sc(SYS_process_vm_writev, getpid(), P(W), 1, P(W), 1, 0); }},
+        {"process_vm_readv",
+                [] { return sc(SYS_process_vm_readv, getpid(), P(W), 1, P(W), 1, 0); }},
+        {"process_vm_writev",
+                [] { return sc(SYS_process_vm_writev, getpid(), P(W), 1, P(W), 1, 0); }},
         {"kcmp", [] { return sc(SYS_kcmp, getpid(), getpid(), 99, 0, 0); }},
         {"pidfd_getfd", [] { return sc(SYS_pidfd_getfd, -1, 0, 0); }},
         // keyrings, bpf, perf, io_uring, userfaultfd
@@ -194,17 +195,23 @@ int main()
         {"setuid_0", [] { return sc(SYS_setuid, 0); }},
         {"setgid_0", [] { return sc(SYS_setgid, 0); }},
         {"setresuid_0", [] { return sc(SYS_setresuid, 0, 0, 0); }},
-        {"setgroups_0", [] { static gid_t g = 0; return sc(SYS_setgroups, 1, P(&g)); }},
+        {"setgroups_0",
+                [] {
+                    static gid_t g = 0;
+                    return sc(SYS_setgroups, 1, P(&g));
+                }},
         {"capset", [] { return sc(SYS_capset, P(W), P(W)); }},
         // devices
-        {"mknod_dev", [] { return sc(SYS_mknodat, AT_FDCWD, P(W), S_IFCHR | 0600, makedev(1, 3)); }},
-        {"mknod_dev_tmp", [] {
-             long r = sc(SYS_mknodat, AT_FDCWD, P((void *)"/tmp/sbx-null"), S_IFCHR | 0666,
-                     makedev(1, 3));
-             if (r == 0)
-                 unlink("/tmp/sbx-null");
-             return r;
-         }},
+        {"mknod_dev",
+                [] { return sc(SYS_mknodat, AT_FDCWD, P(W), S_IFCHR | 0600, makedev(1, 3)); }},
+        {"mknod_dev_tmp",
+                [] {
+                    long r = sc(SYS_mknodat, AT_FDCWD, P((void *)"/tmp/sbx-null"), S_IFCHR | 0666,
+                            makedev(1, 3));
+                    if (r == 0)
+                        unlink("/tmp/sbx-null");
+                    return r;
+                }},
         // terminals: the refused ioctls are refused before the fd is looked at
         {"ioctl_tiocsti", [] { return sc(SYS_ioctl, -1, TIOCSTI, P(W)); }},
         {"ioctl_tiocsti_high_bits", [] { return sc(SYS_ioctl, -1, (1L << 32) | TIOCSTI, P(W)); }},
@@ -213,7 +220,8 @@ int main()
         {"socket_netlink_audit", [] { return sock(AF_NETLINK, SOCK_RAW, NETLINK_AUDIT); }},
         {"socket_netlink_netfilter", [] { return sock(AF_NETLINK, SOCK_RAW, NETLINK_NETFILTER); }},
         {"socket_netlink_xfrm", [] { return sock(AF_NETLINK, SOCK_RAW, NETLINK_XFRM); }},
-        {"socket_netlink_uevent", [] { return sock(AF_NETLINK, SOCK_RAW, NETLINK_KOBJECT_UEVENT); }},
+        {"socket_netlink_uevent",
+                [] { return sock(AF_NETLINK, SOCK_RAW, NETLINK_KOBJECT_UEVENT); }},
         {"socket_packet", [] { return sock(AF_PACKET, SOCK_RAW, 0x0300 /* htons(ETH_P_ALL) */); }},
         {"socket_inet_raw", [] { return sock(AF_INET, SOCK_RAW, 255 /* IPPROTO_RAW */); }},
         {"socket_inet6_raw", [] { return sock(AF_INET6, SOCK_RAW, 58 /* ICMPV6 */); }},
@@ -225,7 +233,11 @@ int main()
         {"socket_can", [] { return sock(AF_CAN, SOCK_RAW, 1); }},
         {"socket_tipc", [] { return sock(AF_TIPC, SOCK_RDM, 0); }},
         {"socket_xdp", [] { return sock(AF_XDP, SOCK_RAW, 0); }},
-        {"socketpair_inet", [] { int sv[2]; return sc(SYS_socketpair, AF_INET, SOCK_STREAM, 0, P(sv)); }},
+        {"socketpair_inet",
+                [] {
+                    int sv[2];
+                    return sc(SYS_socketpair, AF_INET, SOCK_STREAM, 0, P(sv));
+                }},
         // other ABIs
         {"x32_getpid", [] { return sc(__X32_SYSCALL_BIT | SYS_getpid) > 0 ? 0L : -1L; }},
 #if defined(__x86_64__)
@@ -236,9 +248,9 @@ int main()
     };
     for (const Case &c : cases) {
         std::string r = result_of(c);
-        const char *cls = r.rfind("SIG", 0) == 0 ? "killed"
-                : (r == "EPERM" || r == "ENOSYS" || r == "EAFNOSUPPORT") ? "blocked"
-                : "reachable";
+        const char *cls = r.rfind("SIG", 0) == 0                                   ? "killed"
+                          : (r == "EPERM" || r == "ENOSYS" || r == "EAFNOSUPPORT") ? "blocked"
+                                                                                   : "reachable";
         printf("%s %s %s\n", c.name, r.c_str(), cls);
     }
     return 0;
