@@ -30,6 +30,9 @@ if [ "$(id -u)" -eq 0 ]; then
     step "integration tests as an unprivileged user"
     tests/integration/run-unprivileged.sh build
     SBX_TEST_BACKEND=nsjail tests/integration/run-unprivileged.sh build -m contract
+    step "security suite as an unprivileged user"
+    SBX_TEST_SUITE=security tests/integration/run-unprivileged.sh build
+    SBX_TEST_SUITE=security SBX_TEST_BACKEND=nsjail tests/integration/run-unprivileged.sh build
 fi
 
 step "valgrind: one real run"

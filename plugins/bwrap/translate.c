@@ -34,7 +34,8 @@
  *      /etc/hosts from memfds
  *   3. the language's extra read-only host paths (--ro-bind-try)
  *   4. --proc /proc, --dev /dev
- *   5. size-limited tmpfs for /tmp, /dev/shm and /workspace
+ *   5. size-limited tmpfs for /tmp, /dev/shm and /workspace; then --remount-ro /dev (bwrap
+ *      gives its /dev tmpfs no size, and nothing needs to create files there)
  *   6. the agent binary (copied from an fd, mode 0555) at /.sbx/agent
  *   7. --remount-ro / when the system is read-only
  * Every bind target is created by bwrap inside its own fresh root tmpfs before any
@@ -184,6 +185,9 @@ int bwrap_translate(const struct bwrap_input *in, struct bwrap_argv *out, struct
     add_tmpfs(&b, tmpfs_bytes(p), "1777", "/tmp");
     add_tmpfs(&b, tmpfs_bytes(p), "1777", "/dev/shm");
     add_tmpfs(&b, tmpfs_bytes(p), "0755", "/workspace");
+    /* bwrap's /dev is a tmpfs without a size limit; the nodes, /dev/pts and
+     * /dev/shm are mounts of their own, which this does not touch */
+    add2(&b, "--remount-ro", "/dev");
     /* the core's directories (dependency sets), over the workspace */
     for (size_t i = 0; i < in->n_mounts; i++)
         add3(&b, in->mounts[i].flags & SBX_MOUNT_RW ? "--bind" : "--ro-bind", in->mounts[i].source,

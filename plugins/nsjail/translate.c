@@ -19,7 +19,8 @@
  *                           other host paths always are
  *   workspace_bytes         size-limited tmpfs for /workspace, /tmp and /dev/shm, each at
  *                           most 3/4 of memory_bytes (tmpfs is RAM charged to the memory
- *                           limit: a full disk must end as ENOSPC, not as an OOM kill)
+ *                           limit: a full disk must end as ENOSPC, not as an OOM kill);
+ *                           every tmpfs has nr_inodes of one per 4 KiB, at least 1024
  *   network off             new network namespace: loopback only
  *   network on              the same namespace; the runner attaches pasta itself (nsjail's
  *                           own user_net starts pasta with its default of forwarding the
@@ -162,13 +163,19 @@ static void content(struct out *o, const char *data, const char *path)
     put(o, " dst: \"%s\" rw: false }\n", path);
 }
 
+/* Every tmpfs also caps its inodes, at one per 4 KiB of its size (at least
+ * 1024): empty files take no space, but each costs kernel memory that no
+ * rlimit counts, so without a cap and a memory cgroup only the wall clock
+ * would stop a program creating files by the million. */
 static void tmpfs(
         struct out *o, const char *path, unsigned long long size, const char *mode, bool rw)
 {
+    unsigned long long inodes = size / 4096 < 1024 ? 1024 : size / 4096;
+
     put(o,
-            "mount { dst: \"%s\" fstype: \"tmpfs\" options: \"size=%llu,mode=%s\" rw: %s "
-            "nosuid: true nodev: true }\n",
-            path, size, mode, rw ? "true" : "false");
+            "mount { dst: \"%s\" fstype: \"tmpfs\" options: \"size=%llu,nr_inodes=%llu,mode=%s\" "
+            "rw: %s nosuid: true nodev: true }\n",
+            path, size, inodes, mode, rw ? "true" : "false");
 }
 
 /* The tmpfs mounts are RAM charged to the sandbox's memory limit: cap each

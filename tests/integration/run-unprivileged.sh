@@ -7,6 +7,9 @@
 #
 #   tests/integration/run-unprivileged.sh [BUILD_DIR] [pytest arguments...]
 #
+# SBX_TEST_SUITE=security runs tests/security (which uses this directory's
+# harness) instead of tests/integration.
+#
 # BUILD_DIR defaults to $SBX_BUILD_DIR, then the source tree's build/; the
 # binary is BUILD_DIR/bin/llm-sandbox unless SBX_BIN says otherwise (and no
 # BUILD_DIR is given). Must be started as root
@@ -15,6 +18,11 @@ set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
+suite=${SBX_TEST_SUITE:-integration}
+case $suite in
+    integration|security) ;;
+    *) echo "run-unprivileged.sh: SBX_TEST_SUITE must be integration or security" >&2; exit 2 ;;
+esac
 
 build=${SBX_BUILD_DIR:-$src/build}
 bin=${SBX_BIN:-}
@@ -37,7 +45,7 @@ fi
 set -- /usr/bin/python3 -m pytest -q -p no:cacheprovider "$@"
 if [ "$(id -u)" -ne 0 ]; then
     cd "$src"
-    set -- "$@" --rootdir="$src" "$here"
+    set -- "$@" --rootdir="$src" "$src/tests/$suite"
     exec env HOME="${HOME:-/tmp}" SBX_BIN="$bin" SBX_BUILD_DIR="$build" SBX_SOURCE_DIR="$src" \
         SBX_TEST_BACKEND="${SBX_TEST_BACKEND:-bwrap}" \
         PYTHONDONTWRITEBYTECODE=1 "$@"
@@ -49,7 +57,7 @@ fi
 as_nobody() {
     setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "$@"
 }
-if ! as_nobody test -x "$bin" -a -r "$here/conftest.py" 2>/dev/null; then
+if ! as_nobody test -x "$bin" -a -r "$src/tests/$suite/conftest.py" 2>/dev/null; then
     stage=$(mktemp -d /tmp/sbx-unpriv.XXXXXX)
     trap 'rm -rf "$stage"' EXIT
     chmod 755 "$stage"
@@ -58,6 +66,9 @@ if ! as_nobody test -x "$bin" -a -r "$here/conftest.py" 2>/dev/null; then
     mkdir -p "$stage/build" "$stage/tests"
     cp -a "$prefix/bin" "$prefix/lib" "$prefix/libexec" "$stage/build/"
     cp -a "$here" "$stage/tests/integration"
+    [ "$suite" = integration ] || cp -a "$src/tests/$suite" "$stage/tests/$suite"
+    mkdir -p "$stage/core/seccomp"
+    cp -a "$src/core/seccomp/policy.list" "$stage/core/seccomp/"
     chmod -R a+rX "$stage"
     bin=$stage/build/bin/$(basename "$bin")
     build=$stage/build
@@ -75,4 +86,4 @@ cd "$src"
 as_nobody env HOME="$home" SBX_BIN="$bin" SBX_BUILD_DIR="$build" SBX_SOURCE_DIR="$src" \
     SBX_TEST_BACKEND="${SBX_TEST_BACKEND:-bwrap}" \
     ${LLM_SANDBOX_NSJAIL_PATH:+LLM_SANDBOX_NSJAIL_PATH="$LLM_SANDBOX_NSJAIL_PATH"} \
-    PYTHONDONTWRITEBYTECODE=1 "$@" --rootdir="$src" "$here"
+    PYTHONDONTWRITEBYTECODE=1 "$@" --rootdir="$src" "$src/tests/$suite"

@@ -165,7 +165,7 @@ static void test_invariants(void **state)
     struct sbx_policy p = base_policy();
     struct bwrap_input in = base_input(&p);
     struct bwrap_argv *av = calloc(1, sizeof(*av));
-    int unshare_net = 0, seccomp = 0, remount = 0, disable_userns = 0;
+    int unshare_net = 0, seccomp = 0, remount_root = 0, remount_dev = 0, disable_userns = 0;
 
     (void)state;
     translate_ok(&in, av);
@@ -174,7 +174,10 @@ static void test_invariants(void **state)
 
         unshare_net += strcmp(a, "--unshare-net") == 0;
         seccomp += strcmp(a, "--seccomp") == 0;
-        remount += strcmp(a, "--remount-ro") == 0;
+        if (strcmp(a, "--remount-ro") == 0 && i + 1 < av->argc) {
+            remount_root += strcmp(av->argv[i + 1], "/") == 0;
+            remount_dev += strcmp(av->argv[i + 1], "/dev") == 0; /* bwrap's /dev has no size */
+        }
         disable_userns += strcmp(a, "--disable-userns") == 0;
         /* never the host's home, /root, /sys or all of /etc */
         if (i > 0 && (strcmp(av->argv[i - 1], "--ro-bind") == 0 ||
@@ -189,7 +192,8 @@ static void test_invariants(void **state)
     }
     assert_int_equal(unshare_net, 1);
     assert_int_equal(seccomp, 1);
-    assert_int_equal(remount, 1);
+    assert_int_equal(remount_root, 1);
+    assert_int_equal(remount_dev, 1);
     assert_int_equal(disable_userns, 1);
     free(av);
 }

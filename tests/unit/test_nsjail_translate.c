@@ -202,7 +202,7 @@ static void test_invariants(void **state)
     assert_non_null(strstr(cfg->text, "exec_fd: true"));
     /* the root is read-only, every bind of a host path is */
     assert_non_null(strstr(cfg->text, "mount { dst: \"/\" fstype: \"tmpfs\" options: "
-                                      "\"size=1048576,mode=0755\" rw: false"));
+                                      "\"size=1048576,nr_inodes=1024,mode=0755\" rw: false"));
     for (const char *b = cfg->text; (b = strstr(b, "is_bind: true")); b++) {
         const char *line = b;
 
@@ -215,7 +215,8 @@ static void test_invariants(void **state)
 }
 
 /* tmpfs is RAM charged to the memory limit: each mount gets at most 3/4 of
- * it, so a full disk ends as ENOSPC before an OOM kill. */
+ * it, so a full disk ends as ENOSPC before an OOM kill; and an inode cap of
+ * one per 4 KiB, since no rlimit counts the kernel memory of empty files. */
 static void test_tmpfs_sizes(void **state)
 {
     struct sbx_policy p = base_policy();
@@ -227,8 +228,14 @@ static void test_tmpfs_sizes(void **state)
     p.workspace_bytes = 1u << 30;
     cfg = translate_ok(&in);
     assert_non_null(strstr(cfg->text, "dst: \"/workspace\" fstype: \"tmpfs\" options: "
-                                      "\"size=100663296,mode=0755\""));
+                                      "\"size=100663296,nr_inodes=24576,mode=0755\""));
     assert_null(strstr(cfg->text, "size=1073741824"));
+    for (const char *m = cfg->text; (m = strstr(m, "fstype: \"tmpfs\"")); m++) {
+        const char *opts = strstr(m, "options: \"");
+
+        assert_non_null(opts);
+        assert_true(strncmp(strchr(opts + 10, ',') + 1, "nr_inodes=", 10) == 0);
+    }
     free(cfg);
 }
 

@@ -1,0 +1,78 @@
+# SPDX-License-Identifier: MIT
+"""The front end killed mid-run (issue 9, reliability): SIGKILL of the CLI
+or of the MCP server while a hostile program runs (a setsid'd child that
+ignores every signal it can). Nothing of the sandbox may survive its
+launcher, and the next start of llm-sandbox removes the dead owner's
+cgroups (as root). Checked from the host, by the sandbox's uid."""
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import (ROOT, SBX_BIN, clean_env, cgroup_groups, find_marked, itest, new_mark,
+                      run_lang, sandbox_uid_processes, survivors)
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "mcp"))
+import mcptest  # noqa: E402
+
+STUBBORN = r"""
+import os, signal, time
+if os.fork() == 0:
+    os.setsid()
+    for s in range(1, signal.NSIG):
+        try:
+            signal.signal(s, signal.SIG_IGN)
+        except (OSError, ValueError):
+            pass
+    while True:
+        time.sleep(0.1)
+time.sleep(120)
+"""
+
+
+def _groups_of(pid):
+    return {g for g in cgroup_groups() if os.path.basename(g).startswith("p%dt" % pid)}
+
+
+@pytest.mark.parametrize("front", ["cli", "mcp"])
+def test_sigkill_of_the_front_end_leaves_nothing(front):
+    before = sandbox_uid_processes()
+    mark = new_mark()
+    env = clean_env(mark_value=mark)
+    if front == "cli":
+        proc = subprocess.Popen([SBX_BIN, "run", "--json", "--timeout", "120", "--code", STUBBORN],
+                                env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, cwd="/")
+        server = None
+    else:
+        server = mcptest.Server(env=env)
+        server.initialize()
+        server.request_async("tools/call", {"name": "execute_code",
+                                            "arguments": {"code": STUBBORN, "timeout": 120}})
+        proc = server.proc
+    itest._cli_pids.append(proc.pid)
+    try:
+        deadline = time.monotonic() + 20
+        while len(find_marked(mark, "python3")) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(find_marked(mark, "python3")) >= 2, "the program and its child never ran"
+        groups = _groups_of(proc.pid)
+        if ROOT:
+            assert groups, "a root run without a cgroup"
+        proc.kill()
+        proc.wait(timeout=10)
+        left = survivors(before, grace=5.0)
+        assert not left, "outlived the %s's SIGKILL: %r" % (front, left)
+    finally:
+        if server:
+            server.kill()
+        else:
+            proc.kill()
+            proc.communicate()
+    # the next start sweeps the dead owner's cgroups
+    res = run_lang("python", "print('after')")
+    assert res["status"] == "ok" and res["stdout"] == "after\n", res
+    assert not (_groups_of(proc.pid) & groups), "cgroups of the killed %s stayed" % front

@@ -1,0 +1,244 @@
+# SPDX-License-Identifier: MIT
+"""Posture check (issue 9): while a sandboxed program runs, the host reads
+its /proc entries and cgroupfs and asserts what the README promises, for
+the program, every one of its threads and the agent (pid 1 inside). Nothing
+here trusts what the sandboxed code says about itself."""
+import os
+import re
+
+import pytest
+
+from conftest import (BACKEND, ENV_BY_LANG, HOLD, HOST_UID_OF_SANDBOX, MARK_KEY, MIB, OWNER_RE, ROOT,
+                      SANDBOX_GID, SANDBOX_UID, live_run, ppid_of, proc_environ, proc_status,
+                      proc_tasks, read_text)
+
+NAMESPACES = ("mnt", "pid", "ipc", "uts", "net", "user", "cgroup")
+ZERO_CAPS = "0000000000000000"
+LANGS = ["python", "javascript"]
+
+# Threads the python program starts before it reports ready, so "every
+# thread" means more than one (node has its own worker threads).
+THREADS = ("import threading\nev = threading.Event()\n"
+           "for _ in range(3):\n    threading.Thread(target=ev.wait, daemon=True).start()\n")
+
+
+def ns(pid, name):
+    return os.readlink("/proc/%d/ns/%s" % (pid, name))
+
+
+def hold(lang):
+    return (THREADS if lang == "python" else "") + HOLD[lang]
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_new_namespaces_and_one_uid_mapped(lang):
+    with live_run(hold(lang), lang=lang) as live:
+        prog, agent = live.pid, ppid_of(live.pid)
+        for name in NAMESPACES:
+            host = ns(os.getpid(), name)  # where the CLI itself runs
+            assert ns(prog, name) != host, "program shares the host's %s namespace" % name
+            assert ns(agent, name) == ns(prog, name), "agent and program differ in %s" % name
+        # exactly one id mapped: uid/gid 1000 inside is the sandbox's host id
+        for f in ("uid_map", "gid_map"):
+            rows = [line.split() for line in read_text("/proc/%d/%s" % (prog, f)).splitlines()]
+            assert rows == [["1000", str(HOST_UID_OF_SANDBOX), "1"]], (f, rows)
+        assert read_text("/proc/%d/setgroups" % prog).strip() == "deny"
+        # the agent is pid 1 of the program's pid namespace
+        nspid = proc_status(agent)["NSpid"].split()
+        assert nspid[-1] == "1", nspid
+        assert proc_status(prog)["NSpid"].split()[-1] != "1"
+    assert live.result["status"] == "ok", live.result
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_every_thread_unprivileged_and_filtered(lang):
+    """NoNewPrivs, Seccomp in filter mode and no capability on every thread
+    of the program and of the agent; the host ids are the sandbox's."""
+    with live_run(hold(lang), lang=lang) as live:
+        prog, agent = live.pid, ppid_of(live.pid)
+        tasks = [(prog, t) for t in proc_tasks(prog)] + [(agent, t) for t in proc_tasks(agent)]
+        assert len(proc_tasks(prog)) >= 4, "the program was meant to be multi-threaded"
+        for pid, tid in tasks:
+            st = proc_status_task(pid, tid)
+            where = "pid %d task %d" % (pid, tid)
+            assert st["NoNewPrivs"] == "1", where
+            assert st["Seccomp"] == "2", where
+            assert int(st.get("Seccomp_filters", "1")) >= 1, where
+            for cap in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
+                assert st[cap] == ZERO_CAPS, (where, cap, st[cap])
+            assert st["Uid"].split() == [str(HOST_UID_OF_SANDBOX)] * 4, (where, st["Uid"])
+            if ROOT:
+                assert st["Gid"].split() == [str(SANDBOX_GID)] * 4, (where, st["Gid"])
+                assert st["Groups"] == "", (where, st["Groups"])
+    assert live.result["status"] == "ok", live.result
+
+
+def proc_status_task(pid, tid):
+    out = {}
+    for line in read_text("/proc/%d/task/%d/status" % (pid, tid)).splitlines():
+        k, _, v = line.partition(":")
+        out[k] = v.strip()
+    return out
+
+
+def fd_targets(pid):
+    d = "/proc/%d/fd" % pid
+    out = {}
+    for fd in os.listdir(d):
+        try:
+            out[int(fd)] = os.readlink(os.path.join(d, fd))
+        except OSError:
+            pass
+    return out
+
+
+ANON = re.compile(r"^(pipe|socket|anon_inode):")
+
+
+def test_program_holds_only_its_standard_streams():
+    with live_run(HOLD["python"]) as live:
+        fds = fd_targets(live.pid)
+        assert sorted(fds) == [0, 1, 2], fds
+        assert all(ANON.match(t) for t in fds.values()), fds
+        # the agent: pipes, its signalfd and the workspace, nothing of the host
+        # (it makes itself non-dumpable: only root may list its descriptors)
+        if ROOT:
+            agent = fd_targets(ppid_of(live.pid))
+            paths = {t for t in agent.values() if not ANON.match(t)}
+            assert paths <= {"/workspace", "/dev/null"}, agent
+            assert len(agent) >= 5, agent
+    assert live.result["status"] == "ok", live.result
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_no_descriptor_reaches_a_host_file(lang):
+    """Whatever a runtime opens itself, no descriptor of the program points
+    outside what the sandbox mounts (checked against the host's paths)."""
+    with live_run(hold(lang), lang=lang) as live:
+        for fd, target in fd_targets(live.pid).items():
+            if ANON.match(target):
+                continue
+            assert target.startswith(("/workspace", "/dev/", "/tmp", "/usr/")), (fd, target)
+    assert live.result["status"] == "ok", live.result
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_environment_is_exactly_the_documented_one(lang):
+    secret = "posture-secret-%d" % os.getpid()
+    extra = {"SBX_SECRET_TOKEN": secret, "AWS_SECRET_ACCESS_KEY": secret,
+             "LD_PRELOAD": "/nonexistent.so", "NODE_OPTIONS": "--require=/x"}
+    with live_run(hold(lang), lang=lang, extra_env=extra) as live:
+        seen = proc_environ(live.pid)
+        agent_env = proc_environ(ppid_of(live.pid)) if ROOT else []
+    assert live.result["status"] == "ok", live.result
+    want = dict(ENV_BY_LANG[lang], **{MARK_KEY: live.mark})
+    assert dict(e.split("=", 1) for e in seen) == want, seen
+    assert len(seen) == len(want), "a duplicate variable: %r" % seen
+    assert not [e for e in agent_env if secret in e or e.startswith("LD_PRELOAD")], agent_env
+
+
+def _cgroup_paths(pid):
+    out = {}
+    for line in read_text("/proc/%d/cgroup" % pid).splitlines():
+        _, ctrls, path = line.split(":", 2)
+        for c in ctrls.split(","):
+            out[c] = path
+    return out
+
+
+def _limits(pid):
+    out = {}
+    for line in read_text("/proc/%d/limits" % pid).splitlines()[1:]:
+        out[line[:26].strip()] = line[26:].split()[:2]
+    return out
+
+
+def test_rlimits_and_cgroup_are_the_configured_ones():
+    args = ["--memory", "200M", "--pids", "50", "--file-size", "16M", "--cpus", "0.5"]
+    if not ROOT:
+        args = args[:6]  # no CPU quota without a writable cgroup: it would be refused
+    with live_run(HOLD["python"], *args) as live:
+        prog, agent = live.pid, ppid_of(live.pid)
+        cli = live.proc.pid
+        for pid in (prog, agent):
+            lim = _limits(pid)
+            # soft and hard alike: the program cannot raise them back
+            assert lim["Max file size"] == [str(16 * MIB)] * 2, lim
+            assert lim["Max open files"] == ["1024"] * 2, lim
+            assert lim["Max core file size"] == ["0"] * 2, lim
+            if not ROOT:
+                assert lim["Max address space"] == [str(200 * MIB)] * 2, lim
+                assert lim["Max processes"] == ["50"] * 2, lim
+        if ROOT:
+            paths = _cgroup_paths(prog)
+            assert paths == _cgroup_paths(agent), "agent and program in different groups"
+            for ctl, files in (("memory", {"memory.limit_in_bytes": str(200 * MIB)}),
+                               ("pids", {"pids.max": "50"}),
+                               ("cpu", {"cpu.cfs_quota_us": None})):
+                path = paths[ctl]
+                m = OWNER_RE.match(os.path.basename(path))
+                assert m and int(m.group(1)) == cli, "%s group %s is not this run's" % (ctl, path)
+                assert "/llm-sandbox/" in path, path
+                d = "/sys/fs/cgroup/%s%s" % (ctl, path)
+                procs = {int(x) for x in read_text(d + "/cgroup.procs").split()}
+                assert {prog, agent} <= procs, (ctl, procs)
+                for name, want in files.items():
+                    if want is not None:
+                        assert read_text(os.path.join(d, name)).strip() == want, (d, name)
+                # the sandbox's host uid owns nothing there and cannot write
+                for f in [d] + [os.path.join(d, n) for n in files] + [d + "/cgroup.procs"]:
+                    st = os.stat(f)
+                    assert st.st_uid != SANDBOX_UID and st.st_gid != SANDBOX_GID, f
+                    assert not st.st_mode & 0o002, (f, oct(st.st_mode))
+            quota = int(read_text("/sys/fs/cgroup/cpu%s/cpu.cfs_quota_us" % paths["cpu"]))
+            period = int(read_text("/sys/fs/cgroup/cpu%s/cpu.cfs_period_us" % paths["cpu"]))
+            assert quota * 2 == period, (quota, period)
+    assert live.result["status"] == "ok", live.result
+
+
+def _mounts(pid):
+    """(mount point, per-mount options, fstype, super options) of each
+    mount in pid's mount namespace, from the host."""
+    out = []
+    for line in read_text("/proc/%d/mountinfo" % pid).splitlines():
+        pre, _, post = line.partition(" - ")
+        f = pre.split()
+        fstype, _src, sopts = post.split()[:3]
+        out.append((f[4], f[5].split(","), fstype, sopts.split(",")))
+    return out
+
+
+# Device nodes bound from the host: writing to them writes to the device.
+DEV_NODES = {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"}
+
+
+@pytest.mark.parametrize("read_only", [
+    "true",
+    pytest.param("false", marks=pytest.mark.xfail(
+        BACKEND == "bwrap", strict=True,
+        reason="bubblewrap's own root tmpfs has no size option: with SANDBOX_READ_ONLY=false "
+               "it is writable without a limit")),
+])
+def test_every_writable_mount_is_bounded(read_only):
+    """From the host: the only writable file systems in the sandbox are the
+    size-limited tmpfs mounts (and proc, devpts, the bound device nodes). A
+    writable tmpfs without a size would be RAM the program could fill past
+    every limit wherever no memory cgroup counts it."""
+    with live_run(HOLD["python"], extra_env={"SANDBOX_READ_ONLY": read_only}) as live:
+        mounts = _mounts(live.pid)
+    assert live.result["status"] == "ok", live.result
+    assert {m[0] for m in mounts} >= {"/", "/usr", "/proc", "/dev", "/tmp", "/workspace"}, mounts
+    writable = [m for m in mounts if "rw" in m[1]]
+    for point, opts, fstype, sopts in writable:
+        if fstype == "tmpfs":
+            assert any(o.startswith("size=") for o in sopts), \
+                "writable tmpfs %s has no size: %s" % (point, sopts)
+            assert "nosuid" in opts and "nodev" in opts, (point, opts)
+        else:
+            assert (fstype in ("proc", "devpts") or
+                    (fstype == "devtmpfs" and point in DEV_NODES)), (point, fstype, opts)
+    for point, opts, fstype, _ in mounts:
+        if point == "/usr" or (point == "/" and read_only == "true"):
+            assert "ro" in opts and "nosuid" in opts, (point, opts)
+        if point.startswith("/etc/"):
+            assert "ro" in opts, (point, opts)
