@@ -13,6 +13,7 @@
  * the install proxy, for `mvn dependency:copy-dependencies`.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "langkit.h"
@@ -195,12 +196,15 @@ static int add_dependency(char *out, size_t len, size_t *used, const char *spec)
 static int java_prepare_install(void *state, const char *const *libs, size_t n,
         const struct sbx_install_ops *ops, struct sbx_install *inst, struct sbx_err *err)
 {
-    static char pom[256 * 1024];
+    const size_t cap = 256 * 1024; /* a heap buffer: installs may run on several threads */
+    char *pom = malloc(cap);
     size_t used = 0;
     int w, rc = 0;
 
     (void)state;
-    w = snprintf(pom, sizeof(pom),
+    if (!pom)
+        return SBX_E_NOMEM;
+    w = snprintf(pom, cap,
             "<project xmlns=\"http://maven.apache.org/POM/4.0.0\">\n"
             "  <modelVersion>4.0.0</modelVersion>\n"
             "  <groupId>llm-sandbox</groupId><artifactId>libraries</artifactId>"
@@ -208,14 +212,15 @@ static int java_prepare_install(void *state, const char *const *libs, size_t n,
             "  <dependencies>\n");
     used = (size_t)w;
     for (size_t i = 0; rc == 0 && i < n; i++)
-        rc = add_dependency(pom, sizeof(pom), &used, libs[i]);
+        rc = add_dependency(pom, cap, &used, libs[i]);
     if (rc == 0) {
-        w = snprintf(pom + used, sizeof(pom) - used, "  </dependencies>\n</project>\n");
-        rc = w > 0 && (size_t)w < sizeof(pom) - used ? 0 : SBX_E_LIMIT;
+        w = snprintf(pom + used, cap - used, "  </dependencies>\n</project>\n");
+        rc = w > 0 && (size_t)w < cap - used ? 0 : SBX_E_LIMIT;
         used += rc == 0 ? (size_t)w : 0;
     }
     if (rc == 0)
         rc = ops->add_file(inst, "pom.xml", pom, used);
+    free(pom);
     if (rc == 0)
         rc = ops->add_file(inst, "settings.xml", settings_xml, sizeof(settings_xml) - 1);
     if (rc < 0) {
