@@ -26,6 +26,8 @@ _HARNESS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__
 def _load_harness():
     if "sbx_itest" in sys.modules:
         return sys.modules["sbx_itest"]
+    # the harness imports its neighbours (containers.py) by name
+    sys.path.insert(0, os.path.dirname(_HARNESS))
     spec = importlib.util.spec_from_file_location("sbx_itest", _HARNESS)
     mod = importlib.util.module_from_spec(spec)
     sys.modules["sbx_itest"] = mod
