@@ -55,7 +55,10 @@ def _kill_pidfile(path):
             pid = int(f.read().strip())
     except (OSError, ValueError):
         return
-    try:
+    try:  # a reused pid is someone else's process: leave it alone
+        with open("/proc/%d/comm" % pid) as f:
+            if f.read().strip() not in ("dockerd", "podman"):
+                return
         os.kill(pid, signal.SIGTERM)
     except OSError:
         return
