@@ -122,6 +122,26 @@ static int install_hosts(const struct run *r, char ***ret)
     return 0;
 }
 
+/* A recipe's base environment: the run's without the operator's
+ * pass-through variables (those are for programs, and would make every
+ * set's key differ), then the recipe's own env on top. */
+static int recipe_env(const struct run *r, const struct manifest_install *in, char ***ret)
+{
+    char **env = NULL;
+
+    for (char **e = r->env; e && *e; e++)
+        if (!env_sets(r->rt->settings->env_pass, *e) && strv_push(&env, *e) < 0)
+            goto oom;
+    for (char **e = in->env; *e; e++)
+        if (strv_setenv(&env, *e) < 0)
+            goto oom;
+    *ret = env;
+    return 0;
+oom:
+    strv_free(env);
+    return SBX_E_NOMEM;
+}
+
 /* The install's environment: the run's (but not LLM_SANDBOX_ENV_ALLOW's
  * variables), the recipe's, the reference's R_REPO, the operator's
  * LLM_SANDBOX_<LANG>_INSTALL_ENV ("K=V K=V"), and the proxy. */
@@ -133,14 +153,8 @@ static int install_env(const struct run *r, char ***ret)
     const char *v = settings_plugin_value(r->rt->settings, r->lang->name, "install_env");
     char **env = NULL;
 
-    /* the run's environment without the operator's pass-through variables:
-     * those are for programs, and would make every set's key differ */
-    for (char **e = r->env; e && *e; e++)
-        if (!env_sets(r->rt->settings->env_pass, *e) && strv_push(&env, *e) < 0)
-            goto oom;
-    for (char **e = r->lang->m->lang->install->env; *e; e++)
-        if (strv_setenv(&env, *e) < 0)
-            goto oom;
+    if (recipe_env(r, r->lang->m->lang->install, &env) < 0)
+        return SBX_E_NOMEM;
     /* the reference's variables (R_REPO) replace what the manifest names */
     for (char **e = r->rt->settings->install_env; e && *e; e++)
         if (env_sets(r->lang->m->lang->install->env, *e) && strv_setenv(&env, *e) < 0)
@@ -579,12 +593,8 @@ int prepare_warm(struct run *r, struct sbx_error **err)
     if (!w || r->probe_argv || r->backend->desc->abi_minor < 2 ||
             r->backend->caps.level[SBX_CTL_HOST_MOUNTS] != SBX_ENF_FULL)
         return 0;
-    for (char **v = r->env; v && *v; v++)
-        if (!env_sets(s->env_pass, *v) && strv_push(&env, *v) < 0)
-            goto oom;
-    for (char **v = w->env; *v; v++)
-        if (strv_setenv(&env, *v) < 0)
-            goto oom;
+    if (recipe_env(r, w, &env) < 0)
+        goto oom;
     toolchain_id(r, tool, sizeof(tool));
     if (install_key(r, w, tool, NULL, env, key) < 0)
         goto oom;
