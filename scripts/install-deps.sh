@@ -23,6 +23,9 @@ PACKAGES="
 command -v node >/dev/null 2>&1 || PACKAGES="$PACKAGES nodejs"
 command -v javac >/dev/null 2>&1 || PACKAGES="$PACKAGES openjdk-17-jdk-headless"
 command -v go >/dev/null 2>&1 || [ -x /usr/local/go/bin/go ] || PACKAGES="$PACKAGES golang-go"
+# the package managers library installs run (Debian's nodejs comes without npm)
+command -v npm >/dev/null 2>&1 || PACKAGES="$PACKAGES npm"
+command -v mvn >/dev/null 2>&1 || PACKAGES="$PACKAGES maven"
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then
