@@ -266,7 +266,7 @@ static int open_beneath(int dirfd, const char *name, int flags, mode_t mode)
  * directories. The walk goes one component at a time from a directory fd,
  * which mkdirat needs anyway and which keeps every step beneath the workspace.
  */
-static int put_create(char *path, mode_t mode)
+static int put_create(char *path, mode_t mode, bool replace)
 {
     int dir = g.ws_fd, fd, saved;
     char *c = path;
@@ -288,7 +288,19 @@ static int put_create(char *path, mode_t mode)
         dir = next;
         c = slash + 1;
     }
-    fd = open_beneath(dir, c, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, mode);
+    fd = open_beneath(
+            dir, c, O_CREAT | O_WRONLY | O_CLOEXEC | (replace ? O_NONBLOCK : O_EXCL), mode);
+    if (fd >= 0 && replace) { /* never a FIFO or device (O_NONBLOCK: a FIFO did not block) */
+        struct stat st;
+
+        st.st_mode = 0;
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || ftruncate(fd, 0) < 0) {
+            saved = S_ISREG(st.st_mode) ? errno : EINVAL;
+            close(fd);
+            fd = -1;
+            errno = saved;
+        }
+    }
     saved = errno;
     if (dir != g.ws_fd)
         close(dir);
@@ -328,7 +340,8 @@ static void on_put(uint32_t len)
             memcpy(g.put_path, path, plen);
             g.put_path[plen] = '\0';
             if (path_ok(g.put_path))
-                g.put_fd = put_create(g.put_path, (mode_t)(mode & 0777u));
+                g.put_fd = put_create(
+                        g.put_path, (mode_t)(mode & 0777u), (g.h.flags & AGENT_PUT_REPLACE) != 0);
             if (g.put_fd < 0)
                 put_fail(path_ok(g.put_path) ? errno : EINVAL, "create");
         }
@@ -454,7 +467,9 @@ static void on_list(uint32_t len)
     memcpy(path, g_pay, len);
     path[len] = '\0';
     errno = EINVAL; /* a path that leaves the workspace */
-    fd = path_ok(path) ? open_beneath(g.ws_fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0) : -1;
+    fd = path_ok(path) || strcmp(path, ".") == 0
+                 ? open_beneath(g.ws_fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0)
+                 : -1;
     if (fd < 0) {
         send_text(AGENT_ERROR, errno, "LIST %s: %s", path, strerror(errno));
         return;
@@ -1023,7 +1038,9 @@ static void relay_step(struct relay_conn *r, int i, short rev_in, short rev_out)
 static bool frame_ok(const struct agent_hdr *h)
 {
     switch (h->type) {
-    case AGENT_PUT: return h->len >= 8 && (h->flags & ~(AGENT_PUT_FIRST | AGENT_PUT_LAST)) == 0;
+    case AGENT_PUT:
+        return h->len >= 8 &&
+               (h->flags & ~(AGENT_PUT_FIRST | AGENT_PUT_LAST | AGENT_PUT_REPLACE)) == 0;
     case AGENT_EXEC: return h->len >= 12 && h->flags == 0;
     case AGENT_STDIN: return h->flags == 0;
     case AGENT_SIGNAL: return h->len == 4 && h->flags == 0;

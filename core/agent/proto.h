@@ -20,6 +20,9 @@
  *                   symlinks, parents created 0755 beneath the workspace,
  *                   file mode exactly mode & 0777), AGENT_PUT_LAST ends it;
  *                   chunks in between append. Every chunk repeats the path.
+ *                   AGENT_PUT_REPLACE with FIRST (a session's upload):
+ *                   an existing regular file is truncated instead (still
+ *                   no symlinks; anything but a regular file is refused).
  *                   Path: relative, <= 4096 bytes, no empty, "." or ".."
  *                   component.
  *   A: OK | ERROR   after each PUT with AGENT_PUT_LAST (or the first error;
@@ -65,8 +68,9 @@
  *   A: DATA...      its bytes, in chunks of at most AGENT_CHUNK
  *   A: OK | ERROR   OK: u32 mode; ERROR when it is missing, not a regular
  *                   file, or longer than max_len (EFBIG)
- *   H: LIST         a path (as PUT's, no NUL) naming a directory beneath the
- *                   workspace
+ *   H: LIST         a path (as PUT's, no NUL, or "." for the workspace
+ *                   itself, whose files then start with "./") naming a
+ *                   directory beneath the workspace
  *   A: DATA...      one frame per regular file in it, recursively (no
  *                   symlink followed): its path relative to the workspace,
  *                   NUL-terminated; at most AGENT_LIST_MAX files
@@ -129,7 +133,11 @@ enum agent_rlimit {
 #define AGENT_RELAY_CONNS     16 /* connections relayed at once; more wait in the backlog */
 #define AGENT_LIST_MAX        4096
 #define AGENT_RLIMIT_INFINITY UINT64_MAX
-enum agent_put_flags { AGENT_PUT_FIRST = 1u << 0, AGENT_PUT_LAST = 1u << 1 };
+enum agent_put_flags {
+    AGENT_PUT_FIRST = 1u << 0,
+    AGENT_PUT_LAST = 1u << 1,
+    AGENT_PUT_REPLACE = 1u << 2, /* with FIRST: an existing regular file is truncated */
+};
 enum agent_exec_flags { AGENT_EXEC_STDIN_PIPE = 1u << 0 };
 enum agent_exit_kind { AGENT_EXIT_CODE = 0, AGENT_EXIT_SIGNAL = 1 };
 enum agent_exit_flags {

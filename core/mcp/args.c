@@ -43,8 +43,11 @@ static const char *parse_scalars(struct json_object *args, struct exec_args *a, 
             return "'language' must be a string";
         a->language = json_object_get_string(v);
     }
-    if (json_object_object_get_ex(args, "session_id", &v) && v)
-        return "sessions are not available in this version; omit 'session_id'";
+    if (json_object_object_get_ex(args, "session_id", &v) && v) {
+        if (!json_object_is_type(v, json_type_string))
+            return "'session_id' must be a string from create_session";
+        a->session_id = json_object_get_string(v);
+    }
     if (json_object_object_get_ex(args, "timeout", &v) && v) {
         if (!json_object_is_type(v, json_type_int) && !json_object_is_type(v, json_type_double))
             return "'timeout' must be a number of seconds";

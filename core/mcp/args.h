@@ -19,6 +19,7 @@
 
 struct exec_args {
     const char *code, *language, *stdin_data; /* borrowed from the arguments */
+    const char *session_id;                   /* or NULL: a one-shot run */
     size_t code_len, stdin_len;
     const char **libs; /* owned array of borrowed strings */
     size_t n_libs;

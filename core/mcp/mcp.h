@@ -143,8 +143,9 @@ void mcp_set_completer(struct mcp_server *s,
  * update is ever sent; the fixtures need the methods). */
 void mcp_set_subscriptions(struct mcp_server *s, bool on);
 
-void tools_register(struct mcp_server *s);    /* tools.c */
-void fixtures_register(struct mcp_server *s); /* fixtures.c (test-only) */
+void tools_register(struct mcp_server *s);         /* tools.c */
+void session_tools_register(struct mcp_server *s); /* session_tools.c */
+void fixtures_register(struct mcp_server *s);      /* fixtures.c (test-only) */
 
 /* ---- what a tool may do with its call --------------------------------- */
 

@@ -134,7 +134,8 @@ static int t_execute_code(struct mcp_call *call, struct json_object *args, struc
         ex = sbx_execution_refused(why);
         goto done;
     }
-    req = (struct sbx_request){.language = a.language ? a.language : "python",
+    req = (struct sbx_request){.language = a.language || a.session_id ? a.language : "python",
+            .session_id = a.session_id,
             .code = a.code,
             .code_len = a.code_len,
             .stdin_data = a.stdin_data,
@@ -323,7 +324,9 @@ static const char exec_input[] =
         "\"description\":\"Wall-clock limit in seconds.\"},"
         "\"stdin\":{\"type\":\"string\",\"description\":\"Standard input for the program.\"},"
         "\"files\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"},"
-        "\"description\":\"Files to stage in the working directory: relative path -> text.\"}},"
+        "\"description\":\"Files to stage in the working directory: relative path -> text.\"},"
+        "\"session_id\":{\"type\":\"string\",\"description\":\"Run in this session (from "
+        "create_session): its files and variables persist; the language may be left out.\"}},"
         "\"required\":[\"code\"],\"additionalProperties\":false}";
 
 static const char exec_output[] =
@@ -346,7 +349,8 @@ static const char exec_output[] =
         "\"cached\":{\"type\":\"boolean\"},\"duration_ms\":{\"type\":\"integer\"},"
         "\"log\":{\"type\":\"string\"},\"log_truncated\":{\"type\":\"boolean\"}}},"
         "\"build\":{\"type\":\"object\",\"properties\":{"
-        "\"cached\":{\"type\":\"boolean\"}}}},"
+        "\"cached\":{\"type\":\"boolean\"}}},"
+        "\"session_id\":{\"type\":\"string\"}},"
         "\"required\":[\"status\",\"exit_code\",\"limit\",\"stdout\",\"stderr\","
         "\"stdout_truncated\",\"stderr_truncated\",\"stdout_bytes\",\"stderr_bytes\","
         "\"duration_ms\",\"backend\",\"language\",\"message\",\"artifacts\"]}";
@@ -390,5 +394,6 @@ static const struct mcp_resource resources[] = {
 void tools_register(struct mcp_server *s)
 {
     mcp_add_tools(s, tools, sizeof(tools) / sizeof(tools[0]));
+    session_tools_register(s);
     mcp_add_resources(s, resources, sizeof(resources) / sizeof(resources[0]));
 }

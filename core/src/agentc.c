@@ -31,8 +31,8 @@
 struct agentc {
     const struct sbx_backend_ops *ops;
     void *box;
-    int cancel_fd;
-    unsigned char *rbuf; /* header + payload of the frame being read */
+    int cancel_fd, cancel_fd2; /* either cancels; -1: none */
+    unsigned char *rbuf;       /* header + payload of the frame being read */
     size_t rlen;
     struct dynbuf wq; /* encoded frames not yet written */
     size_t wq_off;
@@ -41,6 +41,9 @@ struct agentc {
     /* the frame just completed */
     struct agent_hdr hdr;
     const unsigned char *payload;
+    /* a long-lived exec (a session's interpreter) ended while no exec
+     * was waited for; its output then was dropped */
+    bool idle_exited;
 };
 
 void capture_init(struct capture *c, size_t cap)
@@ -89,6 +92,7 @@ struct agentc *agentc_new(const struct sbx_backend_ops *ops, void *box, int canc
     ac->ops = ops;
     ac->box = box;
     ac->cancel_fd = cancel_fd;
+    ac->cancel_fd2 = -1;
     dynbuf_init(&ac->wq, QUEUE_CAP);
     return ac;
 }
@@ -191,10 +195,11 @@ static int read_frame(struct agentc *ac)
 static int next_frame(struct agentc *ac, int64_t deadline_ms)
 {
     for (;;) {
-        struct pollfd pfd[3] = {
+        struct pollfd pfd[4] = {
                 {.fd = ac->ops->box_poll_fd(ac->box), .events = POLLIN},
                 {.fd = ac->wq.len ? ac->ops->box_write_fd(ac->box) : -1, .events = POLLOUT},
                 {.fd = ac->cancel_fd, .events = POLLIN},
+                {.fd = ac->cancel_fd2, .events = POLLIN},
         };
         int64_t left = deadline_ms - now_ms();
         int r;
@@ -203,7 +208,7 @@ static int next_frame(struct agentc *ac, int64_t deadline_ms)
          * outrun its deadline or a cancellation. */
         if (left <= 0)
             return AGENTC_TIMEOUT;
-        if (ac->cancel_fd >= 0 && poll(&pfd[2], 1, 0) > 0)
+        if ((ac->cancel_fd >= 0 || ac->cancel_fd2 >= 0) && poll(&pfd[2], 2, 0) > 0)
             return AGENTC_CANCELLED;
         if ((r = flush_some(ac)) != 0)
             return r;
@@ -214,10 +219,10 @@ static int next_frame(struct agentc *ac, int64_t deadline_ms)
         if (ac->want_room && ac->wq.len < LOW_WATER)
             return GOT_ROOM;
         pfd[1].fd = ac->wq.len ? pfd[1].fd : -1;
-        r = poll(pfd, 3, (int)(left > 60000 ? 60000 : left));
+        r = poll(pfd, 4, (int)(left > 60000 ? 60000 : left));
         if (r < 0 && errno != EINTR)
             return lost(ac, "poll: %s", strerror(errno));
-        if (r > 0 && pfd[2].revents)
+        if (r > 0 && (pfd[2].revents || pfd[3].revents))
             return AGENTC_CANCELLED;
     }
 }
@@ -231,6 +236,27 @@ static void take_error(struct agentc *ac, const char *what)
     if (n > 200)
         n = 200;
     snprintf(ac->error, sizeof(ac->error), "%s: %.*s", what, (int)strnlen(msg, n), msg);
+}
+
+/*
+ * The reply to a request, skipping what a long-lived exec (a session's
+ * interpreter) sends between calls: output is dropped, and its end is
+ * remembered for agentc_running(). GOT_FRAME or an enum agentc_end.
+ */
+static int next_reply(struct agentc *ac, int64_t deadline_ms)
+{
+    for (;;) {
+        int r = next_frame(ac, deadline_ms);
+
+        if (r != GOT_FRAME)
+            return r;
+        if (ac->hdr.type == AGENT_STDOUT || ac->hdr.type == AGENT_STDERR ||
+                ac->hdr.type == AGENT_STARTED)
+            continue;
+        if (ac->hdr.type != AGENT_EXITED)
+            return GOT_FRAME;
+        ac->idle_exited = true;
+    }
 }
 
 int agentc_hello(struct agentc *ac, int64_t deadline_ms)
@@ -249,6 +275,12 @@ int agentc_hello(struct agentc *ac, int64_t deadline_ms)
 int agentc_put(struct agentc *ac, const char *path, uint32_t mode, const void *data, size_t len,
         int64_t deadline_ms)
 {
+    return agentc_put_file(ac, path, mode, data, len, false, deadline_ms);
+}
+
+int agentc_put_file(struct agentc *ac, const char *path, uint32_t mode, const void *data,
+        size_t len, bool replace, int64_t deadline_ms)
+{
     size_t plen = strlen(path), off = 0;
     unsigned char head[8];
     int r;
@@ -257,8 +289,9 @@ int agentc_put(struct agentc *ac, const char *path, uint32_t mode, const void *d
     agent_put_u32(head + 4, (uint32_t)plen);
     do {
         size_t n = len - off < AGENT_CHUNK ? len - off : AGENT_CHUNK;
-        uint8_t flags =
-                (uint8_t)((off == 0 ? AGENT_PUT_FIRST : 0) | (off + n == len ? AGENT_PUT_LAST : 0));
+        uint8_t flags = (uint8_t)((off == 0 ? AGENT_PUT_FIRST : 0) |
+                                  (off == 0 && replace ? AGENT_PUT_REPLACE : 0) |
+                                  (off + n == len ? AGENT_PUT_LAST : 0));
         struct dynbuf b;
 
         dynbuf_init(&b, AGENT_MAX_PAYLOAD);
@@ -282,7 +315,7 @@ int agentc_put(struct agentc *ac, const char *path, uint32_t mode, const void *d
             }
         }
     } while (off < len);
-    r = next_frame(ac, deadline_ms);
+    r = next_reply(ac, deadline_ms);
     if (r != GOT_FRAME)
         return r;
     if (ac->hdr.type == AGENT_ERROR) {
@@ -307,7 +340,7 @@ int agentc_limits(struct agentc *ac, const struct agentc_limit *lims, size_t n, 
     }
     if (queue_frame(ac, AGENT_LIMITS, 0, buf, 4 + 16 * n, NULL, 0) < 0)
         return lost(ac, "cannot queue limits");
-    r = next_frame(ac, deadline_ms);
+    r = next_reply(ac, deadline_ms);
     if (r != GOT_FRAME)
         return r;
     if (ac->hdr.type == AGENT_ERROR) {
@@ -330,7 +363,7 @@ int agentc_relay(struct agentc *ac, uint16_t port, const char *path, int64_t dea
     memcpy(buf + 8, path, plen);
     if (queue_frame(ac, AGENT_RELAY, 0, buf, 8 + plen, NULL, 0) < 0)
         return lost(ac, "cannot queue the relay");
-    r = next_frame(ac, deadline_ms);
+    r = next_reply(ac, deadline_ms);
     if (r != GOT_FRAME)
         return r;
     if (ac->hdr.type == AGENT_ERROR) {
@@ -354,7 +387,7 @@ int agentc_get(struct agentc *ac, const char *path, size_t max, char **ret_data,
         return lost(ac, "%s", "cannot queue a file request");
     dynbuf_init(&b, max + 1);
     for (;;) {
-        r = next_frame(ac, deadline_ms);
+        r = next_reply(ac, deadline_ms);
         if (r != GOT_FRAME) {
             dynbuf_done(&b);
             return r;
@@ -390,7 +423,7 @@ int agentc_list(struct agentc *ac, const char *path, char ***ret_files, int64_t 
     if (queue_frame(ac, AGENT_LIST, 0, path, strlen(path), NULL, 0) < 0)
         return lost(ac, "%s", "cannot queue a directory request");
     for (;;) {
-        r = next_frame(ac, deadline_ms);
+        r = next_reply(ac, deadline_ms);
         if (r != GOT_FRAME)
             break;
         if (ac->hdr.type == AGENT_DATA && ac->hdr.len > 0 && ac->payload[ac->hdr.len - 1] == '\0' &&
@@ -505,4 +538,204 @@ void agentc_quit(struct agentc *ac)
 {
     if (queue_frame(ac, AGENT_QUIT, 0, NULL, 0, NULL, 0) == 0)
         flush_some(ac);
+}
+
+/* ---- a long-lived exec: a session's interpreter ------------------------ */
+
+void agentc_set_cancel(struct agentc *ac, int cancel_fd, int cancel_fd2)
+{
+    ac->cancel_fd = cancel_fd;
+    ac->cancel_fd2 = cancel_fd2;
+}
+
+bool agentc_take_idle_exit(struct agentc *ac)
+{
+    bool r = ac->idle_exited;
+
+    ac->idle_exited = false;
+    return r;
+}
+
+int agentc_start(struct agentc *ac, char *const *argv, char *const *envp, int64_t deadline_ms,
+        struct agentc_sink *sink, struct agentc_exit *ret_exit)
+{
+    int r;
+
+    if (queue_exec(ac, argv, envp, true) < 0)
+        return lost(ac, "%s", "the command is too large for the sandbox agent");
+    ac->idle_exited = false;
+    for (;;) {
+        r = next_frame(ac, deadline_ms);
+        if (r != GOT_FRAME)
+            return r;
+        switch (ac->hdr.type) {
+        case AGENT_STDOUT:
+        case AGENT_STDERR: /* "sbx-agent: cannot execute ..." before its EXITED */
+            capture_add(sink, ac->hdr.type == AGENT_STDOUT ? SBX_STREAM_STDOUT : SBX_STREAM_STDERR,
+                    ac->payload, ac->hdr.len);
+            break;
+        case AGENT_STARTED: return 0;
+        case AGENT_EXITED:
+            if (ac->hdr.len < AGENT_EXITED_SIZE)
+                return lost(ac, "%s", "the sandbox agent sent a short exit report");
+            parse_exited(ac, ret_exit);
+            return AGENTC_EXITED;
+        case AGENT_ERROR:
+            take_error(ac, "the sandbox agent refused to run the program");
+            return SBX_E_BACKEND;
+        default: return lost(ac, "%s", "the sandbox agent sent an unexpected frame");
+        }
+    }
+}
+
+/*
+ * One stream's search for the end marker: head (no byte of it but the
+ * first equals head[0]), three decimal digits, BEL. got bytes of a
+ * possible marker are held back; a mismatch releases them as output.
+ */
+struct scan {
+    unsigned char held[AGENTC_MARK_HEAD_MAX + 4];
+    size_t got;
+    bool done;
+    int status;
+};
+
+static void scan_release(struct scan *sc, struct agentc_sink *sink, enum sbx_stream st)
+{
+    if (sc->got)
+        capture_add(sink, st, sc->held, sc->got);
+    sc->got = 0;
+}
+
+static void scan_feed(struct scan *sc, const char *head, size_t hlen, struct agentc_sink *sink,
+        enum sbx_stream st, const unsigned char *p, size_t n)
+{
+    size_t i = 0;
+
+    while (i < n && !sc->done) {
+        unsigned char c;
+        bool ok;
+
+        if (sc->got == 0) {
+            const unsigned char *e = memchr(p + i, head[0], n - i);
+            size_t run = e ? (size_t)(e - (p + i)) : n - i;
+
+            if (run)
+                capture_add(sink, st, p + i, run);
+            i += run;
+            if (!e)
+                break;
+        }
+        c = p[i];
+        if (sc->got < hlen)
+            ok = c == (unsigned char)head[sc->got];
+        else if (sc->got < hlen + 3)
+            ok = c >= '0' && c <= '9';
+        else
+            ok = c == 0x07;
+        if (!ok) {
+            scan_release(sc, sink, st); /* c is looked at again from the start */
+            if (c != (unsigned char)head[0]) {
+                capture_add(sink, st, &c, 1);
+                i++;
+            }
+            continue;
+        }
+        sc->held[sc->got++] = c;
+        i++;
+        if (sc->got == hlen + 4) {
+            sc->done = true;
+            sc->status = (sc->held[hlen] - '0') * 100 + (sc->held[hlen + 1] - '0') * 10 +
+                         (sc->held[hlen + 2] - '0');
+            sc->got = 0;
+        }
+    }
+    /* what follows a marker belongs to no call (a background thread's
+     * late output): dropped */
+}
+
+int agentc_converse(struct agentc *ac, const char *head, const void *data, size_t len,
+        int64_t deadline_ms, struct agentc_sink *sink, int *ret_status,
+        struct agentc_exit *ret_exit)
+{
+    struct scan sc[2];
+    size_t hlen = strlen(head), sent = 0;
+    int r;
+
+    if (hlen == 0 || hlen > AGENTC_MARK_HEAD_MAX || memchr(head + 1, head[0], hlen - 1))
+        return lost(ac, "%s", "bad end marker");
+    memset(sc, 0, sizeof(sc));
+    for (;;) {
+        while (sent < len && ac->wq.len < AGENT_CHUNK * 4) {
+            size_t n = len - sent < AGENT_CHUNK ? len - sent : AGENT_CHUNK;
+
+            if (queue_frame(ac, AGENT_STDIN, 0, (const char *)data + sent, n, NULL, 0) < 0)
+                break;
+            sent += n;
+        }
+        ac->want_room = sent < len;
+        r = next_frame(ac, deadline_ms);
+        ac->want_room = false;
+        if (r == GOT_ROOM)
+            continue;
+        if (r != GOT_FRAME)
+            break;
+        if (ac->hdr.type == AGENT_STDOUT || ac->hdr.type == AGENT_STDERR) {
+            int i = ac->hdr.type == AGENT_STDERR;
+
+            scan_feed(&sc[i], head, hlen, sink, i ? SBX_STREAM_STDERR : SBX_STREAM_STDOUT,
+                    ac->payload, ac->hdr.len);
+            if (sc[0].done && sc[1].done) {
+                *ret_status = sc[0].status;
+                return AGENTC_MARKED;
+            }
+        } else if (ac->hdr.type == AGENT_EXITED && ac->hdr.len >= AGENT_EXITED_SIZE) {
+            parse_exited(ac, ret_exit);
+            r = AGENTC_EXITED;
+            break;
+        } else if (ac->hdr.type == AGENT_ERROR) {
+            take_error(ac, "the sandbox agent refused the input");
+            r = SBX_E_BACKEND;
+            break;
+        } else if (ac->hdr.type != AGENT_STARTED) {
+            r = lost(ac, "%s", "the sandbox agent sent an unexpected frame");
+            break;
+        }
+    }
+    scan_release(&sc[0], sink, SBX_STREAM_STDOUT);
+    scan_release(&sc[1], sink, SBX_STREAM_STDERR);
+    return r;
+}
+
+int agentc_kill(struct agentc *ac, int64_t deadline_ms, struct agentc_sink *sink,
+        struct agentc_exit *ret_exit)
+{
+    unsigned char sig[4];
+    int r;
+
+    agent_put_u32(sig, 9);
+    if (queue_frame(ac, AGENT_SIGNAL, 0, sig, 4, NULL, 0) < 0)
+        return lost(ac, "%s", "cannot queue a signal");
+    for (;;) {
+        int cancel_fd = ac->cancel_fd, cancel_fd2 = ac->cancel_fd2;
+
+        ac->cancel_fd = ac->cancel_fd2 = -1; /* a fired cancellation may have brought us here */
+        r = next_frame(ac, deadline_ms);
+        ac->cancel_fd = cancel_fd;
+        ac->cancel_fd2 = cancel_fd2;
+        if (r != GOT_FRAME)
+            return r;
+        if (ac->hdr.type == AGENT_STDOUT || ac->hdr.type == AGENT_STDERR) {
+            capture_add(sink, ac->hdr.type == AGENT_STDOUT ? SBX_STREAM_STDOUT : SBX_STREAM_STDERR,
+                    ac->payload, ac->hdr.len);
+        } else if (ac->hdr.type == AGENT_EXITED && ac->hdr.len >= AGENT_EXITED_SIZE) {
+            parse_exited(ac, ret_exit);
+            return AGENTC_EXITED;
+        } else if (ac->hdr.type == AGENT_ERROR) {
+            take_error(ac, "the sandbox agent refused the signal");
+            return SBX_E_BACKEND;
+        } else if (ac->hdr.type != AGENT_STARTED) {
+            return lost(ac, "%s", "the sandbox agent sent an unexpected frame");
+        }
+    }
 }

@@ -36,6 +36,7 @@ enum agentc_end {
     AGENTC_TIMEOUT = 1,   /* the deadline passed first */
     AGENTC_CANCELLED = 2, /* the cancel fd fired first */
     AGENTC_LOST = 3,      /* the channel ended or broke (box died, OOM of pid 1, ...) */
+    AGENTC_MARKED = 4,    /* agentc_converse: the program said the input was handled */
 };
 
 struct agentc_exit {
@@ -59,6 +60,10 @@ int agentc_hello(struct agentc *ac, int64_t deadline_ms);
  * SBX_E_IO when the agent refused it (agentc_last_error says why). */
 int agentc_put(struct agentc *ac, const char *path, uint32_t mode, const void *data, size_t len,
         int64_t deadline_ms);
+/* agentc_put, or with replace an existing regular file is overwritten
+ * (a session's files). */
+int agentc_put_file(struct agentc *ac, const char *path, uint32_t mode, const void *data,
+        size_t len, bool replace, int64_t deadline_ms);
 /* One resource limit for the agent to apply (enum agent_rlimit). */
 struct agentc_limit {
     uint32_t resource;
@@ -88,6 +93,36 @@ int agentc_exec(struct agentc *ac, char *const *argv, char *const *envp, const c
         struct agentc_exit *ret_exit);
 /* Ask the agent to end everything and exit (best effort, no wait). */
 void agentc_quit(struct agentc *ac);
+
+/*
+ * A long-lived exec (a session's interpreter, speaking the protocol of
+ * langs/<name>/session.*): started once with a stdin pipe, then fed one
+ * request at a time; it ends each by writing head, three decimal digits
+ * (a status) and BEL to stdout and to stderr. Output between requests is
+ * dropped by the other calls, and its exit noted (agentc_take_idle_exit).
+ */
+#define AGENTC_MARK_HEAD_MAX 64
+/* The cancel fds for the calls that follow (-1: none); either cancels. */
+void agentc_set_cancel(struct agentc *ac, int cancel_fd, int cancel_fd2);
+/* Start it: 0 once it runs; AGENTC_EXITED when it could not start
+ * (ret_exit, and the agent's message in sink); another enum agentc_end; or
+ * a negative enum sbx_rc on a refused EXEC. */
+int agentc_start(struct agentc *ac, char *const *argv, char *const *envp, int64_t deadline_ms,
+        struct agentc_sink *sink, struct agentc_exit *ret_exit);
+/* Send data to its stdin and collect output (without the markers) into
+ * sink: AGENTC_MARKED with the status once both streams carried the
+ * marker; AGENTC_EXITED (ret_exit) if it ended first; another enum
+ * agentc_end; or a negative enum sbx_rc. head: at most
+ * AGENTC_MARK_HEAD_MAX bytes, its first byte nowhere else in it. */
+int agentc_converse(struct agentc *ac, const char *head, const void *data, size_t len,
+        int64_t deadline_ms, struct agentc_sink *sink, int *ret_status,
+        struct agentc_exit *ret_exit);
+/* SIGKILL every process of the current exec and wait for its end
+ * (AGENTC_EXITED), collecting its last output into sink. */
+int agentc_kill(struct agentc *ac, int64_t deadline_ms, struct agentc_sink *sink,
+        struct agentc_exit *ret_exit);
+/* Did a long-lived exec end while no call waited for it? (clears it) */
+bool agentc_take_idle_exit(struct agentc *ac);
 
 /* Add output to a sink as if the program had written it (replaying a
  * cached build's diagnostics). */

@@ -21,11 +21,16 @@
 #define STAGE_FILE_MAX   (1u << 20) /* a file staged from a set or by a language hook */
 
 struct sbx_runtime;
+struct sbx_session;
 struct plugin;
 struct sbx_plan;
 struct deps_set;
 
-/* Everything one run holds; released by run_done. */
+struct sbx_cancel {
+    int fd; /* an eventfd */
+};
+
+/* Everything one run holds; released by engine_release. */
 struct run {
     struct sbx_runtime *rt;
     const struct sbx_request *req;
@@ -55,6 +60,9 @@ struct run {
     /* the compile cache: ready, the build's outputs to reuse; else ours to
      * fill after a successful build (exclusively locked until then) */
     struct deps_set *build;
+    /* a session's call: the box, channel, environment and sets are the
+     * session's (engine_release leaves them) */
+    struct sbx_session *sess;
 };
 
 /* status refused with a message; returns 1 (the result is decided). */
@@ -70,6 +78,30 @@ int close_box(struct run *r, struct sbx_box_stats *st, struct sbx_error **err);
 size_t run_limits(const struct run *r, struct agentc_limit *l);
 /* Does env ("K=V" strings) set the key of entry? */
 bool env_sets(char *const *env, const char *entry);
+
+/* The engine's steps, in order, for session.c. engine_choose and
+ * engine_policy return 1 when the request was refused (r->ex says why). */
+int engine_choose(struct run *r);
+int engine_check_request(struct run *r);
+int engine_policy(struct run *r);
+int engine_build_env(struct run *r, struct sbx_error **err);
+/* Check that no staged file takes the program's name: 0, or 1 (refused). */
+int engine_check_source_name(struct run *r);
+/* A new box's agent greeting and limits; *ret_end: 0 or an enum agentc_end. */
+int engine_setup(struct run *r, int *ret_end, struct sbx_error **err);
+/* Stage the request's files (and the program, with_source): 0, an enum
+ * agentc_end, or SBX_E_IO. */
+int engine_stage(struct run *r, bool with_source, int64_t deadline);
+/* Seed, build and run under the policy's wall time. */
+int engine_programs(struct run *r, int *ret_end, struct agentc_exit *ex, struct sbx_error **err);
+void engine_classify(
+        struct run *r, int end, const struct agentc_exit *ex, const struct sbx_box_stats *st);
+int engine_output(struct run *r, struct sbx_error **err);
+void engine_release(struct run *r);
+
+/* session.c: a call in an open session (r->req->session_id). 0 with r->ex
+ * decided or ready for engine_output, or < 0: error of the tool. */
+int session_call(struct run *r, struct sbx_error **err);
 
 /* install.c: the request's libraries (0: go on with the set mounted; 1: the
  * result is decided; < 0: error of the tool), and the language's warm-up

@@ -52,6 +52,7 @@ struct sbx_execution *sbx_execution_free(struct sbx_execution *ex)
         strv_free(ex->warnings);
         free(ex->policy);
         free(ex->install_log);
+        free(ex->session_id);
         free(ex);
     }
     return NULL;
@@ -142,6 +143,8 @@ struct json_object *sbx_execution_to_json(const struct sbx_execution *ex)
                 in, "log_truncated", json_object_new_boolean(ex->install_log_truncated));
         json_object_object_add(o, "install", in);
     }
+    if (ex->session_id)
+        json_object_object_add(o, "session_id", json_object_new_string(ex->session_id));
     if (ex->has_build_cache) {
         struct json_object *b = json_object_new_object();
 

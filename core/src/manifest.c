@@ -466,6 +466,22 @@ static int store_build_outputs(struct ctx *c, const struct yamltree_node *seq, v
     return 0;
 }
 
+#define SESSION(field) offsetof(struct manifest_session, field)
+static const struct key_desc session_keys[] = {
+        {"run", YAMLTREE_SEQ, KEY_REQUIRED | KEY_NONEMPTY, SESSION(run), MR_ANY, NULL},
+        {"driver", YAMLTREE_SCALAR, KEY_REQUIRED, SESSION(driver), MR_FILE, NULL},
+};
+
+static int store_session(struct ctx *c, const struct yamltree_node *n, void *obj)
+{
+    struct manifest_lang *l = obj;
+
+    l->session = calloc(1, sizeof(*l->session));
+    if (!l->session)
+        return oom(c);
+    return apply_schema(c, n, session_keys, ARRAY_SIZE(session_keys), l->session);
+}
+
 #define LANG(field) offsetof(struct manifest_lang, field)
 static const struct key_desc lang_keys[] = {
         {"source_file", YAMLTREE_SCALAR, KEY_REQUIRED, LANG(source_file), MR_FILE, NULL},
@@ -484,6 +500,7 @@ static const struct key_desc lang_keys[] = {
         {"install", YAMLTREE_MAP, 0, 0, MR_ANY, store_install},
         {"warm", YAMLTREE_MAP, 0, 0, MR_ANY, store_warm},
         {"build_outputs", YAMLTREE_SEQ, KEY_NONEMPTY, 0, MR_ANY, store_build_outputs},
+        {"session", YAMLTREE_MAP, 0, 0, MR_ANY, store_session},
 };
 
 static int store_language(struct ctx *c, const struct yamltree_node *n, void *obj)
@@ -744,6 +761,11 @@ static void lang_free(struct manifest_lang *l)
     strv_free(l->build_outputs);
     recipe_free(l->install);
     recipe_free(l->warm);
+    if (l->session) {
+        strv_free(l->session->run);
+        free(l->session->driver);
+        free(l->session);
+    }
     free(l);
 }
 

@@ -73,6 +73,14 @@ struct manifest_install {
                             read-only at /repo for the steps and the value rewritten */
 };
 
+/* A warm interpreter for sessions (language.session): run starts it, with
+ * the element "{driver}" replaced by the text of the file `driver` beside
+ * the manifest; it speaks the protocol of core/src/session.c. */
+struct manifest_session {
+    char **run;   /* argv template, at least one element */
+    char *driver; /* a file name beside the manifest */
+};
+
 struct manifest_lang {
     char *source_file;      /* file name, no '/' */
     char **extensions;      /* ".py", ...; NULL-terminated, may be empty */
@@ -94,6 +102,8 @@ struct manifest_lang {
                                          when set, identical builds are cached, or NULL */
     struct manifest_install *warm;    /* language.warm, or NULL: a set built once per
                                          toolchain without network (no hosts) */
+    struct manifest_session *session; /* language.session, or NULL: a session runs each
+                                         call's program anew (files persist) */
 };
 
 struct manifest {

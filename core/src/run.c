@@ -56,10 +56,6 @@ static const char *const known_backends[][2] = {
         {"wsl2", NULL},
 };
 
-struct sbx_cancel {
-    int fd;
-};
-
 int sbx_cancel_new(struct sbx_cancel **ret, struct sbx_error **err)
 {
     struct sbx_cancel *c = calloc(1, sizeof(*c));
@@ -182,6 +178,11 @@ int sbx_runtime_new_opts(
         return sbx_error_set(err, SBX_E_IO, errno, "cannot locate the llm-sandbox executable");
     }
     make_owner(rt->owner, sizeof(rt->owner));
+    rt->sessions = sessions_new();
+    if (!rt->sessions) {
+        sbx_runtime_free(rt);
+        return sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
+    }
     http_global_init(); /* before plugins and workers (STYLE C1) */
     cgo.allow_v1 = rt->settings->cgroup_v1;
     cgo.allow_v2 = rt->settings->cgroup_v2;
@@ -199,6 +200,7 @@ struct sbx_runtime *sbx_runtime_free(struct sbx_runtime *rt)
 {
     if (!rt)
         return NULL;
+    sessions_free(rt->sessions); /* their boxes, before the plugins go */
     loader_unload_all(rt);
     cg_service_free(rt->cg);
     settings_free(rt->settings);
@@ -316,7 +318,7 @@ static int check_files(struct run *r)
     return 0;
 }
 
-static int check_source_name(struct run *r)
+int engine_check_source_name(struct run *r)
 {
     for (size_t i = 0; i < r->req->n_files; i++)
         if (strcmp(r->req->files[i].path, r->plan->source_name) == 0)
@@ -348,7 +350,7 @@ static int check_libraries(struct run *r)
     return 0;
 }
 
-static int check_request(struct run *r)
+int engine_check_request(struct run *r)
 {
     const struct settings *s = r->rt->settings;
 
@@ -379,7 +381,7 @@ bool env_sets(char *const *env, const char *entry)
 /* The fixed base, where the language's manifest does not set the same
  * variable (Go puts its toolchain on PATH), then the language's, then the
  * operator's allow-list. */
-static int build_env(struct run *r, struct sbx_error **err)
+int engine_build_env(struct run *r, struct sbx_error **err)
 {
     static const char *const base[] = {"PATH=/usr/bin:/bin", "HOME=/tmp", "TMPDIR=/tmp",
             "LANG=C.UTF-8", "USER=sandbox", "LOGNAME=sandbox"};
@@ -439,7 +441,7 @@ int open_box(struct run *r, struct sbx_error **err)
 }
 
 /* Map how the last exec ended onto status, exit code and limit. */
-static void classify(
+void engine_classify(
         struct run *r, int end, const struct agentc_exit *ex, const struct sbx_box_stats *st)
 {
     struct sbx_execution *e = r->ex;
@@ -523,29 +525,33 @@ static int stage_from_set(struct run *r, int64_t deadline)
             sbx_error_free(e);
             return SBX_E_IO;
         }
-        end = agentc_put(r->ac, *f, 0644, data, len, deadline);
+        end = agentc_put_file(r->ac, *f, 0644, data, len, r->sess != NULL, deadline);
         free(data);
     }
     return end;
 }
 
-/* The request's files, then the program, beneath the workspace. */
-static int stage(struct run *r, int64_t deadline)
+/* The request's files, then the program (unless a session's interpreter
+ * takes it), beneath the workspace; a session's call replaces earlier
+ * files of the same names. 0, an enum agentc_end, or SBX_E_IO. */
+int engine_stage(struct run *r, bool with_source, int64_t deadline)
 {
+    bool replace = r->sess != NULL;
     int end = r->deps ? stage_from_set(r, deadline) : 0;
 
     for (size_t i = 0; end == 0 && i < r->req->n_files; i++) {
         const struct sbx_file *f = &r->req->files[i];
 
-        end = agentc_put(r->ac, f->path, 0644, f->data, f->len, deadline);
+        end = agentc_put_file(r->ac, f->path, 0644, f->data, f->len, replace, deadline);
     }
-    if (end == 0 && !r->probe_argv)
-        end = agentc_put(
-                r->ac, r->plan->source_name, 0644, r->req->code, r->req->code_len, deadline);
+    if (end == 0 && with_source && !r->probe_argv)
+        end = agentc_put_file(r->ac, r->plan->source_name, 0644, r->req->code, r->req->code_len,
+                replace, deadline);
     return end;
 }
 
-static int exec_phases(struct run *r, int *ret_end, struct agentc_exit *ex, struct sbx_error **err)
+/* A fresh box's agent: its greeting, then the limits every exec inherits. */
+int engine_setup(struct run *r, int *ret_end, struct sbx_error **err)
 {
     int64_t deadline = now_ms() + SETUP_TIMEOUT_MS;
     struct agentc_limit lims[AGENT_LIMITS_MAX];
@@ -556,8 +562,21 @@ static int exec_phases(struct run *r, int *ret_end, struct agentc_exit *ex, stru
     mark(r, "agent ready");
     if (end == 0)
         end = agentc_limits(r->ac, lims, run_limits(r, lims), deadline);
+    *ret_end = end;
+    if (end == AGENTC_TIMEOUT || end == AGENTC_LOST || end == SBX_E_IO)
+        return sbx_error_set(err, SBX_E_BACKEND, 0, "setting up the sandbox failed: %s",
+                end == AGENTC_TIMEOUT ? "timed out" : agentc_last_error(r->ac));
+    return 0;
+}
+
+static int exec_phases(struct run *r, int *ret_end, struct agentc_exit *ex, struct sbx_error **err)
+{
+    int end;
+
+    if (engine_setup(r, &end, err) < 0)
+        return (*err)->rc;
     if (end == 0)
-        end = stage(r, deadline);
+        end = engine_stage(r, true, now_ms() + SETUP_TIMEOUT_MS);
     if (end == AGENTC_TIMEOUT || end == AGENTC_LOST || end == SBX_E_IO)
         return sbx_error_set(err, SBX_E_BACKEND, 0, "setting up the sandbox failed: %s",
                 end == AGENTC_TIMEOUT ? "timed out" : agentc_last_error(r->ac));
@@ -565,7 +584,16 @@ static int exec_phases(struct run *r, int *ret_end, struct agentc_exit *ex, stru
         *ret_end = end;
         return 0;
     }
-    deadline = now_ms() + (int64_t)r->policy.wall_time_ms;
+    return engine_programs(r, ret_end, ex, err);
+}
+
+/* After staging: the warm-up seed, the build (or the cached build) and the
+ * program, under the run's deadline. */
+int engine_programs(struct run *r, int *ret_end, struct agentc_exit *ex, struct sbx_error **err)
+{
+    int64_t deadline = now_ms() + (int64_t)r->policy.wall_time_ms;
+    int end;
+
     r->ran = true;
     mark(r, "staged");
     if (r->probe_argv) {
@@ -646,6 +674,21 @@ static int take_capture(
     return *ret_buf ? 0 : SBX_E_NOMEM;
 }
 
+/* The names and captured output into the execution. */
+int engine_output(struct run *r, struct sbx_error **err)
+{
+    struct sbx_execution *ex = r->ex;
+
+    ex->backend = r->backend ? strdup(r->backend->name) : NULL;
+    ex->language = r->lang ? strdup(r->lang->name) : NULL;
+    if (take_capture(&r->sink.out, &ex->stdout_buf, &ex->stdout_len, &ex->stdout_bytes,
+                &ex->stdout_truncated) < 0 ||
+            take_capture(&r->sink.err, &ex->stderr_buf, &ex->stderr_len, &ex->stderr_bytes,
+                    &ex->stderr_truncated) < 0)
+        return sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
+    return 0;
+}
+
 /* Everything after the request and policy were accepted. */
 static int run_box(struct run *r, struct sbx_error **err)
 {
@@ -678,53 +721,74 @@ static int run_box(struct run *r, struct sbx_error **err)
         *err = sbx_error_free(*err);
     else if (rc < 0)
         return rc;
-    classify(r, end, &ex, &st);
+    engine_classify(r, end, &ex, &st);
     if (r->ex->status == SBX_STATUS_ERROR && end == AGENTC_LOST)
         r->ex->message = strdup(agentc_last_error(r->ac));
     return 0;
 }
 
-static void run_done(struct run *r)
+/* What the run holds; a session's call leaves the session's box, channel,
+ * environment and sets alone. */
+void engine_release(struct run *r)
 {
-    if (r->box) {
-        struct sbx_box_stats st;
-        struct sbx_error *e = NULL;
+    if (!r->sess) {
+        if (r->box) {
+            struct sbx_box_stats st;
+            struct sbx_error *e = NULL;
 
-        close_box(r, &st, &e);
-        sbx_error_free(e);
+            close_box(r, &st, &e);
+            sbx_error_free(e);
+        }
+        agentc_free(r->ac);
+        r->deps = deps_close(r->deps);
+        r->warm = deps_close(r->warm);
+        strv_free(r->env);
+        free(r->ws_mount_src);
+        free(r->ws_mount_dst);
     }
-    agentc_free(r->ac);
-    r->deps = deps_close(r->deps);
-    r->warm = deps_close(r->warm);
+    r->ac = NULL;
+    r->box = NULL;
+    r->env = NULL;
     r->build = deps_close(r->build);
-    free(r->ws_mount_src);
-    free(r->ws_mount_dst);
-    plan_free(r->plan);
-    strv_free(r->env);
+    r->plan = plan_free(r->plan);
     capture_done(&r->sink.out);
     capture_done(&r->sink.err);
 }
 
-static int run_checked(struct run *r, struct sbx_error **err)
+/* Backend and language by name, and the request's own checks: 0, or 1
+ * when refused. */
+int engine_choose(struct run *r)
+{
+    if (pick_backend(r) || pick_language(r) || engine_check_request(r))
+        return 1;
+    mark(r, "plugins chosen");
+    return 0;
+}
+
+/* The policy the request gets, checked against what the backend enforces
+ * here: 0, or 1 when refused. */
+int engine_policy(struct run *r)
 {
     struct sbx_error *e = NULL;
 
-    if (pick_backend(r) || pick_language(r) || check_request(r))
-        return 0;
-    mark(r, "plugins chosen");
     if (policy_resolve(r->rt->settings, &r->req->limits, &r->policy, &r->explicit_mask, &e) < 0 ||
             backend_probe(r->rt, r->backend, &e) < 0 ||
             policy_check(&r->policy, r->explicit_mask, &r->backend->caps, r->backend->name,
-                    &r->ex->warnings, &e) < 0) {
-        refuse_error(r, e);
-        return 0;
-    }
+                    &r->ex->warnings, &e) < 0)
+        return refuse_error(r, e);
     mark(r, "probed and checked");
+    return 0;
+}
+
+static int run_checked(struct run *r, struct sbx_error **err)
+{
+    if (engine_choose(r) || engine_policy(r))
+        return 0;
     r->ex->policy = policy_to_text(&r->policy);
     if (plan_make(r->lang, r->req->code, r->req->code_len, &r->plan, err) < 0 ||
-            build_env(r, err) < 0)
+            engine_build_env(r, err) < 0)
         return (*err)->rc;
-    if (check_source_name(r))
+    if (engine_check_source_name(r))
         return 0;
     if (r->req->n_libraries) {
         int rc = prepare_libraries(r, err);
@@ -756,17 +820,10 @@ static int run_one(struct sbx_runtime *rt, const struct sbx_request *req, char *
         return sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
     capture_init(&r.sink.out, 0);
     capture_init(&r.sink.err, 0);
-    rc = run_checked(&r, err);
-    if (rc == 0) {
-        ex->backend = r.backend ? strdup(r.backend->name) : NULL;
-        ex->language = r.lang ? strdup(r.lang->name) : NULL;
-        if (take_capture(&r.sink.out, &ex->stdout_buf, &ex->stdout_len, &ex->stdout_bytes,
-                    &ex->stdout_truncated) < 0 ||
-                take_capture(&r.sink.err, &ex->stderr_buf, &ex->stderr_len, &ex->stderr_bytes,
-                        &ex->stderr_truncated) < 0)
-            rc = sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
-    }
-    run_done(&r);
+    rc = req->session_id ? session_call(&r, err) : run_checked(&r, err);
+    if (rc == 0)
+        rc = engine_output(&r, err);
+    engine_release(&r);
     ex->duration_ms = (uint64_t)(now_ms() - r.t0);
     if (rc < 0) {
         sbx_execution_free(ex);

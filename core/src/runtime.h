@@ -19,6 +19,7 @@
 struct settings;
 struct manifest;
 struct cg_service;
+struct sessions;
 struct sbx_runtime;
 struct plugin;
 
@@ -69,8 +70,14 @@ struct sbx_runtime {
     char owner[48]; /* "p<pid>t<starttime>": names cgroups and boxes */
     atomic_uint_fast64_t seq;
     bool ltdl_ready;
-    int audit_fd; /* LLM_SANDBOX_AUDIT_LOG, opened for appending, or -1 */
+    int audit_fd;              /* LLM_SANDBOX_AUDIT_LOG, opened for appending, or -1 */
+    struct sessions *sessions; /* session.c's registry */
 };
+
+/* session.c: the registry, made with the runtime; freeing it closes every
+ * session. */
+struct sessions *sessions_new(void);
+void sessions_free(struct sessions *ss);
 
 /* loader.c */
 int loader_load_all(struct sbx_runtime *rt, struct sbx_error **err);

@@ -69,6 +69,10 @@ void settings_init_defaults(struct settings *s)
     s->cache_max_bytes = 4096 * MIB;
     s->install_max_bytes = 2048 * MIB;
     s->install_timeout_ms = 300000;
+    s->session_idle_ms = 600000;
+    s->session_lifetime_ms = 3600000;
+    s->sessions_max = 8;
+    s->file_max_bytes = 16 * MIB;
 }
 
 static int core_kind(const char *key);
@@ -291,6 +295,37 @@ static int load_ids(struct settings *s, struct sbx_error **err)
     return 0;
 }
 
+/* How long sessions live, how many, and how big a file moved in or out. */
+static int load_sessions(struct settings *s, struct sbx_error **err)
+{
+    static const struct {
+        const char *name;
+        enum kind kind;
+        uint64_t min, max;
+        const char *what;
+    } vars[] = {
+            {"LLM_SANDBOX_SESSION_IDLE", K_SECONDS, 1000, UINT64_MAX, "number of seconds >= 1"},
+            {"LLM_SANDBOX_SESSION_LIFETIME", K_SECONDS, 1000, UINT64_MAX, "number of seconds >= 1"},
+            {"LLM_SANDBOX_SESSIONS_MAX", K_COUNT, 1, 1024, "count from 1 to 1024"},
+            {"LLM_SANDBOX_FILE_MAX", K_SIZE, 1, 256u << 20, "size from 1 to 256M"},
+    };
+    uint64_t *dst[] = {
+            &s->session_idle_ms, &s->session_lifetime_ms, &s->sessions_max, &s->file_max_bytes};
+
+    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+        const char *v = env(s, vars[i].name);
+        uint64_t x;
+
+        if (!v)
+            continue;
+        if (parse_kind(vars[i].kind, v, &x) < 0 || x < vars[i].min || x > vars[i].max)
+            return sbx_error_set_field(err, SBX_E_INVALID, vars[i].name, "%s='%s' must be a %s",
+                    vars[i].name, v, vars[i].what);
+        *dst[i] = x;
+    }
+    return 0;
+}
+
 /* Where dependency sets live, and how big and slow installs may get. */
 static int load_installs(struct settings *s, struct sbx_error **err)
 {
@@ -436,7 +471,8 @@ static int load_misc(struct settings *s, struct sbx_error **err)
     }
     if ((v = env(s, "BACKEND")) && !(s->backend = strdup(v)))
         return sbx_error_set(err, SBX_E_NOMEM, 0, "out of memory");
-    if (load_server(s, err) < 0 || load_hardening(s, err) < 0 || load_installs(s, err) < 0)
+    if (load_server(s, err) < 0 || load_hardening(s, err) < 0 || load_installs(s, err) < 0 ||
+            load_sessions(s, err) < 0)
         return (*err)->rc;
     if ((v = env(s, "LLM_SANDBOX_DEFAULT_LANGUAGE")) && !(s->language = strdup(v)))
         return sbx_error_set(err, SBX_E_NOMEM, 0, "out of memory");
@@ -470,6 +506,10 @@ static const struct {
         {"LLM_SANDBOX_CACHE_MAX", 0},
         {"LLM_SANDBOX_INSTALL_MAX", 0},
         {"LLM_SANDBOX_INSTALL_TIMEOUT", 0},
+        {"LLM_SANDBOX_SESSION_IDLE", 0},
+        {"LLM_SANDBOX_SESSION_LIFETIME", 0},
+        {"LLM_SANDBOX_SESSIONS_MAX", 0},
+        {"LLM_SANDBOX_FILE_MAX", 0},
         {"SANDBOX_CAP_DROP", ','},
         {"SANDBOX_SECURITY_OPT", ','},
         /* the reference server's, for the container and cluster backends */

@@ -55,7 +55,12 @@ struct settings {
     uint64_t install_timeout_ms; /* LLM_SANDBOX_INSTALL_TIMEOUT: seconds, default 300 */
     char **install_env;          /* "K=V" of the reference's install variables set (R_REPO):
                                     they replace the same key of a manifest's install env */
-    struct config *config;       /* the config file read, or NULL */
+    /* Sessions (session.c) */
+    uint64_t session_idle_ms;     /* LLM_SANDBOX_SESSION_IDLE: seconds unused, default 600 */
+    uint64_t session_lifetime_ms; /* LLM_SANDBOX_SESSION_LIFETIME: seconds, default 3600 */
+    uint64_t sessions_max;        /* LLM_SANDBOX_SESSIONS_MAX: open at once, default 8 */
+    uint64_t file_max_bytes;      /* LLM_SANDBOX_FILE_MAX: one upload or download, 16M */
+    struct config *config;        /* the config file read, or NULL */
 };
 
 /* Built-in defaults only (no environment). */

@@ -595,6 +595,58 @@ static void test_put_symlinks(void **state)
     assert_int_equal(rmdir(outside), 0); /* still empty */
 }
 
+/* PUT with AGENT_PUT_REPLACE (a session's upload): an existing regular
+ * file is overwritten; a symlink, a FIFO or a directory is not. */
+static void test_put_replace(void **state)
+{
+    const uint8_t rep = AGENT_PUT_FIRST | AGENT_PUT_LAST | AGENT_PUT_REPLACE;
+    char p[128], outside[] = "/var/tmp/sbx-agent-rep.XXXXXX", q[160];
+    struct agent a;
+    struct stat st;
+    FILE *fp;
+    char got[16] = {0};
+    int fd;
+
+    (void)state;
+    assert_non_null(mkdtemp(outside));
+    snprintf(q, sizeof q, "%s/target", outside);
+    fd = open(q, O_CREAT | O_WRONLY, 0644);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, "host", 4), 4);
+    close(fd);
+    agent_start(&a, NULL);
+    send_put(&a, "f.txt", 0644, "first version", AGENT_PUT_FIRST | AGENT_PUT_LAST);
+    assert_int_equal(expect_reply(&a, AGENT_OK), 0);
+    send_put(&a, "f.txt", 0600, "second", rep);
+    assert_int_equal(expect_reply(&a, AGENT_OK), 0);
+    fp = fopen(host_path(&a, "f.txt", p, sizeof p), "r");
+    assert_non_null(fp);
+    assert_int_equal(fread(got, 1, sizeof got - 1, fp), 6);
+    fclose(fp);
+    assert_string_equal(got, "second");
+    assert_int_equal(stat(p, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0600);
+    send_put(&a, "new/dir/g.txt", 0644, "made", rep); /* a new file, as without REPLACE */
+    assert_int_equal(expect_reply(&a, AGENT_OK), 0);
+    assert_int_equal(symlink(q, host_path(&a, "planted", p, sizeof p)), 0);
+    send_put(&a, "planted", 0644, "escape", rep);
+    assert_symlink_refused(expect_reply(&a, AGENT_ERROR));
+    assert_int_equal(mkfifo(host_path(&a, "fifo", p, sizeof p), 0644), 0);
+    send_put(&a, "fifo", 0644, "blocked?", rep); /* no reader: must not hang */
+    assert_true(expect_reply(&a, AGENT_ERROR) != 0);
+    send_put(&a, "new", 0644, "dir", rep);
+    assert_true(expect_reply(&a, AGENT_ERROR) != 0);
+    assert_exit_status(agent_stop(&a), 0);
+    fd = open(q, O_RDONLY);
+    assert_true(fd >= 0);
+    memset(got, 0, sizeof got);
+    assert_int_equal(read(fd, got, sizeof got - 1), 4);
+    close(fd);
+    assert_string_equal(got, "host"); /* the file behind the symlink is untouched */
+    assert_int_equal(unlink(q), 0);
+    assert_int_equal(rmdir(outside), 0);
+}
+
 /* GET: a file back (a build's output), beneath the workspace only. */
 static void send_get(struct agent *a, uint32_t max, const char *path)
 {
@@ -675,6 +727,18 @@ static void test_get_and_list(void **state)
     assert_int_equal(f.type, AGENT_OK);
     assert_int_equal(n_files, 2);
     assert_true(saw[0] && saw[1]);
+    /* "." lists the whole workspace, each path starting with "./" */
+    n_files = 0;
+    send_frame(&a, AGENT_LIST, 0, ".", 1);
+    for (;;) {
+        assert_int_equal(recv_frame(&a, &f), 0);
+        if (f.type != AGENT_DATA)
+            break;
+        n_files++;
+        assert_memory_equal(f.p, "./", 2);
+    }
+    assert_int_equal(f.type, AGENT_OK);
+    assert_int_equal(n_files, 3); /* out/main, out/sub/In.class, b/big */
     send_frame(&a, AGENT_LIST, 0, "out/main", 8);
     assert_int_equal(expect_reply(&a, AGENT_ERROR), ENOTDIR);
     send_frame(&a, AGENT_LIST, 0, "..", 2);
@@ -1241,6 +1305,7 @@ int main(void)
             cmocka_unit_test(test_put_nested),
             cmocka_unit_test(test_put_rejects_bad_paths),
             cmocka_unit_test(test_put_symlinks),
+            cmocka_unit_test(test_put_replace),
             cmocka_unit_test(test_get_and_list),
             cmocka_unit_test(test_relay),
             cmocka_unit_test(test_stderr_exit_code_env),

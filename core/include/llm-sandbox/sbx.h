@@ -105,6 +105,11 @@ struct sbx_request {
     void (*on_phase)(void *userdata, const char *phase);
     void *userdata;
     struct sbx_cancel *cancel; /* borrowed, or NULL */
+    /* Run in this open session (sbx_session_create) instead of a fresh
+     * sandbox: its workspace, and for languages with a warm interpreter its
+     * variables, persist. Only limits.wall_time_ms and output_bytes may be
+     * given; libraries must be among the session's. NULL: one-shot. */
+    const char *session_id;
 };
 
 struct sbx_execution {
@@ -135,6 +140,7 @@ struct sbx_execution {
     /* The compile cache (only for languages that build, when it applies) */
     bool has_build_cache;
     bool build_cached; /* an identical build's output was reused: nothing compiled */
+    char *session_id;  /* the session created, or called; NULL for one-shot runs */
 };
 struct sbx_execution *sbx_execution_free(struct sbx_execution *ex);
 /* The result object of `run --json` and of MCP execute_code. */
@@ -173,6 +179,40 @@ int sbx_run(struct sbx_runtime *rt, const struct sbx_request *req, struct sbx_ex
 
 /* Every plugin found, with status, errors and backend capabilities. */
 struct json_object *sbx_runtime_plugins_json(struct sbx_runtime *rt);
+/*
+ * Sessions: one sandbox kept open between calls (sbx_run with
+ * req->session_id). Create takes the request's language, backend, limits
+ * and libraries (no code) and returns an execution: status ok with
+ * session_id, or refused with the reason (an unknown language, too many
+ * sessions, ...). They end by sbx_session_close, by idle expiry
+ * (LLM_SANDBOX_SESSION_IDLE), at their maximum lifetime
+ * (LLM_SANDBOX_SESSION_LIFETIME), or with the runtime. A close or expiry
+ * during a call cancels that call. Thread-safe; calls and file operations
+ * on one session wait for each other.
+ */
+int sbx_session_create(struct sbx_runtime *rt, const struct sbx_request *req,
+        struct sbx_execution **ret, struct sbx_error **err);
+/* 0, or SBX_E_INVALID when no such session is open. */
+int sbx_session_close(struct sbx_runtime *rt, const char *id, struct sbx_error **err);
+/* The open sessions: [{session_id, language, backend, created_at,
+ * last_used_at, expires_at, calls, busy, interpreter}]. */
+struct json_object *sbx_sessions_json(struct sbx_runtime *rt);
+/* Files of a session's workspace; path is relative to it (no "..", no
+ * absolute paths), and reading never follows a symlink or opens anything
+ * but a regular file. Sizes are capped by LLM_SANDBOX_FILE_MAX. Errors:
+ * SBX_E_INVALID (no session, a bad path, not a regular file), SBX_E_LIMIT
+ * (too big), SBX_E_BACKEND (the sandbox is gone). */
+int sbx_session_upload(struct sbx_runtime *rt, const char *id, const char *path, const void *data,
+        size_t len, struct sbx_error **err);
+int sbx_session_download(struct sbx_runtime *rt, const char *id, const char *path, char **ret_data,
+        size_t *ret_len, struct sbx_error **err);
+/* Regular files beneath path (NULL or "": the whole workspace), as paths
+ * relative to the workspace, NULL-terminated. */
+int sbx_session_files(struct sbx_runtime *rt, const char *id, const char *path, char ***ret_files,
+        struct sbx_error **err);
+/* The largest file sbx_session_upload and _download move. */
+uint64_t sbx_runtime_file_max(const struct sbx_runtime *rt);
+
 /* Usable languages: name, aliases, version (probed in a sandbox, or null
  * until the probe ran), package manager, source file, docs (use cases,
  * visualization support, preinstalled libraries, examples). Probing runs

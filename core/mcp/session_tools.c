@@ -1,0 +1,458 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * session_tools.c: the MCP tools of stateful sessions: create_session,
+ * close_session, list_sessions, and a session's files: upload_file,
+ * download_file, list_files (execute_code takes session_id, tools.c).
+ * Wrong arguments, unknown sessions and refused paths come back as
+ * results with isError and a message a model can act on.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "b64.h"
+#include "mcp.h"
+
+#define CREATE_MAX_LIBRARIES 64
+
+/* structured as structuredContent, mirrored as text. */
+static struct json_object *result(struct json_object *structured, bool ok)
+{
+    struct json_object *r = json_object_new_object(), *c = json_object_new_array(),
+                       *t = json_object_new_object();
+
+    json_object_object_add(t, "type", json_object_new_string("text"));
+    json_object_object_add(t, "text",
+            json_object_new_string(json_object_to_json_string_ext(
+                    structured, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)));
+    json_object_array_add(c, t);
+    json_object_object_add(r, "content", c);
+    json_object_object_add(r, "structuredContent", structured);
+    json_object_object_add(r, "isError", json_object_new_boolean(!ok));
+    return r;
+}
+
+static int fail(struct json_object **ret, const char *fmt, ...)
+        __attribute__((format(printf, 2, 3)));
+
+static int fail(struct json_object **ret, const char *fmt, ...)
+{
+    struct json_object *o = json_object_new_object();
+    char buf[512];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    json_object_object_add(o, "status", json_object_new_string("refused"));
+    json_object_object_add(o, "message", json_object_new_string(buf));
+    *ret = result(o, false);
+    return *ret ? 0 : -1;
+}
+
+/* Only these keys, and each a string where named in strings. */
+static const char *check_keys(
+        struct json_object *args, const char *const *keys, char *why, size_t n)
+{
+    if (args && !json_object_is_type(args, json_type_object))
+        return "the arguments must be an object";
+    json_object_object_foreach(args, key, val)
+    {
+        bool known = false;
+
+        (void)val;
+        for (const char *const *k = keys; *k; k++)
+            known = known || strcmp(*k, key) == 0;
+        if (!known)
+            return snprintf(why, n, "unknown argument '%.60s'", key), why;
+    }
+    return NULL;
+}
+
+/* A string argument: the value, NULL when absent, or "" with *bad set. */
+static const char *str_arg(struct json_object *args, const char *key, bool *bad)
+{
+    struct json_object *v;
+
+    if (!args || !json_object_object_get_ex(args, key, &v) || !v)
+        return NULL;
+    if (!json_object_is_type(v, json_type_string)) {
+        *bad = true;
+        return "";
+    }
+    return json_object_get_string(v);
+}
+
+/* ---- create, close, list ------------------------------------------------ */
+
+static void on_phase(void *ud, const char *phase)
+{
+    double *progress = ud;
+
+    (void)phase;
+    *progress += 1;
+}
+
+static const char *create_limits(struct json_object *args, struct sbx_request *req)
+{
+    struct json_object *v;
+
+    if (json_object_object_get_ex(args, "timeout", &v) && v) {
+        double t = json_object_get_double(v);
+
+        if ((!json_object_is_type(v, json_type_int) && !json_object_is_type(v, json_type_double)) ||
+                !(t > 0) || !isfinite(t) || t > 1e9)
+            return "'timeout' must be a positive number of seconds (each call's default)";
+        req->limits.set |= SBX_REQ_WALL_TIME;
+        req->limits.wall_time_ms = (uint64_t)ceil(t * 1000.0);
+    }
+    if (json_object_object_get_ex(args, "memory_mb", &v) && v) {
+        int64_t mb = json_object_get_int64(v);
+
+        if (!json_object_is_type(v, json_type_int) || mb <= 0 || mb > (1 << 20))
+            return "'memory_mb' must be a positive whole number of MiB";
+        req->limits.set |= SBX_REQ_MEMORY;
+        req->limits.memory_bytes = (uint64_t)mb << 20;
+    }
+    return NULL;
+}
+
+static int t_create_session(
+        struct mcp_call *call, struct json_object *args, struct json_object **ret)
+{
+    static const char *const keys[] = {"language", "libraries", "timeout", "memory_mb", NULL};
+    struct sbx_request req = {0};
+    struct sbx_execution *ex = NULL;
+    struct sbx_error *err = NULL;
+    const char **libs = NULL, *why;
+    struct json_object *v;
+    double progress = 0;
+    bool bad = false;
+    char buf[160];
+    int rc = -1;
+
+    why = check_keys(args, keys, buf, sizeof(buf));
+    if (!why && !(req.language = str_arg(args, "language", &bad)))
+        why = "'language' (a string) is required";
+    if (!why && bad)
+        why = "'language' must be a string";
+    if (!why)
+        why = create_limits(args, &req);
+    if (!why && json_object_object_get_ex(args, "libraries", &v) && v) {
+        size_t n = json_object_is_type(v, json_type_array) ? json_object_array_length(v) : 0;
+
+        libs = calloc(n + 1, sizeof(*libs));
+        if (!json_object_is_type(v, json_type_array) || n > CREATE_MAX_LIBRARIES || !libs)
+            why = "'libraries' must be an array of at most 64 strings";
+        for (size_t i = 0; !why && i < n; i++) {
+            struct json_object *e = json_object_array_get_idx(v, i);
+
+            if (!json_object_is_type(e, json_type_string))
+                why = "'libraries' must be an array of strings";
+            else
+                libs[req.n_libraries++] = json_object_get_string(e);
+        }
+        req.libraries = libs;
+    }
+    if (why) {
+        free(libs);
+        return fail(ret, "%s", why);
+    }
+    req.cancel = mcp_call_cancel(call);
+    req.on_phase = on_phase;
+    req.userdata = &progress;
+    if (sbx_session_create(mcp_call_runtime(call), &req, &ex, &err) < 0)
+        ex = sbx_execution_from_error(err);
+    if (ex) {
+        *ret = result(sbx_execution_to_json(ex), ex->status == SBX_STATUS_OK);
+        rc = *ret ? 0 : -1;
+    }
+    sbx_execution_free(ex);
+    sbx_error_free(err);
+    free(libs);
+    return rc;
+}
+
+static int t_close_session(
+        struct mcp_call *call, struct json_object *args, struct json_object **ret)
+{
+    static const char *const keys[] = {"session_id", NULL};
+    struct sbx_error *err = NULL;
+    struct json_object *o;
+    const char *id, *why;
+    bool bad = false;
+    char buf[160];
+
+    why = check_keys(args, keys, buf, sizeof(buf));
+    if (why)
+        return fail(ret, "%s", why);
+    id = str_arg(args, "session_id", &bad);
+    if (!id || bad)
+        return fail(ret, "'session_id' (a string) is required");
+    if (sbx_session_close(mcp_call_runtime(call), id, &err) < 0) {
+        int rc = fail(ret, "%s", err->msg);
+
+        sbx_error_free(err);
+        return rc;
+    }
+    o = json_object_new_object();
+    json_object_object_add(o, "session_id", json_object_new_string(id));
+    json_object_object_add(o, "closed", json_object_new_boolean(true));
+    *ret = result(o, true);
+    return *ret ? 0 : -1;
+}
+
+static int t_list_sessions(
+        struct mcp_call *call, struct json_object *args, struct json_object **ret)
+{
+    static const char *const keys[] = {NULL};
+    struct json_object *o;
+    const char *why;
+    char buf[160];
+
+    why = check_keys(args, keys, buf, sizeof(buf));
+    if (why)
+        return fail(ret, "%s", why);
+    o = json_object_new_object();
+    json_object_object_add(o, "sessions", sbx_sessions_json(mcp_call_runtime(call)));
+    *ret = result(o, true);
+    return *ret ? 0 : -1;
+}
+
+/* ---- files -------------------------------------------------------------- */
+
+/* session_id and path, both strings; path may be optional. */
+static const char *file_args(struct json_object *args, const char *const *keys, bool path_needed,
+        const char **id, const char **path, char *buf, size_t n)
+{
+    const char *why = check_keys(args, keys, buf, n);
+    bool bad = false;
+
+    if (why)
+        return why;
+    *id = str_arg(args, "session_id", &bad);
+    if (!*id || bad)
+        return "'session_id' (a string) is required";
+    *path = str_arg(args, "path", &bad);
+    if (bad || (path_needed && !*path))
+        return "'path' (a string, relative to the workspace) is required";
+    return NULL;
+}
+
+static int t_upload_file(struct mcp_call *call, struct json_object *args, struct json_object **ret)
+{
+    static const char *const keys[] = {"session_id", "path", "content", "encoding", NULL};
+    struct sbx_error *err = NULL;
+    const char *id, *path, *content, *enc, *why;
+    struct json_object *v, *o;
+    char buf[160], *data = NULL;
+    size_t len;
+    bool bad = false;
+    int rc;
+
+    why = file_args(args, keys, true, &id, &path, buf, sizeof(buf));
+    if (why)
+        return fail(ret, "%s", why);
+    content = str_arg(args, "content", &bad);
+    enc = str_arg(args, "encoding", &bad);
+    if (!content || bad)
+        return fail(ret, "'content' (a string) is required; 'encoding' is a string");
+    if (enc && strcmp(enc, "utf-8") != 0 && strcmp(enc, "base64") != 0)
+        return fail(ret, "'encoding' must be \"utf-8\" (the default) or \"base64\"");
+    json_object_object_get_ex(args, "content", &v);
+    len = (size_t)json_object_get_string_len(v);
+    if (enc && strcmp(enc, "base64") == 0) {
+        if (b64_decode(content, len, &data, &len) < 0)
+            return fail(ret, "'content' is not valid base64");
+        content = data;
+    }
+    rc = sbx_session_upload(mcp_call_runtime(call), id, path, content, len, &err);
+    free(data);
+    if (rc < 0) {
+        rc = fail(ret, "%s", err->msg);
+        sbx_error_free(err);
+        return rc;
+    }
+    o = json_object_new_object();
+    json_object_object_add(o, "path", json_object_new_string(path));
+    json_object_object_add(o, "size", json_object_new_uint64(len));
+    *ret = result(o, true);
+    return *ret ? 0 : -1;
+}
+
+/* Valid UTF-8 without NUL bytes: returned as text; else base64. */
+static bool utf8_text(const unsigned char *p, size_t n)
+{
+    size_t i = 0;
+
+    while (i < n) {
+        unsigned char c = p[i];
+        size_t k;
+        uint32_t cp;
+
+        if (c == 0)
+            return false;
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        if ((c & 0xE0) == 0xC0)
+            k = 1, cp = c & 0x1Fu;
+        else if ((c & 0xF0) == 0xE0)
+            k = 2, cp = c & 0x0Fu;
+        else if ((c & 0xF8) == 0xF0)
+            k = 3, cp = c & 0x07u;
+        else
+            return false;
+        if (k > n - i - 1)
+            return false;
+        for (size_t j = 1; j <= k; j++) {
+            if ((p[i + j] & 0xC0) != 0x80)
+                return false;
+            cp = cp << 6 | (p[i + j] & 0x3Fu);
+        }
+        if ((k == 1 && cp < 0x80) || (k == 2 && cp < 0x800) || (k == 3 && cp < 0x10000) ||
+                cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+            return false;
+        i += k + 1;
+    }
+    return true;
+}
+
+static int t_download_file(
+        struct mcp_call *call, struct json_object *args, struct json_object **ret)
+{
+    static const char *const keys[] = {"session_id", "path", NULL};
+    struct sbx_error *err = NULL;
+    const char *id, *path, *why;
+    struct json_object *o;
+    char buf[160], *data = NULL, *text = NULL;
+    size_t len = 0;
+    bool utf8;
+    int rc;
+
+    why = file_args(args, keys, true, &id, &path, buf, sizeof(buf));
+    if (why)
+        return fail(ret, "%s", why);
+    if (sbx_session_download(mcp_call_runtime(call), id, path, &data, &len, &err) < 0) {
+        rc = fail(ret, "%s", err->msg);
+        sbx_error_free(err);
+        return rc;
+    }
+    utf8 = utf8_text((const unsigned char *)data, len);
+    if (!utf8 && !(text = b64_encode(data, len))) {
+        free(data);
+        return -1;
+    }
+    o = json_object_new_object();
+    json_object_object_add(o, "path", json_object_new_string(path));
+    json_object_object_add(o, "size", json_object_new_uint64(len));
+    json_object_object_add(o, "encoding", json_object_new_string(utf8 ? "utf-8" : "base64"));
+    json_object_object_add(o, "content",
+            utf8 ? json_object_new_string_len(data, (int)len) : json_object_new_string(text));
+    free(data);
+    free(text);
+    *ret = result(o, true);
+    return *ret ? 0 : -1;
+}
+
+static int t_list_files(struct mcp_call *call, struct json_object *args, struct json_object **ret)
+{
+    static const char *const keys[] = {"session_id", "path", NULL};
+    struct sbx_error *err = NULL;
+    const char *id, *path, *why;
+    struct json_object *o, *a;
+    char buf[160], **files = NULL;
+    int rc;
+
+    why = file_args(args, keys, false, &id, &path, buf, sizeof(buf));
+    if (why)
+        return fail(ret, "%s", why);
+    if (sbx_session_files(mcp_call_runtime(call), id, path, &files, &err) < 0) {
+        rc = fail(ret, "%s", err->msg);
+        sbx_error_free(err);
+        return rc;
+    }
+    a = json_object_new_array();
+    for (char **f = files; *f; f++) {
+        struct json_object *e = json_object_new_object();
+
+        json_object_object_add(e, "path", json_object_new_string(*f));
+        json_object_array_add(a, e);
+        free(*f);
+    }
+    free(files);
+    o = json_object_new_object();
+    json_object_object_add(o, "files", a);
+    *ret = result(o, true);
+    return *ret ? 0 : -1;
+}
+
+/* ---- the table ---------------------------------------------------------- */
+
+#define SESSION_ID_PROP                                                                            \
+    "\"session_id\":{\"type\":\"string\",\"description\":\"An id from create_session.\"}"
+#define PATH_PROP                                                                                  \
+    "\"path\":{\"type\":\"string\",\"description\":\"Relative to the session's workspace.\"}"
+
+static const char create_input[] =
+        "{\"type\":\"object\",\"properties\":{"
+        "\"language\":{\"type\":\"string\",\"description\":\"A language from "
+        "get_supported_languages.\"},"
+        "\"libraries\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":"
+        "\"Packages installed once, for every call of the session.\"},"
+        "\"timeout\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"description\":"
+        "\"Each call's default wall-clock limit in seconds.\"},"
+        "\"memory_mb\":{\"type\":\"integer\",\"minimum\":1,\"description\":"
+        "\"Memory for the whole session, in MiB (at most what the server allows).\"}},"
+        "\"required\":[\"language\"],\"additionalProperties\":false}";
+
+static const char id_input[] = "{\"type\":\"object\",\"properties\":{" SESSION_ID_PROP
+                               "},\"required\":[\"session_id\"],\"additionalProperties\":false}";
+
+static const char none_input[] =
+        "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}";
+
+static const char upload_input[] =
+        "{\"type\":\"object\",\"properties\":{" SESSION_ID_PROP "," PATH_PROP ","
+        "\"content\":{\"type\":\"string\"},"
+        "\"encoding\":{\"type\":\"string\",\"enum\":[\"utf-8\",\"base64\"],\"default\":\"utf-8\"}},"
+        "\"required\":[\"session_id\",\"path\",\"content\"],\"additionalProperties\":false}";
+
+static const char path_input[] = "{\"type\":\"object\",\"properties\":{" SESSION_ID_PROP
+                                 "," PATH_PROP "},\"required\":[\"session_id\",\"path\"],"
+                                 "\"additionalProperties\":false}";
+
+static const char list_input[] = "{\"type\":\"object\",\"properties\":{" SESSION_ID_PROP
+                                 "," PATH_PROP "},\"required\":[\"session_id\"],"
+                                 "\"additionalProperties\":false}";
+
+static const struct mcp_tool session_tools[] = {
+        {"create_session", "Create a session",
+                "Open a sandbox that lives across calls: pass its session_id to execute_code, and "
+                "variables (python, javascript, r, ruby) and files persist between calls. Close "
+                "it with close_session; unused sessions expire.",
+                create_input, NULL, MCP_TOOL_WORKER | MCP_TOOL_OPEN_WORLD, t_create_session},
+        {"close_session", "Close a session",
+                "Close a session: its sandbox, processes and files are gone.", id_input, NULL,
+                MCP_TOOL_WORKER, t_close_session},
+        {"list_sessions", "List sessions", "The open sessions, with their language and age.",
+                none_input, NULL, MCP_TOOL_READ_ONLY, t_list_sessions},
+        {"upload_file", "Upload a file",
+                "Write a file into a session's workspace (text, or base64 for binary data).",
+                upload_input, NULL, MCP_TOOL_WORKER, t_upload_file},
+        {"download_file", "Download a file",
+                "Read a file of a session's workspace: text when it is UTF-8, else base64.",
+                path_input, NULL, MCP_TOOL_WORKER | MCP_TOOL_READ_ONLY, t_download_file},
+        {"list_files", "List files",
+                "The regular files of a session's workspace (or of a directory in it).", list_input,
+                NULL, MCP_TOOL_WORKER | MCP_TOOL_READ_ONLY, t_list_files},
+};
+
+void session_tools_register(struct mcp_server *s)
+{
+    mcp_add_tools(s, session_tools, sizeof(session_tools) / sizeof(session_tools[0]));
+}
