@@ -1,0 +1,115 @@
+# llm-sandbox session driver for Python: a warm interpreter that runs one
+# code cell per request and keeps the top-level namespace between cells.
+# Run as: python3 -u -c "<this file's contents>" (no __file__, no siblings).
+#
+# Protocol: requests on stdin are "<code_len> <stdin_len>\n" + code bytes +
+# stdin bytes (counts are bytes). After each cell the driver writes the end
+# marker ESC "]sbx;" NONCE ";" NNN BEL to stdout, then to stderr; NNN is the
+# cell's status (000 ok, 001 uncaught error, or the status it exited with).
+# EOF between requests: exit 0. Bad nonce or header: message on stderr, exit 2.
+#
+# Everything lives inside _sbx_main so that the cells, which run in the real
+# __main__ namespace (pickle, dataclasses and `if __name__ == "__main__"`
+# behave as in `python3 main.py`), see none of the driver's names.
+
+
+def _sbx_main():
+    import io, linecache, os, re, sys, traceback
+
+    del globals()["_sbx_main"]
+    nonce = os.environ.pop("SBX_SESSION_NONCE", "")  # pop also unsetenv()s
+    if not re.fullmatch(r"[0-9a-f]{32}", nonce):
+        sys.stderr.write("session.py: SBX_SESSION_NONCE is missing or malformed\n")
+        sys.exit(2)
+
+    # Private copies of the control channel and of fds 1 and 2 (os.dup makes
+    # them close-on-exec); fd 0 becomes /dev/null so that neither user code
+    # nor its children can read the requests by accident. The markers go to
+    # the private fds so that a cell that replaces sys.stdout or dup2()s over
+    # fd 1 still gets its marker to the host.
+    ctl = os.fdopen(os.dup(0), "rb")
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    out_fd, err_fd = os.dup(1), os.dup(2)
+    enc, errs = sys.stdin.encoding, sys.stdin.errors
+    sys.argv = ["main.py"]
+    sys.path[0] = os.getcwd()  # like a script in the workspace
+    G = sys.modules["__main__"].__dict__
+
+    def fail(msg):
+        sys.stderr.write("session.py: %s\n" % msg)
+        sys.stderr.flush()
+        os._exit(2)
+
+    def read_exact(n):
+        data = ctl.read(n)
+        if len(data) != n:
+            fail("end of input inside a request")
+        return data
+
+    def write_all(fd, data):
+        while data:
+            data = data[os.write(fd, data):]
+
+    def report(e):
+        # Like the interpreter, without this driver's frame (the first entry
+        # of the traceback). The traceback module, unlike the built-in hook,
+        # shows the cells' source lines; a hook the user set is honoured.
+        e = e.with_traceback(e.__traceback__.tb_next)
+        try:
+            if sys.excepthook is not sys.__excepthook__:
+                return sys.excepthook(type(e), e, e.__traceback__)
+        except BaseException:
+            pass
+        traceback.print_exception(type(e), e, e.__traceback__)
+
+    def run_cell(n, code):
+        name = "<cell %d>" % n
+        # Register the source so tracebacks and inspect can show its lines.
+        text = code.decode("utf-8", "replace")
+        linecache.cache[name] = (len(text), None, text.splitlines(True), name)
+        try:
+            exec(compile(code, name, "exec", dont_inherit=True), G)
+            return 0
+        except SystemExit as e:
+            if e.code is None:
+                return 0
+            if isinstance(e.code, int):
+                return e.code & 255
+            try:
+                print(e.code, file=sys.stderr)
+            except BaseException:
+                pass
+            return 1
+        except KeyboardInterrupt as e:
+            report(e)
+            return 130
+        except BaseException as e:
+            report(e)
+            return 1
+
+    n = 0
+    while True:
+        header = ctl.readline(64)
+        if not header:
+            sys.exit(0)
+        m = re.fullmatch(rb"(\d+) (\d+)\n", header)
+        if not m:
+            fail("malformed request header %r" % header)
+        code = read_exact(int(m.group(1)))
+        data = read_exact(int(m.group(2)))
+        n += 1
+        sys.stdin = io.TextIOWrapper(io.BytesIO(data), encoding=enc, errors=errs)
+        status = run_cell(n, code)
+        for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+            try:
+                stream.flush()
+            except BaseException:
+                pass
+        marker = ("\x1b]sbx;%s;%03d\x07" % (nonce, status)).encode()
+        write_all(out_fd, marker)
+        write_all(err_fd, marker)
+
+
+_sbx_main()
