@@ -63,6 +63,7 @@ struct run {
     /* a session's call: the box, channel, environment and sets are the
      * session's (engine_release leaves them) */
     struct sbx_session *sess;
+    bool seeded; /* the warm-up set was linked in already (a session's box) */
 };
 
 /* status refused with a message; returns 1 (the result is decided). */

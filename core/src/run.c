@@ -601,7 +601,7 @@ int engine_programs(struct run *r, int *ret_end, struct agentc_exit *ex, struct 
         *ret_end = end;
         return end < 0 ? sbx_error_set(err, SBX_E_BACKEND, 0, "%s", agentc_last_error(r->ac)) : 0;
     }
-    if (r->warm && r->lang->m->lang->warm->seed) {
+    if (r->warm && r->lang->m->lang->warm->seed && !r->seeded) {
         /* link the warm-up set into the sandbox's own cache; quietly, and
          * only its failure is reported (as the build's would be) */
         end = agentc_exec(

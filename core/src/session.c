@@ -339,6 +339,17 @@ static int session_open(struct sbx_session *s, struct sbx_error **err)
     if (end != 0)
         return sbx_error_set(err, SBX_E_BACKEND, 0, "setting up the sandbox failed: %s",
                 agentc_last_error(r->ac));
+    if (r->warm && r->lang->m->lang->warm->seed) {
+        struct agentc_exit ex;
+
+        /* once per box, as a one-shot run does before its build */
+        end = agentc_exec(r->ac, r->lang->m->lang->warm->seed, r->env, NULL, 0,
+                now_ms() + SETUP_TIMEOUT_MS, &r->sink, &ex);
+        if (end == AGENTC_EXITED && !ex.signaled && ex.code == 0)
+            s->seeded = true;
+        else
+            log_msg(SBX_LOG_WARN, s->language, "session %s builds without the warm cache", s->id);
+    }
     if (s->repl_argv && (rc = repl_start(s, r, err)) != 0)
         return rc < 0 ? rc : 0;
     r->ex->status = SBX_STATUS_OK;

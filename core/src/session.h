@@ -37,7 +37,8 @@ struct sbx_session {
     char **repl_argv, **repl_env;
     char head[8 + 2 * NONCE_BYTES];
     bool repl_alive;
-    bool dead; /* the box is gone */
+    bool seeded; /* the language's warm-up set is linked in */
+    bool dead;   /* the box is gone */
     int64_t created_ms, used_ms;
     time_t created_wall, used_wall;
     uint64_t calls;

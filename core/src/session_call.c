@@ -319,6 +319,7 @@ int session_call(struct run *r, struct sbx_error **err)
     r->warm = s->base.warm;
     r->box = s->base.box;
     r->ac = s->base.ac;
+    r->seeded = s->seeded;
     rc = plan_make(r->lang, r->req->code, r->req->code_len, &r->plan, err);
     if (rc == 0 && !engine_check_source_name(r) && (rc = prepare_build_cache(r, err)) == 0) {
         capture_init(&r->sink.out, (size_t)r->policy.output_bytes);
