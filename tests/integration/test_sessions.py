@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import BACKEND, CONTAINER, clean_env, proc_stat
+from conftest import BACKEND, CONTAINER, clean_env, find_marked, new_mark
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "mcp"))
@@ -38,8 +38,21 @@ class Client:
     """The server with a session-friendly call helper."""
 
     def __init__(self, extra=None):
-        self.s = mcptest.Server(env=clean_env(extra))
+        self.mark = new_mark()
+        self.s = mcptest.Server(env=clean_env(extra, mark_value=self.mark))
         self.s.initialize()
+
+    def sandboxed(self, comm=None):
+        """Host pids of the processes of this server's sandboxes (found by
+        the mark in their environment: on container backends they are not
+        the server's descendants)."""
+        return [p for p in find_marked(self.mark, comm) if p != self.s.pid]
+
+    def wait_no_sandboxes(self, timeout=10.0):
+        deadline = time.monotonic() + timeout
+        while self.sandboxed() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return self.sandboxed()
 
     def call(self, name, args, timeout=120.0):
         r = self.s.call_tool(name, args, timeout=timeout)
@@ -243,8 +256,7 @@ def test_sessions_are_isolated(client):
     assert client.run(a, "print(open('/tmp/tmp-a.txt').read())")["stdout"] == "A tmp\n"
     # from outside: the two interpreters live in different mount, pid and
     # ipc namespaces (and net, where the backend makes one)
-    interp = [p for p, (comm, _, _) in mcptest.descendants(client.s.pid).items()
-              if comm == "python3"]
+    interp = client.sandboxed("python3")
     assert len(interp) == 2, interp
     for kind in ("mnt", "pid", "ipc", "uts"):
         views = {ns(p, kind) for p in interp}
@@ -274,7 +286,7 @@ def test_idle_expiry_and_the_cap():
         assert r["status"] == "refused" and "no open session" in r["message"], r
         time.sleep(3.5)
         assert c.ok("list_sessions", {})["sessions"] == []
-        assert mcptest.descendants(c.s.pid) == {}
+        assert c.wait_no_sandboxes() == []
     finally:
         c.finish()
 
@@ -287,10 +299,7 @@ def test_close_during_a_call_cancels_it(client):
     client.ok("close_session", {"session_id": sid})
     r = client.s.response(rid, timeout=20)["result"]["structuredContent"]
     assert r["status"] == "cancelled" and "closed" in r["message"], r
-    deadline = time.monotonic() + 10
-    while mcptest.descendants(client.s.pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert mcptest.descendants(client.s.pid) == {}
+    assert client.wait_no_sandboxes() == []
 
 
 def test_refused_calls(client):
@@ -317,14 +326,14 @@ def test_sigkill_of_the_server_leaves_nothing():
     r = c.run(sids[0], "import subprocess\n"
                        "bg = subprocess.Popen(['sleep', '600'])\nprint(bg.pid)")
     assert r["status"] == "ok", r
-    pids = list(mcptest.descendants(c.s.pid))
-    assert len(pids) >= 4, pids  # two boxes, two interpreters, one sleep
+    deadline = time.monotonic() + 5  # /proc/PID/environ reads empty while exec is under way
+    while not c.sandboxed("sleep") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    pids = c.sandboxed()
+    assert len(c.sandboxed("sleep")) == 1 and len(pids) >= 4, pids  # agents, interpreters
     c.s.proc.kill()
     c.s.proc.wait(10)
-    deadline = time.monotonic() + 10
-    while [p for p in pids if proc_stat(p)] and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert [p for p in pids if proc_stat(p)] == []
+    assert c.wait_no_sandboxes() == []
     # a new server starts clean, sweeps what the dead one left (cgroups,
     # containers; the harness checks them after this test) and serves
     c2 = Client()
