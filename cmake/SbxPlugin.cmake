@@ -1,19 +1,19 @@
 # SPDX-License-Identifier: MIT
 # sbx_add_plugin(NAME <name> MANIFEST <file.yaml> SOURCES <...> [LIBS <...>]
-#                [SESSION_DRIVER <file>])
+#                [DATA <file>...])
 #
 # Builds <name>.so as a MODULE with hidden visibility, exporting exactly one
 # symbol (plugin.map) and linked with -z defs, so a plugin that reaches for a
 # core symbol fails to link (STYLE H4, L6). The manifest is copied beside the
 # library in the build tree and installed beside it: a plugin directory is
-# flat, one NAME.yaml next to the library it names. A language's session
-# driver goes beside them as NAME-session.EXT (the manifest's
-# language.session.driver names it so).
+# flat, one NAME.yaml next to the library it names. A language's data files
+# (its session driver, files it stages in workspaces) go beside them as
+# NAME-FILE, the name its manifest gives them.
 
 set(SBX_PLUGIN_MAP "${CMAKE_CURRENT_LIST_DIR}/plugin.map")
 
 function(sbx_add_plugin)
-  cmake_parse_arguments(P "" "NAME;MANIFEST;SESSION_DRIVER" "SOURCES;LIBS" ${ARGN})
+  cmake_parse_arguments(P "" "NAME;MANIFEST" "SOURCES;LIBS;DATA" ${ARGN})
   add_library(${P_NAME} MODULE ${P_SOURCES})
   set_target_properties(${P_NAME} PROPERTIES
     PREFIX ""
@@ -30,10 +30,9 @@ function(sbx_add_plugin)
   configure_file(${P_MANIFEST} "${SBX_BUILD_PLUGINDIR}/${P_NAME}.yaml" COPYONLY)
   install(TARGETS ${P_NAME} LIBRARY DESTINATION "${SBX_REL_PLUGINDIR}")
   install(FILES ${P_MANIFEST} DESTINATION "${SBX_REL_PLUGINDIR}" RENAME ${P_NAME}.yaml)
-  if(P_SESSION_DRIVER)
-    get_filename_component(ext ${P_SESSION_DRIVER} LAST_EXT)
-    configure_file(${P_SESSION_DRIVER} "${SBX_BUILD_PLUGINDIR}/${P_NAME}-session${ext}" COPYONLY)
-    install(FILES ${P_SESSION_DRIVER} DESTINATION "${SBX_REL_PLUGINDIR}"
-      RENAME ${P_NAME}-session${ext})
-  endif()
+  foreach(f ${P_DATA})
+    get_filename_component(base ${f} NAME)
+    configure_file(${f} "${SBX_BUILD_PLUGINDIR}/${P_NAME}-${base}" COPYONLY)
+    install(FILES ${f} DESTINATION "${SBX_REL_PLUGINDIR}" RENAME ${P_NAME}-${base})
+  endforeach()
 endfunction()

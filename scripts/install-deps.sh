@@ -14,6 +14,7 @@ PACKAGES="
   bubblewrap passt python3 python3-pytest python3-pip procps
   libnl-route-3-200
   ruby r-base-core
+  python3-matplotlib python3-seaborn python3-plotly r-cran-ggplot2
   clang clang-format libclang-rt-14-dev valgrind
   libarchive-dev docker.io podman debootstrap
 "

@@ -416,7 +416,7 @@ static void on_get(uint32_t len)
 
 /* Send every regular file beneath the directory fd (whose path is
  * path[0..len)) as a DATA frame; false when there are too many. */
-static bool list_walk(int fd, char *path, size_t len, int depth, unsigned *left)
+static bool list_walk(int fd, char *path, size_t len, int depth, unsigned *left, bool with_stat)
 {
     DIR *d = fdopendir(fd);
     bool ok = true;
@@ -440,13 +440,21 @@ static bool list_walk(int fd, char *path, size_t len, int depth, unsigned *left)
         memcpy(path + len + 1, e->d_name, n + 1);
         if (S_ISREG(st.st_mode)) {
             ok = (*left)-- > 0;
-            if (ok)
+            if (ok && with_stat) { /* path NUL, u64 size, u64 mtime in ns */
+                unsigned char *f = (unsigned char *)path + len + 1 + n + 1;
+
+                agent_put_u64(f, (uint64_t)st.st_size);
+                agent_put_u64(f + 8, (uint64_t)st.st_mtim.tv_sec * 1000000000u +
+                                             (uint64_t)st.st_mtim.tv_nsec);
+                send_frame(AGENT_DATA, path, len + 1 + n + 1 + 16);
+            } else if (ok) {
                 send_frame(AGENT_DATA, path, len + 1 + n + 1);
+            }
         } else if (S_ISDIR(st.st_mode)) {
             int sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
             ok = depth < WALK_DEPTH && sub >= 0 &&
-                 list_walk(sub, path, len + 1 + n, depth + 1, left);
+                 list_walk(sub, path, len + 1 + n, depth + 1, left, with_stat);
         }
         path[len] = '\0';
     }
@@ -456,7 +464,7 @@ static bool list_walk(int fd, char *path, size_t len, int depth, unsigned *left)
 
 static void on_list(uint32_t len)
 {
-    char path[PUT_PATH_MAX + 1];
+    char path[PUT_PATH_MAX + 1 + 16];
     unsigned left = AGENT_LIST_MAX;
     int fd;
 
@@ -474,7 +482,7 @@ static void on_list(uint32_t len)
         send_text(AGENT_ERROR, errno, "LIST %s: %s", path, strerror(errno));
         return;
     }
-    if (!list_walk(fd, path, len, 0, &left)) {
+    if (!list_walk(fd, path, len, 0, &left, (g.h.flags & AGENT_LIST_STAT) != 0)) {
         send_text(AGENT_ERROR, E2BIG, "LIST: too many files or too deep");
         return;
     }
@@ -1049,7 +1057,7 @@ static bool frame_ok(const struct agent_hdr *h)
     case AGENT_LIMITS: return h->len >= 4 && h->flags == 0;
     case AGENT_RELAY: return h->len >= 10 && h->flags == 0;
     case AGENT_GET: return h->len >= 5 && h->flags == 0;
-    case AGENT_LIST: return h->len >= 1 && h->flags == 0;
+    case AGENT_LIST: return h->len >= 1 && (h->flags & ~AGENT_LIST_STAT) == 0;
     default: return false;
     }
 }

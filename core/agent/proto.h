@@ -73,7 +73,9 @@
  *                   directory beneath the workspace
  *   A: DATA...      one frame per regular file in it, recursively (no
  *                   symlink followed): its path relative to the workspace,
- *                   NUL-terminated; at most AGENT_LIST_MAX files
+ *                   NUL-terminated; at most AGENT_LIST_MAX files. With the
+ *                   flag AGENT_LIST_STAT each path's NUL is followed by
+ *                   u64 size and u64 mtime (ns since the epoch).
  *   A: OK | ERROR   ERROR when it is no directory, or holds more
  *   H: QUIT         the agent kills everything and exits 0 (so does EOF
  *                   on its input between frames).
@@ -139,6 +141,7 @@ enum agent_put_flags {
     AGENT_PUT_REPLACE = 1u << 2, /* with FIRST: an existing regular file is truncated */
 };
 enum agent_exec_flags { AGENT_EXEC_STDIN_PIPE = 1u << 0 };
+enum agent_list_flags { AGENT_LIST_STAT = 1u << 0 };
 enum agent_exit_kind { AGENT_EXIT_CODE = 0, AGENT_EXIT_SIGNAL = 1 };
 enum agent_exit_flags {
     AGENT_EXIT_WORKSPACE_FULL = 1u << 0, /* /workspace or /tmp had no space or inodes left */

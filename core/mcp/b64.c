@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * b64.c: base64 for upload_file and download_file (b64.h).
+ * b64.c: base64 for the file tools and resources (b64.h).
  */
 #include "b64.h"
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * b64.h: standard base64 (RFC 4648, with padding) for the file tools.
+ * b64.h: standard base64 (RFC 4648, with padding) for the file tools and
+ * resources.
  * Decoding is strict: only the alphabet, padding only at the end, length a
  * multiple of four; ASCII whitespace is skipped.
  */

@@ -145,12 +145,18 @@ void mcp_set_subscriptions(struct mcp_server *s, bool on);
 
 void tools_register(struct mcp_server *s);         /* tools.c */
 void session_tools_register(struct mcp_server *s); /* session_tools.c */
-void fixtures_register(struct mcp_server *s);      /* fixtures.c (test-only) */
+/* session_tools.c: the run's images inline and its other artifacts as
+ * resource links, appended to a CallToolResult's content. */
+void artifact_blocks(
+        struct mcp_call *call, struct json_object *result, const struct sbx_execution *ex);
+void fixtures_register(struct mcp_server *s); /* fixtures.c (test-only) */
 
 /* ---- what a tool may do with its call --------------------------------- */
 
 struct sbx_runtime *mcp_call_runtime(const struct mcp_call *call);
 struct sbx_runtime *mcp_server_runtime(const struct mcp_server *s);
+/* Did the client negotiate version (YYYY-MM-DD) or a later one? */
+bool mcp_call_protocol_at_least(const struct mcp_call *call, const char *version);
 /* Fired when the client cancels this call; pass it to sbx_run. (transfer none) */
 struct sbx_cancel *mcp_call_cancel(const struct mcp_call *call);
 bool mcp_call_cancelled(const struct mcp_call *call);

@@ -162,6 +162,12 @@ struct sbx_runtime *mcp_call_runtime(const struct mcp_call *call)
     return call->conn->s->rt;
 }
 
+bool mcp_call_protocol_at_least(const struct mcp_call *call, const char *version)
+{
+    /* versions are dates, YYYY-MM-DD: they sort as strings */
+    return (call->flags & R_MODERN) || strcmp(call->conn->protocol, version) >= 0;
+}
+
 struct sbx_runtime *mcp_server_runtime(const struct mcp_server *s)
 {
     return s->rt;
@@ -492,7 +498,8 @@ static struct json_object *resource_entry(const struct mcp_resource *r)
             o, r->is_template ? "uriTemplate" : "uri", json_object_new_string(r->uri));
     json_object_object_add(o, "name", json_object_new_string(r->name));
     json_object_object_add(o, "description", json_object_new_string(r->description));
-    json_object_object_add(o, "mimeType", json_object_new_string(r->mime_type));
+    if (r->mime_type) /* a template's files may be of any type */
+        json_object_object_add(o, "mimeType", json_object_new_string(r->mime_type));
     return o;
 }
 

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "b64.h"
+#include "jsonrpc.h"
 #include "mcp.h"
 
 #define CREATE_MAX_LIBRARIES 64
@@ -283,45 +284,6 @@ static int t_upload_file(struct mcp_call *call, struct json_object *args, struct
     return *ret ? 0 : -1;
 }
 
-/* Valid UTF-8 without NUL bytes: returned as text; else base64. */
-static bool utf8_text(const unsigned char *p, size_t n)
-{
-    size_t i = 0;
-
-    while (i < n) {
-        unsigned char c = p[i];
-        size_t k;
-        uint32_t cp;
-
-        if (c == 0)
-            return false;
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        if ((c & 0xE0) == 0xC0)
-            k = 1, cp = c & 0x1Fu;
-        else if ((c & 0xF0) == 0xE0)
-            k = 2, cp = c & 0x0Fu;
-        else if ((c & 0xF8) == 0xF0)
-            k = 3, cp = c & 0x07u;
-        else
-            return false;
-        if (k > n - i - 1)
-            return false;
-        for (size_t j = 1; j <= k; j++) {
-            if ((p[i + j] & 0xC0) != 0x80)
-                return false;
-            cp = cp << 6 | (p[i + j] & 0x3Fu);
-        }
-        if ((k == 1 && cp < 0x80) || (k == 2 && cp < 0x800) || (k == 3 && cp < 0x10000) ||
-                cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-            return false;
-        i += k + 1;
-    }
-    return true;
-}
-
 static int t_download_file(
         struct mcp_call *call, struct json_object *args, struct json_object **ret)
 {
@@ -342,7 +304,7 @@ static int t_download_file(
         sbx_error_free(err);
         return rc;
     }
-    utf8 = utf8_text((const unsigned char *)data, len);
+    utf8 = !memchr(data, 0, len) && jr_utf8_valid(data, len);
     if (!utf8 && !(text = b64_encode(data, len))) {
         free(data);
         return -1;
@@ -390,6 +352,92 @@ static int t_list_files(struct mcp_call *call, struct json_object *args, struct 
     *ret = result(o, true);
     return *ret ? 0 : -1;
 }
+
+/* ---- artifacts ---------------------------------------------------------- */
+
+static bool inline_image(const char *mime)
+{
+    return strcmp(mime, "image/png") == 0 || strcmp(mime, "image/jpeg") == 0 ||
+           strcmp(mime, "image/gif") == 0 || strcmp(mime, "image/webp") == 0;
+}
+
+void artifact_blocks(
+        struct mcp_call *call, struct json_object *result, const struct sbx_execution *ex)
+{
+    struct json_object *content = json_object_object_get(result, "content");
+    bool links = mcp_call_protocol_at_least(call, "2025-06-18");
+
+    for (size_t i = 0; content && i < ex->n_artifacts; i++) {
+        const struct sbx_artifact *a = &ex->artifacts[i];
+        struct json_object *b = json_object_new_object();
+        char *data = NULL;
+
+        if (a->data && inline_image(a->mime_type) && (data = b64_encode(a->data, a->len))) {
+            json_object_object_add(b, "type", json_object_new_string("image"));
+            json_object_object_add(b, "data", json_object_new_string(data));
+            json_object_object_add(b, "mimeType", json_object_new_string(a->mime_type));
+            free(data);
+        } else if (links) {
+            json_object_object_add(b, "type", json_object_new_string("resource_link"));
+            json_object_object_add(b, "uri", json_object_new_string(a->uri));
+            json_object_object_add(b, "name", json_object_new_string(a->path));
+            json_object_object_add(b, "mimeType", json_object_new_string(a->mime_type));
+            json_object_object_add(b, "size", json_object_new_uint64(a->size));
+        } else { /* older clients: the URIs are in structuredContent */
+            json_object_put(b);
+            continue;
+        }
+        json_object_array_add(content, b);
+    }
+}
+
+/* sandbox://runs/{run_id}/files/{path} and sandbox://sessions/{id}/files/{path} */
+static int r_artifact(struct mcp_server *s, const char *uri, struct json_object **ret)
+{
+    static const char runs[] = "sandbox://runs/", sessions[] = "sandbox://sessions/";
+    struct sbx_error *err = NULL;
+    struct json_object *c;
+    const char *mime;
+    char *data = NULL, *text = NULL;
+    size_t len;
+    bool utf8;
+    int rc;
+
+    if (strncmp(uri, runs, sizeof(runs) - 1) != 0 &&
+            strncmp(uri, sessions, sizeof(sessions) - 1) != 0)
+        return 1;
+    rc = sbx_artifact_read(mcp_server_runtime(s), uri, &data, &len, &mime, &err);
+    sbx_error_free(err);
+    if (rc != 0)
+        return rc;
+    utf8 = !memchr(data, 0, len) && jr_utf8_valid(data, len) &&
+           (strncmp(mime, "text/", 5) == 0 || strstr(mime, "json") || strstr(mime, "xml") ||
+                   strstr(mime, "yaml") || strcmp(mime, "application/octet-stream") == 0);
+    if (!utf8 && !(text = b64_encode(data, len))) {
+        free(data);
+        return -1;
+    }
+    c = json_object_new_object();
+    json_object_object_add(c, "uri", json_object_new_string(uri));
+    json_object_object_add(c, "mimeType",
+            json_object_new_string(
+                    utf8 && strcmp(mime, "application/octet-stream") == 0 ? "text/plain" : mime));
+    json_object_object_add(c, utf8 ? "text" : "blob",
+            utf8 ? json_object_new_string_len(data, (int)len) : json_object_new_string(text));
+    free(data);
+    free(text);
+    *ret = json_object_new_array();
+    json_object_array_add(*ret, c);
+    return 0;
+}
+
+static const struct mcp_resource artifact_resources[] = {
+        {"sandbox://runs/{run_id}/files/{path}", "run-file",
+                "A file a one-shot run wrote (kept for LLM_SANDBOX_ARTIFACT_TTL seconds).", NULL,
+                true, r_artifact},
+        {"sandbox://sessions/{session_id}/files/{path}", "session-file",
+                "A file of an open session's workspace.", NULL, true, r_artifact},
+};
 
 /* ---- the table ---------------------------------------------------------- */
 
@@ -455,4 +503,6 @@ static const struct mcp_tool session_tools[] = {
 void session_tools_register(struct mcp_server *s)
 {
     mcp_add_tools(s, session_tools, sizeof(session_tools) / sizeof(session_tools[0]));
+    mcp_add_resources(
+            s, artifact_resources, sizeof(artifact_resources) / sizeof(artifact_resources[0]));
 }

@@ -112,7 +112,7 @@ static void audit(struct sbx_runtime *rt, const char *tool, const struct sbx_exe
     json_object_object_add(a, "stderr_bytes", json_object_new_uint64(ex->stderr_bytes));
     json_object_object_add(
             a, "truncated", json_object_new_boolean(ex->stdout_truncated || ex->stderr_truncated));
-    json_object_object_add(a, "artifacts", json_object_new_int(0));
+    json_object_object_add(a, "artifacts", json_object_new_uint64(ex->n_artifacts));
     sbx_runtime_audit(rt, a);
     json_object_put(a);
 }
@@ -165,6 +165,8 @@ done:
     }
     audit(rt, "execute_code", ex);
     *ret = run_result(sbx_execution_to_json(ex), ex->status == SBX_STATUS_OK);
+    if (*ret)
+        artifact_blocks(call, *ret, ex);
     sbx_execution_free(ex);
     sbx_error_free(err);
     exec_args_done(&a);

@@ -739,3 +739,66 @@ int agentc_kill(struct agentc *ac, int64_t deadline_ms, struct agentc_sink *sink
         }
     }
 }
+
+void agentc_entries_free(struct agentc_entry *e, size_t n)
+{
+    for (size_t i = 0; e && i < n; i++)
+        free(e[i].path);
+    free(e);
+}
+
+int agentc_list_stat(struct agentc *ac, const char *path, struct agentc_entry **ret, size_t *ret_n,
+        int64_t deadline_ms)
+{
+    struct agentc_entry *e = NULL;
+    size_t n = 0, cap = 0;
+    int r;
+
+    if (queue_frame(ac, AGENT_LIST, AGENT_LIST_STAT, path, strlen(path), NULL, 0) < 0)
+        return lost(ac, "%s", "cannot queue a directory request");
+    for (;;) {
+        size_t plen;
+
+        r = next_reply(ac, deadline_ms);
+        if (r != GOT_FRAME)
+            break;
+        if (ac->hdr.type != AGENT_DATA) {
+            if (ac->hdr.type == AGENT_ERROR) {
+                take_error(ac, path);
+                r = SBX_E_IO;
+            } else {
+                r = ac->hdr.type == AGENT_OK ? 0 : lost(ac, "%s", "unexpected reply to a listing");
+            }
+            break;
+        }
+        plen = strnlen((const char *)ac->payload, ac->hdr.len);
+        if (ac->hdr.len < 18 || plen != ac->hdr.len - 17) {
+            r = lost(ac, "%s", "the sandbox agent sent a malformed listing");
+            break;
+        }
+        if (n == cap) {
+            struct agentc_entry *m = realloc(e, (cap = cap ? cap * 2 : 16) * sizeof(*e));
+
+            if (!m) {
+                r = SBX_E_NOMEM;
+                break;
+            }
+            e = m;
+        }
+        e[n].path = strdup((const char *)ac->payload);
+        if (!e[n].path) {
+            r = SBX_E_NOMEM;
+            break;
+        }
+        e[n].size = agent_get_u64(ac->payload + plen + 1);
+        e[n].mtime_ns = agent_get_u64(ac->payload + plen + 9);
+        n++;
+    }
+    if (r != 0) {
+        agentc_entries_free(e, n);
+        return r;
+    }
+    *ret = e;
+    *ret_n = n;
+    return 0;
+}

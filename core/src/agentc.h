@@ -85,6 +85,15 @@ int agentc_get(struct agentc *ac, const char *path, size_t max, char **ret_data,
  * as paths relative to it (NULL-terminated; transfer full). 0, > 0 (enum
  * agentc_end), or SBX_E_IO when the agent refused. */
 int agentc_list(struct agentc *ac, const char *path, char ***ret_files, int64_t deadline_ms);
+/* agentc_list with each file's size and modification time. */
+struct agentc_entry {
+    char *path;
+    uint64_t size;
+    uint64_t mtime_ns;
+};
+int agentc_list_stat(struct agentc *ac, const char *path, struct agentc_entry **ret, size_t *ret_n,
+        int64_t deadline_ms);
+void agentc_entries_free(struct agentc_entry *e, size_t n);
 /* Run argv with env in the workspace, feed stdin (NULL: empty), collect
  * output into sink until it exits or the deadline/cancel. Returns an enum
  * agentc_end, or a negative enum sbx_rc on a refused EXEC. */

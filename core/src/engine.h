@@ -18,7 +18,8 @@
 #include "error.h"
 
 #define SETUP_TIMEOUT_MS 15000
-#define STAGE_FILE_MAX   (1u << 20) /* a file staged from a set or by a language hook */
+#define STAGE_FILE_MAX   (1u << 20)   /* a file staged from a set or by a language hook */
+#define LANG_FILE_MAX    (256u << 10) /* a language's data file (driver, support) */
 
 struct sbx_runtime;
 struct sbx_session;
@@ -63,7 +64,8 @@ struct run {
     /* a session's call: the box, channel, environment and sets are the
      * session's (engine_release leaves them) */
     struct sbx_session *sess;
-    bool seeded; /* the warm-up set was linked in already (a session's box) */
+    bool seeded;        /* the warm-up set was linked in already (a session's box) */
+    bool staged_source; /* the program is a file of the workspace (not an artifact) */
 };
 
 /* status refused with a message; returns 1 (the result is decided). */
@@ -90,6 +92,13 @@ int engine_build_env(struct run *r, struct sbx_error **err);
 int engine_check_source_name(struct run *r);
 /* A new box's agent greeting and limits; *ret_end: 0 or an enum agentc_end. */
 int engine_setup(struct run *r, int *ret_end, struct sbx_error **err);
+/* A data file beside the language's manifest, NUL-terminated; NULL with
+ * err set when missing, empty or over LANG_FILE_MAX. (transfer full) */
+char *lang_file_read(
+        const struct plugin *lang, const char *name, size_t *ret_len, struct sbx_error **err);
+/* Stage the language's support files (language.support): 0,
+ * AGENTC_CANCELLED, or < 0 with err set. */
+int engine_stage_support(struct run *r, int64_t deadline, struct sbx_error **err);
 /* Stage the request's files (and the program, with_source): 0, an enum
  * agentc_end, or SBX_E_IO. */
 int engine_stage(struct run *r, bool with_source, int64_t deadline);

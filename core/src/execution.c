@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "artifacts.h"
 #include "error.h"
 #include "util.h"
 
@@ -53,6 +54,7 @@ struct sbx_execution *sbx_execution_free(struct sbx_execution *ex)
         free(ex->policy);
         free(ex->install_log);
         free(ex->session_id);
+        artifacts_free(ex->artifacts, ex->n_artifacts);
         free(ex);
     }
     return NULL;
@@ -108,7 +110,7 @@ static struct json_object *str_or_null(const char *s)
 
 struct json_object *sbx_execution_to_json(const struct sbx_execution *ex)
 {
-    struct json_object *o = json_object_new_object(), *w;
+    struct json_object *o = json_object_new_object(), *w, *a;
 
     if (!o)
         return NULL;
@@ -126,7 +128,20 @@ struct json_object *sbx_execution_to_json(const struct sbx_execution *ex)
     json_object_object_add(o, "backend", str_or_null(ex->backend));
     json_object_object_add(o, "language", str_or_null(ex->language));
     json_object_object_add(o, "message", str_or_null(ex->message));
-    json_object_object_add(o, "artifacts", json_object_new_array());
+    a = json_object_new_array();
+    for (size_t i = 0; a && i < ex->n_artifacts; i++) {
+        const struct sbx_artifact *f = &ex->artifacts[i];
+        struct json_object *e = json_object_new_object();
+
+        json_object_object_add(e, "path", json_object_new_string(f->path));
+        json_object_object_add(e, "size", json_object_new_uint64(f->size));
+        json_object_object_add(e, "mime_type", json_object_new_string(f->mime_type));
+        json_object_object_add(e, "uri", json_object_new_string(f->uri));
+        json_object_array_add(a, e);
+    }
+    json_object_object_add(o, "artifacts", a);
+    if (ex->artifacts_truncated)
+        json_object_object_add(o, "artifacts_truncated", json_object_new_boolean(true));
     w = json_object_new_array();
     for (char **s = ex->warnings; w && s && *s; s++)
         json_object_array_add(w, json_object_new_string(*s));

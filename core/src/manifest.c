@@ -482,6 +482,46 @@ static int store_session(struct ctx *c, const struct yamltree_node *n, void *obj
     return apply_schema(c, n, session_keys, ARRAY_SIZE(session_keys), l->session);
 }
 
+static int store_support_path(struct ctx *c, const struct yamltree_node *n, void *obj)
+{
+    struct manifest_support *sp = obj;
+    char buf[48];
+
+    if (strncmp(n->value, ".sbx/", 5) != 0 || !rel_path_is_valid(n->value))
+        return fail_at(c, n, "a support file's path must lie beneath .sbx/, not '%s'",
+                yamltree_shown(n->value, buf));
+    sp->path = strdup(n->value);
+    return sp->path ? 0 : oom(c);
+}
+
+static const struct key_desc support_keys[] = {
+        {"path", YAMLTREE_SCALAR, KEY_REQUIRED, 0, MR_ANY, store_support_path},
+        {"file", YAMLTREE_SCALAR, KEY_REQUIRED, offsetof(struct manifest_support, file), MR_FILE,
+                NULL},
+};
+
+static int store_support(struct ctx *c, const struct yamltree_node *seq, void *obj)
+{
+    struct manifest_lang *l = obj;
+    size_t i = 0;
+
+    l->support = calloc(seq->n ? seq->n : 1, sizeof(*l->support));
+    if (!l->support)
+        return oom(c);
+    l->n_support = seq->n;
+    for (const struct yamltree_node *e = seq->first; e; e = e->next, i++) {
+        int r;
+
+        if (e->type != YAMLTREE_MAP)
+            return fail_at(c, e, "each entry of 'support' must be a mapping, not a %s",
+                    yamltree_type_name(e->type));
+        r = apply_schema(c, e, support_keys, ARRAY_SIZE(support_keys), &l->support[i]);
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
 #define LANG(field) offsetof(struct manifest_lang, field)
 static const struct key_desc lang_keys[] = {
         {"source_file", YAMLTREE_SCALAR, KEY_REQUIRED, LANG(source_file), MR_FILE, NULL},
@@ -501,6 +541,7 @@ static const struct key_desc lang_keys[] = {
         {"warm", YAMLTREE_MAP, 0, 0, MR_ANY, store_warm},
         {"build_outputs", YAMLTREE_SEQ, KEY_NONEMPTY, 0, MR_ANY, store_build_outputs},
         {"session", YAMLTREE_MAP, 0, 0, MR_ANY, store_session},
+        {"support", YAMLTREE_SEQ, 0, 0, MR_ANY, store_support},
 };
 
 static int store_language(struct ctx *c, const struct yamltree_node *n, void *obj)
@@ -761,6 +802,11 @@ static void lang_free(struct manifest_lang *l)
     strv_free(l->build_outputs);
     recipe_free(l->install);
     recipe_free(l->warm);
+    for (size_t i = 0; l->support && i < l->n_support; i++) {
+        free(l->support[i].path);
+        free(l->support[i].file);
+    }
+    free(l->support);
     if (l->session) {
         strv_free(l->session->run);
         free(l->session->driver);

@@ -81,6 +81,13 @@ struct manifest_session {
     char *driver; /* a file name beside the manifest */
 };
 
+/* A file of the language staged in every workspace before the program
+ * (language.support), beneath the core's own .sbx/ directory. */
+struct manifest_support {
+    char *path; /* ".sbx/..." relative to the workspace */
+    char *file; /* a file name beside the manifest */
+};
+
 struct manifest_lang {
     char *source_file;      /* file name, no '/' */
     char **extensions;      /* ".py", ...; NULL-terminated, may be empty */
@@ -104,6 +111,8 @@ struct manifest_lang {
                                          toolchain without network (no hosts) */
     struct manifest_session *session; /* language.session, or NULL: a session runs each
                                          call's program anew (files persist) */
+    struct manifest_support *support; /* language.support, in file order */
+    size_t n_support;
 };
 
 struct manifest {

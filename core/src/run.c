@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "agentc.h"
+#include "artifacts.h"
 #include "cgroup.h"
 #include "cleanup.h"
 #include "deps.h"
@@ -179,7 +180,8 @@ int sbx_runtime_new_opts(
     }
     make_owner(rt->owner, sizeof(rt->owner));
     rt->sessions = sessions_new();
-    if (!rt->sessions) {
+    rt->artifacts = artifact_store_new();
+    if (!rt->sessions || !rt->artifacts) {
         sbx_runtime_free(rt);
         return sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
     }
@@ -201,6 +203,7 @@ struct sbx_runtime *sbx_runtime_free(struct sbx_runtime *rt)
     if (!rt)
         return NULL;
     sessions_free(rt->sessions); /* their boxes, before the plugins go */
+    artifact_store_free(rt->artifacts);
     loader_unload_all(rt);
     cg_service_free(rt->cg);
     settings_free(rt->settings);
@@ -531,6 +534,60 @@ static int stage_from_set(struct run *r, int64_t deadline)
     return end;
 }
 
+char *lang_file_read(
+        const struct plugin *lang, const char *name, size_t *ret_len, struct sbx_error **err)
+{
+    cleanup_free char *path = NULL;
+    cleanup_close int fd = -1;
+    char *buf;
+    size_t len = 0;
+
+    if (asprintf(&path, "%s/%s", lang->dir, name) < 0) {
+        sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
+        return NULL;
+    }
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    buf = fd >= 0 ? malloc(LANG_FILE_MAX + 1) : NULL;
+    while (buf && len < LANG_FILE_MAX) {
+        ssize_t n = read(fd, buf + len, LANG_FILE_MAX - len);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+    }
+    if (!buf || len == 0 || len == LANG_FILE_MAX || memchr(buf, 0, len)) {
+        free(buf);
+        sbx_error_set(err, SBX_E_UNAVAILABLE, errno, "language '%s': its file %s is %s", lang->name,
+                path, fd < 0 ? "missing" : "unreadable, empty or too big");
+        return NULL;
+    }
+    buf[len] = '\0';
+    *ret_len = len;
+    return buf;
+}
+
+int engine_stage_support(struct run *r, int64_t deadline, struct sbx_error **err)
+{
+    const struct manifest_lang *l = r->lang->m->lang;
+    int end = 0;
+
+    for (size_t i = 0; end == 0 && i < l->n_support; i++) {
+        size_t len;
+        char *data = lang_file_read(r->lang, l->support[i].file, &len, err);
+
+        if (!data)
+            return (*err)->rc;
+        end = agentc_put_file(r->ac, l->support[i].path, 0644, data, len, true, deadline);
+        free(data);
+    }
+    if (end == AGENTC_TIMEOUT || end == AGENTC_LOST || end == SBX_E_IO)
+        return sbx_error_set(err, SBX_E_BACKEND, 0, "staging the language's files failed: %s",
+                end == AGENTC_TIMEOUT ? "timed out" : agentc_last_error(r->ac));
+    return end == AGENTC_CANCELLED ? AGENTC_CANCELLED : 0;
+}
+
 /* The request's files, then the program (unless a session's interpreter
  * takes it), beneath the workspace; a session's call replaces earlier
  * files of the same names. 0, an enum agentc_end, or SBX_E_IO. */
@@ -544,9 +601,11 @@ int engine_stage(struct run *r, bool with_source, int64_t deadline)
 
         end = agentc_put_file(r->ac, f->path, 0644, f->data, f->len, replace, deadline);
     }
-    if (end == 0 && with_source && !r->probe_argv)
+    if (end == 0 && with_source && !r->probe_argv) {
         end = agentc_put_file(r->ac, r->plan->source_name, 0644, r->req->code, r->req->code_len,
                 replace, deadline);
+        r->staged_source = true;
+    }
     return end;
 }
 
@@ -575,6 +634,9 @@ static int exec_phases(struct run *r, int *ret_end, struct agentc_exit *ex, stru
 
     if (engine_setup(r, &end, err) < 0)
         return (*err)->rc;
+    if (end == 0 && !r->probe_argv &&
+            (end = engine_stage_support(r, now_ms() + SETUP_TIMEOUT_MS, err)) < 0)
+        return end;
     if (end == 0)
         end = engine_stage(r, true, now_ms() + SETUP_TIMEOUT_MS);
     if (end == AGENTC_TIMEOUT || end == AGENTC_LOST || end == SBX_E_IO)
@@ -699,6 +761,8 @@ static int run_box(struct run *r, struct sbx_error **err)
     rc = open_box(r, err);
     if (rc == 0)
         rc = exec_phases(r, &end, &ex, err);
+    if (rc == 0 && end == AGENTC_EXITED && !r->probe_argv)
+        artifacts_collect(r, NULL, 0);
     if (r->box && end != AGENTC_EXITED)
         r->backend->desc->backend->box_kill(r->box);
     if (r->ac && end == AGENTC_EXITED)

@@ -20,6 +20,7 @@ struct settings;
 struct manifest;
 struct cg_service;
 struct sessions;
+struct artifact_store;
 struct sbx_runtime;
 struct plugin;
 
@@ -70,8 +71,9 @@ struct sbx_runtime {
     char owner[48]; /* "p<pid>t<starttime>": names cgroups and boxes */
     atomic_uint_fast64_t seq;
     bool ltdl_ready;
-    int audit_fd;              /* LLM_SANDBOX_AUDIT_LOG, opened for appending, or -1 */
-    struct sessions *sessions; /* session.c's registry */
+    int audit_fd;                     /* LLM_SANDBOX_AUDIT_LOG, opened for appending, or -1 */
+    struct sessions *sessions;        /* session.c's registry */
+    struct artifact_store *artifacts; /* artifacts.c: one-shot runs' files, for a while */
 };
 
 /* session.c: the registry, made with the runtime; freeing it closes every

@@ -141,7 +141,13 @@ static void unlist(struct sessions *ss, struct sbx_session *s)
 /* The session, referenced and locked for one caller, or NULL. */
 struct sbx_session *session_get(struct sessions *ss, const char *id)
 {
+    return session_get_timed(ss, id, -1);
+}
+
+struct sbx_session *session_get_timed(struct sessions *ss, const char *id, int wait_ms)
+{
     struct sbx_session *s;
+    struct timespec until;
 
     pthread_mutex_lock(&ss->lock);
     for (s = ss->head; s && strcmp(s->id, id) != 0; s = s->next) {
@@ -151,7 +157,19 @@ struct sbx_session *session_get(struct sessions *ss, const char *id)
     pthread_mutex_unlock(&ss->lock);
     if (!s)
         return NULL;
-    pthread_mutex_lock(&s->lock);
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += wait_ms / 1000;
+    until.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    if (wait_ms < 0) {
+        pthread_mutex_lock(&s->lock);
+    } else if (pthread_mutex_timedlock(&s->lock, &until) != 0) {
+        session_release(ss, s); /* busy for longer than the caller waits */
+        return NULL;
+    }
     pthread_mutex_lock(&ss->lock);
     if (!s->listed) { /* closed while we waited */
         pthread_mutex_unlock(&ss->lock);
@@ -339,6 +357,8 @@ static int session_open(struct sbx_session *s, struct sbx_error **err)
     if (end != 0)
         return sbx_error_set(err, SBX_E_BACKEND, 0, "setting up the sandbox failed: %s",
                 agentc_last_error(r->ac));
+    if ((rc = engine_stage_support(r, now_ms() + SETUP_TIMEOUT_MS, err)) < 0)
+        return rc;
     if (r->warm && r->lang->m->lang->warm->seed) {
         struct agentc_exit ex;
 

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "agentc.h"
+#include "artifacts.h"
 #include "cleanup.h"
 #include "engine.h"
 #include "error.h"
@@ -35,50 +36,18 @@
 #include "settings.h"
 #include "util.h"
 
-#define DRIVER_MAX   (256u * 1024u)
 #define KILL_WAIT_MS 5000
 
 /* ---- the warm interpreter ----------------------------------------------- */
-
-/* The driver's text, from beside the language's manifest. */
-static char *read_driver(const struct plugin *lang, struct sbx_error **err)
-{
-    cleanup_free char *path = NULL;
-    cleanup_close int fd = -1;
-    char *buf;
-    size_t len = 0;
-
-    if (asprintf(&path, "%s/%s", lang->dir, lang->m->lang->session->driver) < 0) {
-        sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
-        return NULL;
-    }
-    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    buf = fd >= 0 ? malloc(DRIVER_MAX + 1) : NULL;
-    while (buf && len < DRIVER_MAX) {
-        ssize_t n = read(fd, buf + len, DRIVER_MAX - len);
-
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        len += (size_t)n;
-    }
-    if (!buf || len == 0 || len == DRIVER_MAX || memchr(buf, 0, len)) {
-        free(buf);
-        sbx_error_set(err, SBX_E_UNAVAILABLE, errno, "language '%s': its session driver %s is %s",
-                lang->name, path, fd < 0 ? "missing" : "unreadable, empty or too big");
-        return NULL;
-    }
-    buf[len] = '\0';
-    return buf;
-}
 
 /* argv (the element "{driver}" replaced), the environment with a fresh
  * nonce, and the marker head that goes with it. */
 int repl_prepare(struct sbx_session *s, struct sbx_error **err)
 {
     const struct plugin *lang = s->base.lang;
-    cleanup_free char *driver = read_driver(lang, err);
+    size_t driver_len;
+    cleanup_free char *driver =
+            lang_file_read(lang, lang->m->lang->session->driver, &driver_len, err);
     char nonce[2 * NONCE_BYTES + 1], *kv = NULL;
 
     if (!driver)
@@ -261,6 +230,8 @@ static int call_run(struct sbx_session *s, struct run *r, struct sbx_error **err
 {
     struct agentc_exit ex = {0};
     struct sbx_box_stats st = {.size = sizeof(st), .oom_killed = -1, .pids_limited = -1};
+    struct agentc_entry *before = NULL;
+    size_t n_before = 0;
     int end = AGENTC_LOST, rc;
 
     if (agentc_take_idle_exit(r->ac) && s->repl_alive) {
@@ -268,22 +239,31 @@ static int call_run(struct sbx_session *s, struct run *r, struct sbx_error **err
         strv_push(&r->ex->warnings, "the interpreter had ended since the last call: this call "
                                     "starts a new one, without the earlier variables");
     }
-    end = engine_stage(r, s->repl_argv == NULL, now_ms() + SETUP_TIMEOUT_MS);
+    if (artifacts_snapshot(r, &before, &n_before) == AGENTC_LOST)
+        end = AGENTC_LOST;
+    else
+        end = engine_stage(r, s->repl_argv == NULL, now_ms() + SETUP_TIMEOUT_MS);
     if (end == 0) {
         rc = s->repl_argv ? repl_call(s, r, &end, &ex, err) : engine_programs(r, &end, &ex, err);
     } else if (end == AGENTC_CANCELLED) {
         rc = 0;
     } else if (end == SBX_E_IO) {
+        agentc_entries_free(before, n_before);
         refuse(r, "%s", agentc_last_error(r->ac));
         return 0;
     } else {
         rc = sbx_error_set(err, SBX_E_BACKEND, 0, "staging the files failed: %s",
                 end == AGENTC_TIMEOUT ? "timed out" : agentc_last_error(r->ac));
     }
-    if (rc != 0)
+    if (rc != 0) {
+        agentc_entries_free(before, n_before);
         return rc < 0 ? rc : 0;
+    }
     if (r->ran && (end == AGENTC_TIMEOUT || end == AGENTC_CANCELLED))
         call_kill(s, r);
+    if (end == AGENTC_EXITED)
+        artifacts_collect(r, before, n_before);
+    agentc_entries_free(before, n_before);
     if (end == AGENTC_LOST)
         s->dead = true;
     engine_classify(r, end, &ex, &st);

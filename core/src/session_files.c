@@ -30,6 +30,8 @@
 #include "policy.h"
 #include "runtime.h"
 #include "session.h"
+
+#define READ_WAIT_MS 2000 /* resources/read on a session busy with a call */
 #include "settings.h"
 #include "util.h"
 
@@ -152,5 +154,39 @@ int sbx_session_files(struct sbx_runtime *rt, const char *id, const char *path, 
     for (char **f = *ret_files; whole && *f; f++)
         if (strncmp(*f, "./", 2) == 0)
             memmove(*f, *f + 2, strlen(*f + 2) + 1);
+    /* the core's own files (.sbx/: a language's support files) are not listed */
+    for (char **f = *ret_files, **o = *ret_files;; f++) {
+        if (*f && strncmp(*f, ".sbx/", 5) == 0) {
+            free(*f);
+            continue;
+        }
+        *o++ = *f;
+        if (!*f)
+            break;
+    }
+    return 0;
+}
+
+int session_read_timed(struct sbx_runtime *rt, const char *id, const char *path, char **ret,
+        size_t *ret_len, struct sbx_error **err)
+{
+    struct sbx_session *s;
+    uint32_t mode;
+    int end;
+
+    if (!rel_path_is_valid(path))
+        return 1;
+    s = session_get_timed(rt->sessions, id, READ_WAIT_MS);
+    if (!s)
+        return 1;
+    agentc_set_cancel(s->base.ac, -1, s->kill->fd);
+    end = s->dead ? AGENTC_LOST
+                  : agentc_get(s->base.ac, path, (size_t)rt->settings->file_max_bytes, ret, ret_len,
+                            &mode, now_ms() + SETUP_TIMEOUT_MS);
+    session_put(rt->sessions, s);
+    if (end == SBX_E_IO)
+        return 1;
+    if (end != 0)
+        return sbx_error_set(err, SBX_E_BACKEND, 0, "the session's sandbox did not answer");
     return 0;
 }

@@ -73,6 +73,9 @@ void settings_init_defaults(struct settings *s)
     s->session_lifetime_ms = 3600000;
     s->sessions_max = 8;
     s->file_max_bytes = 16 * MIB;
+    s->artifacts_max = 32;
+    s->artifacts_bytes = 16 * MIB;
+    s->artifact_ttl_ms = 300000;
 }
 
 static int core_kind(const char *key);
@@ -295,7 +298,8 @@ static int load_ids(struct settings *s, struct sbx_error **err)
     return 0;
 }
 
-/* How long sessions live, how many, and how big a file moved in or out. */
+/* How long sessions live, how many, how big a file moved in or out, and
+ * how many artifacts a call returns and for how long. */
 static int load_sessions(struct settings *s, struct sbx_error **err)
 {
     static const struct {
@@ -308,9 +312,12 @@ static int load_sessions(struct settings *s, struct sbx_error **err)
             {"LLM_SANDBOX_SESSION_LIFETIME", K_SECONDS, 1000, UINT64_MAX, "number of seconds >= 1"},
             {"LLM_SANDBOX_SESSIONS_MAX", K_COUNT, 1, 1024, "count from 1 to 1024"},
             {"LLM_SANDBOX_FILE_MAX", K_SIZE, 1, 256u << 20, "size from 1 to 256M"},
+            {"LLM_SANDBOX_ARTIFACTS_MAX", K_COUNT, 0, 4096, "count from 0 to 4096"},
+            {"LLM_SANDBOX_ARTIFACTS_BYTES", K_SIZE, 0, 256u << 20, "size from 0 to 256M"},
+            {"LLM_SANDBOX_ARTIFACT_TTL", K_SECONDS, 1000, UINT64_MAX, "number of seconds >= 1"},
     };
-    uint64_t *dst[] = {
-            &s->session_idle_ms, &s->session_lifetime_ms, &s->sessions_max, &s->file_max_bytes};
+    uint64_t *dst[] = {&s->session_idle_ms, &s->session_lifetime_ms, &s->sessions_max,
+            &s->file_max_bytes, &s->artifacts_max, &s->artifacts_bytes, &s->artifact_ttl_ms};
 
     for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
         const char *v = env(s, vars[i].name);
@@ -510,6 +517,9 @@ static const struct {
         {"LLM_SANDBOX_SESSION_LIFETIME", 0},
         {"LLM_SANDBOX_SESSIONS_MAX", 0},
         {"LLM_SANDBOX_FILE_MAX", 0},
+        {"LLM_SANDBOX_ARTIFACTS_MAX", 0},
+        {"LLM_SANDBOX_ARTIFACTS_BYTES", 0},
+        {"LLM_SANDBOX_ARTIFACT_TTL", 0},
         {"SANDBOX_CAP_DROP", ','},
         {"SANDBOX_SECURITY_OPT", ','},
         /* the reference server's, for the container and cluster backends */

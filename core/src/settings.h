@@ -60,7 +60,11 @@ struct settings {
     uint64_t session_lifetime_ms; /* LLM_SANDBOX_SESSION_LIFETIME: seconds, default 3600 */
     uint64_t sessions_max;        /* LLM_SANDBOX_SESSIONS_MAX: open at once, default 8 */
     uint64_t file_max_bytes;      /* LLM_SANDBOX_FILE_MAX: one upload or download, 16M */
-    struct config *config;        /* the config file read, or NULL */
+    /* Artifacts (artifacts.c) */
+    uint64_t artifacts_max;   /* LLM_SANDBOX_ARTIFACTS_MAX: files per call, default 32 */
+    uint64_t artifacts_bytes; /* LLM_SANDBOX_ARTIFACTS_BYTES: fetched per call, 16M */
+    uint64_t artifact_ttl_ms; /* LLM_SANDBOX_ARTIFACT_TTL: a run's kept, default 300 s */
+    struct config *config;    /* the config file read, or NULL */
 };
 
 /* Built-in defaults only (no environment). */

@@ -102,6 +102,12 @@ def _sbx_main():
         n += 1
         sys.stdin = io.TextIOWrapper(io.BytesIO(data), encoding=enc, errors=errs)
         status = run_cell(n, code)
+        flush_plots = getattr(sys, "_sbx_flush_plots", None)
+        if flush_plots is not None:  # figures of the cell never shown (plots.py)
+            try:
+                flush_plots()
+            except BaseException as e:
+                report(e)
         for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
             try:
                 stream.flush()

@@ -115,6 +115,9 @@ local({
     code <- read_exact(header[1])
     read_exact(header[2])  # the cell's stdin data: dropped (see above)
     status <- run_cell(code)
+    # a plot device left open (R_DEFAULT_DEVICE=png: Rplot001.png, ...) is
+    # closed, so that the cell's plots are complete files when it ends
+    try(grDevices::graphics.off(), silent = TRUE)
     while (sink.number() > 0L) sink()
     if (sink.number(type = "message") != 2L) sink(type = "message")
     marker <- sprintf("\033]sbx;%s;%03d\a", nonce, status)

@@ -112,6 +112,16 @@ struct sbx_request {
     const char *session_id;
 };
 
+/* A file the run left in its workspace (new or changed, not an input). */
+struct sbx_artifact {
+    char *path;            /* relative to the workspace */
+    uint64_t size;         /* bytes */
+    const char *mime_type; /* by its name (static) */
+    char *uri;             /* sandbox://sessions/ID/files/PATH or sandbox://runs/ID/files/PATH */
+    char *data;            /* images (within the byte budget), or NULL: read by uri */
+    size_t len;
+};
+
 struct sbx_execution {
     enum sbx_status status;
     bool has_exit_code;
@@ -139,8 +149,11 @@ struct sbx_execution {
     bool install_log_truncated;
     /* The compile cache (only for languages that build, when it applies) */
     bool has_build_cache;
-    bool build_cached; /* an identical build's output was reused: nothing compiled */
-    char *session_id;  /* the session created, or called; NULL for one-shot runs */
+    bool build_cached;              /* an identical build's output was reused: nothing compiled */
+    char *session_id;               /* the session created, or called; NULL for one-shot runs */
+    struct sbx_artifact *artifacts; /* in the order they were written */
+    size_t n_artifacts;
+    bool artifacts_truncated; /* some were left out (LLM_SANDBOX_ARTIFACTS_MAX, _BYTES) */
 };
 struct sbx_execution *sbx_execution_free(struct sbx_execution *ex);
 /* The result object of `run --json` and of MCP execute_code. */
@@ -210,6 +223,11 @@ int sbx_session_download(struct sbx_runtime *rt, const char *id, const char *pat
  * relative to the workspace, NULL-terminated. */
 int sbx_session_files(struct sbx_runtime *rt, const char *id, const char *path, char ***ret_files,
         struct sbx_error **err);
+/* An artifact's bytes by its uri: 0; 1 when there is none (a run's
+ * expired, a session closed or busy for seconds); or < 0 on an error.
+ * *ret_mime is static. */
+int sbx_artifact_read(struct sbx_runtime *rt, const char *uri, char **ret, size_t *ret_len,
+        const char **ret_mime, struct sbx_error **err);
 /* The largest file sbx_session_upload and _download move. */
 uint64_t sbx_runtime_file_max(const struct sbx_runtime *rt);
 

@@ -1,0 +1,91 @@
+# llm-sandbox plot capture for Python, staged into every workspace as
+# .sbx/python/sitecustomize.py (on PYTHONPATH), so it loads at start-up in
+# one-shot runs and in a session's interpreter alike.
+#
+# matplotlib (and seaborn, which draws through it): plt.show() saves every
+# open figure as figure-NNN.png in the workspace and closes it; figures
+# never shown are saved when the program ends (one-shot) or the cell ends
+# (a session's driver calls sys._sbx_flush_plots). Each figure is saved
+# exactly once, in order; the numbers continue across a session's cells.
+# SBX_PLOT_FORMAT=svg saves SVG instead.
+#
+# plotly: fig.show() writes figure-NNN.html (plotly.js from its CDN), and
+# figure-NNN.png too where plotly's image export (kaleido) is installed.
+#
+# The files are then the run's artifacts like any file it writes. Nothing
+# happens unless the program imports matplotlib.pyplot or plotly.io.
+
+
+def _sbx_plots():
+    import atexit
+    import os
+    import sys
+
+    root = os.getcwd()
+    fmt = "svg" if os.environ.get("SBX_PLOT_FORMAT") == "svg" else "png"
+    count = [0]
+
+    def next_path(ext):
+        count[0] += 1
+        return os.path.join(root, "figure-%03d.%s" % (count[0], ext))
+
+    def save_figures():
+        plt = sys.modules.get("matplotlib.pyplot")
+        if plt is None:
+            return
+        for num in list(plt.get_fignums()):
+            fig = plt.figure(num)
+            try:
+                fig.savefig(next_path(fmt), format=fmt)
+            finally:
+                plt.close(fig)
+
+    def patch_pyplot(plt):
+        def show(*args, **kwargs):
+            save_figures()
+        show.__doc__ = plt.show.__doc__
+        plt.show = show
+        # registered after pyplot's own exit handler, which closes every
+        # figure, so that this one runs first
+        atexit.register(save_figures)
+
+    def patch_plotly(pio):
+        def show(fig, *args, **kwargs):
+            path = next_path("html")
+            pio.write_html(fig, path, include_plotlyjs="cdn")
+            try:
+                pio.write_image(fig, path[:-4] + "png")
+            except Exception:
+                pass  # no kaleido: the HTML file only
+        pio.show = show
+
+    hooks = {"matplotlib.pyplot": patch_pyplot, "plotly.io": patch_plotly}
+
+    class Finder:
+        """A meta path finder (no importlib.abc: importing it costs more
+        than a whole interpreter start) that patches a hooked module right
+        after it is first imported."""
+
+        def find_spec(self, name, path, target=None):
+            if name not in hooks:
+                return None
+            for finder in sys.meta_path:
+                if finder is self:
+                    continue
+                spec = getattr(finder, "find_spec", lambda *a: None)(name, path, target)
+                if spec is not None and spec.loader is not None:
+                    exec_module = spec.loader.exec_module
+
+                    def run(module, exec_module=exec_module, hook=hooks[name]):
+                        exec_module(module)
+                        hook(module)
+                    spec.loader.exec_module = run
+                    return spec
+            return None
+
+    sys.meta_path.insert(0, Finder())
+    sys._sbx_flush_plots = save_figures
+
+
+_sbx_plots()
+del _sbx_plots

@@ -1,0 +1,176 @@
+# SPDX-License-Identifier: MIT
+"""Artifacts through the real MCP server on the backend under test: every
+new or changed file of a run is listed (never an input, a symlink or a
+FIFO), readable with resources/read while it is kept, images come inline,
+plots of matplotlib, seaborn, plotly and R become files, each exactly
+once, and the caps and the time to live hold.
+"""
+import base64
+import shutil
+import subprocess
+import time
+
+import pytest
+
+from conftest import CONTAINER
+from test_sessions import Client
+
+pytestmark = pytest.mark.contract
+
+
+
+def host_python_has(module):
+    """Whether the python3 the local backends run (/usr/bin/python3) has it."""
+    return subprocess.run(["/usr/bin/python3", "-c", "import " + module],
+                          capture_output=True).returncode == 0
+
+
+needs_matplotlib = pytest.mark.skipif(
+    CONTAINER or not host_python_has("matplotlib"),
+    reason="matplotlib is not installed here (Debian: python3-matplotlib), or the container "
+           "test image has none")
+needs_r = pytest.mark.skipif(CONTAINER or not shutil.which("Rscript"),
+                             reason="no R here, or the container test image has none")
+
+
+@pytest.fixture
+def client():
+    c = Client()
+    yield c
+    c.finish()
+
+
+def call(client, args):
+    r = client.s.call_tool("execute_code", args, timeout=120)["result"]
+    return r, r["structuredContent"]
+
+
+def read(client, uri):
+    return client.s.request("resources/read", {"uri": uri})
+
+
+def test_new_files_are_artifacts_and_inputs_are_not(client):
+    r, sc = call(client, {"code": "import os\n"
+                                  "os.makedirs('out/deep', exist_ok=True)\n"
+                                  "open('out/deep/table.csv', 'w').write('a,b\\n1,2\\n')\n"
+                                  "open('note.txt', 'w').write('hello')\n"
+                                  "open('raw.bin', 'wb').write(bytes(range(256)))\n"
+                                  "os.symlink('/etc/passwd', 'link')\n"
+                                  "os.mkfifo('pipe')\n"
+                                  "print(open('input.txt').read())",
+                          "files": {"input.txt": "given"}})
+    assert sc["status"] == "ok", sc
+    arts = sc["artifacts"]
+    # in the order written; not the program, the staged input, the symlink or the FIFO
+    assert [a["path"] for a in arts] == ["out/deep/table.csv", "note.txt", "raw.bin"], arts
+    assert [a["mime_type"] for a in arts] == ["text/csv", "text/plain",
+                                              "application/octet-stream"]
+    assert [a["size"] for a in arts] == [8, 5, 256]
+    links = [c for c in r["content"] if c["type"] == "resource_link"]
+    assert [(l["uri"], l["name"]) for l in links] == [(a["uri"], a["path"]) for a in arts]
+    got = read(client, arts[0]["uri"])["result"]["contents"][0]
+    assert (got["mimeType"], got["text"]) == ("text/csv", "a,b\n1,2\n")
+    got = read(client, arts[2]["uri"])["result"]["contents"][0]
+    assert base64.b64decode(got["blob"]) == bytes(range(256))
+    # a made-up run id, a path of the run that is no artifact, a bad escape
+    run_prefix = arts[0]["uri"].rsplit("/files/", 1)[0]
+    for uri in ["sandbox://runs/000000000000000000000000/files/note.txt",
+                run_prefix + "/files/input.txt", run_prefix + "/files/link",
+                run_prefix + "/files/%zz", run_prefix + "/files/../note.txt"]:
+        assert "error" in read(client, uri), uri
+
+
+def test_caps_and_time_to_live():
+    c = Client({"LLM_SANDBOX_ARTIFACTS_MAX": "2", "LLM_SANDBOX_ARTIFACT_TTL": "1",
+                "LLM_SANDBOX_ARTIFACTS_BYTES": "1K"})
+    try:
+        _, sc = call(c, {"code": "for i in range(5): open('f%d.txt' % i, 'w').write('x' * i)"})
+        assert [a["path"] for a in sc["artifacts"]] == ["f0.txt", "f1.txt"]
+        assert sc["artifacts_truncated"] is True
+        _, sc = call(c, {"code": "open('big.txt', 'w').write('y' * 4096)\n"
+                                 "open('small.txt', 'w').write('z')"})
+        big, small = sc["artifacts"]
+        assert sc["artifacts_truncated"] is True  # big is listed but was not kept
+        assert "error" in read(c, big["uri"])
+        assert read(c, small["uri"])["result"]["contents"][0]["text"] == "z"
+        time.sleep(1.5)
+        assert "error" in read(c, small["uri"])
+    finally:
+        c.finish()
+
+
+def test_session_artifacts_are_the_changed_files(client):
+    sid = client.create()
+    _, sc = call(client, {"session_id": sid, "code": "open('a.txt', 'w').write('1')\n"
+                                                     "open('b.txt', 'w').write('1')"})
+    assert [a["path"] for a in sc["artifacts"]] == ["a.txt", "b.txt"]
+    assert sc["artifacts"][0]["uri"] == "sandbox://sessions/%s/files/a.txt" % sid
+    _, sc = call(client, {"session_id": sid, "code": "x = 1"})
+    assert sc["artifacts"] == []
+    _, sc = call(client, {"session_id": sid, "code": "open('b.txt', 'w').write('22')"})
+    assert [(a["path"], a["size"]) for a in sc["artifacts"]] == [("b.txt", 2)]
+    uri = sc["artifacts"][0]["uri"]
+    assert read(client, uri)["result"]["contents"][0]["text"] == "22"
+    client.ok("close_session", {"session_id": sid})
+    assert "error" in read(client, uri)
+
+
+@needs_matplotlib
+def test_matplotlib_figures_each_once_in_order(client):
+    r, sc = call(client, {"code": "import matplotlib.pyplot as plt\n"
+                                  "plt.plot([1, 2, 3]); plt.show()\n"
+                                  "plt.figure(); plt.bar([1, 2], [3, 4])\n"
+                                  "print('drawn')"})
+    assert sc["status"] == "ok" and sc["stderr"] == "", sc
+    assert [a["path"] for a in sc["artifacts"]] == ["figure-001.png", "figure-002.png"]
+    images = [c for c in r["content"] if c["type"] == "image"]
+    assert len(images) == 2 and all(i["mimeType"] == "image/png" for i in images)
+    assert all(base64.b64decode(i["data"]).startswith(b"\x89PNG") for i in images)
+    # seaborn draws through matplotlib
+    if host_python_has("seaborn"):
+        _, sc = call(client, {"code": "import seaborn as sns, matplotlib.pyplot as plt\n"
+                                      "sns.histplot([1, 2, 2, 3]); plt.show()"})
+        assert [a["path"] for a in sc["artifacts"]] == ["figure-001.png"], sc
+
+
+@needs_matplotlib
+def test_matplotlib_in_a_session(client):
+    sid = client.create()
+    _, sc = call(client, {"session_id": sid, "code": "import matplotlib.pyplot as plt\n"
+                                                     "plt.plot([1, 2]); plt.show()\n"
+                                                     "plt.figure(); plt.plot([2, 1])"})
+    assert [a["path"] for a in sc["artifacts"]] == ["figure-001.png", "figure-002.png"], sc
+    r, sc = call(client, {"session_id": sid, "code": "plt.figure(); plt.plot([3, 3]); plt.show()"})
+    assert [a["path"] for a in sc["artifacts"]] == ["figure-003.png"], sc
+    assert [c["type"] for c in r["content"]] == ["text", "image"]
+
+
+@pytest.mark.skipif(CONTAINER or not host_python_has("plotly"),
+                    reason="plotly is not installed here (Debian: python3-plotly)")
+def test_plotly_figure_as_html(client):
+    _, sc = call(client, {"code": "import plotly.graph_objects as go\n"
+                                  "go.Figure(go.Bar(y=[1, 3, 2])).show()"})
+    assert sc["status"] == "ok", sc
+    assert [a["path"] for a in sc["artifacts"]][0] == "figure-001.html", sc
+    html = read(client, sc["artifacts"][0]["uri"])["result"]["contents"][0]["text"]
+    assert "plotly" in html.lower()
+
+
+@needs_r
+def test_r_plots(client):
+    r, sc = call(client, {"language": "r", "code": "plot(1:10)\nhist(c(1, 2, 2, 3))"})
+    assert sc["status"] == "ok" and "Fontconfig" not in sc["stderr"], sc
+    assert [a["path"] for a in sc["artifacts"]] == ["Rplot001.png", "Rplot002.png"]
+    assert [c["type"] for c in r["content"]] == ["text", "image", "image"]
+    has_ggplot = subprocess.run(["Rscript", "-e", "library(ggplot2)"],
+                                capture_output=True).returncode == 0
+    if has_ggplot:
+        _, sc = call(client, {"language": "r", "code":
+                              "library(ggplot2)\nprint(ggplot(data.frame(x = 1:3, y = 3:1), "
+                              "aes(x, y)) + geom_point())"})
+        assert [a["path"] for a in sc["artifacts"]] == ["Rplot001.png"], sc
+    sid = client.create("r")
+    _, sc = call(client, {"session_id": sid, "code": "plot(1:3)"})
+    assert [a["path"] for a in sc["artifacts"]] == ["Rplot001.png"], sc
+    _, sc = call(client, {"session_id": sid, "code": "y <- 2"})
+    assert sc["artifacts"] == []
