@@ -444,8 +444,8 @@ static bool list_walk(int fd, char *path, size_t len, int depth, unsigned *left,
                 unsigned char *f = (unsigned char *)path + len + 1 + n + 1;
 
                 agent_put_u64(f, (uint64_t)st.st_size);
-                agent_put_u64(f + 8, (uint64_t)st.st_mtim.tv_sec * 1000000000u +
-                                             (uint64_t)st.st_mtim.tv_nsec);
+                agent_put_u64(f + 8,
+                        (uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec);
                 send_frame(AGENT_DATA, path, len + 1 + n + 1 + 16);
             } else if (ok) {
                 send_frame(AGENT_DATA, path, len + 1 + n + 1);
