@@ -324,6 +324,40 @@ for (const kind of ['stdio', 'http']) {
       assert.deepEqual(c.errors, []);
     }));
 
+    test('sessions: state, files and artifacts through the SDK', withServer(kind, async (c) => {
+      const tool = (name, args) =>
+        c.client.callTool({ name, arguments: args }, CallToolResultSchema, { timeout: 120000 });
+      const created = await tool('create_session', { language: 'python' });
+      const id = sc(created).session_id;
+      assert.match(id, /^s-[0-9a-f]{24}$/);
+      assert.equal(sc(await run(c, { session_id: id, code: 'x = 41' })).status, 'ok');
+      assert.equal(sc(await run(c, { session_id: id, code: 'print(x + 1)' })).stdout, '42\n');
+      const up = await tool('upload_file', { session_id: id, path: 'in.csv', content: 'a,b\n1,2\n' });
+      assert.equal(up.isError, false, JSON.stringify(up));
+      const r = await run(c, {
+        session_id: id,
+        code: "import csv\nrows = list(csv.reader(open('in.csv')))\n" +
+          "open('out.txt', 'w').write(str(len(rows)))",
+      });
+      const s = sc(r);
+      assert.deepEqual(s.artifacts.map((a) => a.path), ['out.txt']);
+      const link = r.content.find((b) => b.type === 'resource_link');
+      assert.equal(link.uri, `sandbox://sessions/${id}/files/out.txt`);
+      const read = await c.client.readResource({ uri: link.uri });
+      assert.equal(read.contents[0].text, '2');
+      const down = await tool('download_file', { session_id: id, path: 'out.txt' });
+      assert.deepEqual(down.structuredContent,
+        { path: 'out.txt', size: 1, encoding: 'utf-8', content: '2' });
+      const bad = await tool('download_file', { session_id: id, path: '../../etc/passwd' });
+      assert.equal(bad.isError, true);
+      const listed = await tool('list_sessions', {});
+      assert.deepEqual(listed.structuredContent.sessions.map((x) => x.session_id), [id]);
+      assert.equal((await tool('close_session', { session_id: id })).isError, false);
+      const after = await run(c, { session_id: id, code: 'print(x)' });
+      assert.equal(sc(after).status, 'refused');
+      assert.deepEqual(c.errors, []);
+    }));
+
     test('(b) progress: phases, then live output', withServer(kind, async (c) => {
       const seen = [];
       const t0 = Date.now();
