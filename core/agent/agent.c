@@ -69,6 +69,7 @@ struct exec_state {
 static struct {
     bool pid1;
     int ws_fd, sig_fd;
+    int tmp_fd; /* the sandbox's /tmp, for PUT with AGENT_PUT_TMP, or -1 */
     unsigned char hdr[AGENT_HDR_SIZE];
     size_t hdr_got, pay_got;
     struct agent_hdr h;
@@ -148,6 +149,7 @@ static NORETURN void terminate(int status)
     close_fd(&g.ex.in_fd);
     close_fd(&g.put_fd);
     close_fd(&g.ws_fd);
+    close_fd(&g.tmp_fd);
     close_fd(&g.sig_fd);
     close_fd(&g.relay_fd);
     for (size_t i = 0; i < AGENT_RELAY_CONNS; i++) {
@@ -266,9 +268,9 @@ static int open_beneath(int dirfd, const char *name, int flags, mode_t mode)
  * directories. The walk goes one component at a time from a directory fd,
  * which mkdirat needs anyway and which keeps every step beneath the workspace.
  */
-static int put_create(char *path, mode_t mode, bool replace)
+static int put_create(char *path, mode_t mode, bool replace, int base)
 {
-    int dir = g.ws_fd, fd, saved;
+    int dir = base, fd, saved;
     char *c = path;
 
     for (char *slash = strchr(c, '/'); slash; slash = strchr(c, '/')) {
@@ -280,7 +282,7 @@ static int put_create(char *path, mode_t mode, bool replace)
             next = open_beneath(dir, c, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
         saved = errno;
         *slash = '/';
-        if (dir != g.ws_fd)
+        if (dir != base)
             close(dir);
         errno = saved;
         if (next < 0)
@@ -302,7 +304,7 @@ static int put_create(char *path, mode_t mode, bool replace)
         }
     }
     saved = errno;
-    if (dir != g.ws_fd)
+    if (dir != base)
         close(dir);
     if (fd >= 0 && fchmod(fd, mode) < 0) { /* exact mode, whatever the umask */
         saved = errno;
@@ -340,8 +342,9 @@ static void on_put(uint32_t len)
             memcpy(g.put_path, path, plen);
             g.put_path[plen] = '\0';
             if (path_ok(g.put_path))
-                g.put_fd = put_create(
-                        g.put_path, (mode_t)(mode & 0777u), (g.h.flags & AGENT_PUT_REPLACE) != 0);
+                g.put_fd = put_create(g.put_path, (mode_t)(mode & 0777u),
+                        (g.h.flags & AGENT_PUT_REPLACE) != 0,
+                        (g.h.flags & AGENT_PUT_TMP) ? g.tmp_fd : g.ws_fd);
             if (g.put_fd < 0)
                 put_fail(path_ok(g.put_path) ? errno : EINVAL, "create");
         }
@@ -1047,8 +1050,8 @@ static bool frame_ok(const struct agent_hdr *h)
 {
     switch (h->type) {
     case AGENT_PUT:
-        return h->len >= 8 &&
-               (h->flags & ~(AGENT_PUT_FIRST | AGENT_PUT_LAST | AGENT_PUT_REPLACE)) == 0;
+        return h->len >= 8 && (h->flags & ~(AGENT_PUT_FIRST | AGENT_PUT_LAST | AGENT_PUT_REPLACE |
+                                                  AGENT_PUT_TMP)) == 0;
     case AGENT_EXEC: return h->len >= 12 && h->flags == 0;
     case AGENT_STDIN: return h->flags == 0;
     case AGENT_SIGNAL: return h->len == 4 && h->flags == 0;
@@ -1135,12 +1138,13 @@ static int setup(void)
     sigprocmask(SIG_BLOCK, &mask, NULL);
     g.sig_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
     g.ws_fd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    g.tmp_fd = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* may be missing */
     return g.sig_fd < 0 || g.ws_fd < 0 ? -1 : 0;
 }
 
 int main(void)
 {
-    g.put_fd = g.ws_fd = g.sig_fd = g.relay_fd = -1;
+    g.put_fd = g.ws_fd = g.tmp_fd = g.sig_fd = g.relay_fd = -1;
     for (size_t i = 0; i < AGENT_RELAY_CONNS; i++)
         g_relay[i].fd[0] = g_relay[i].fd[1] = -1;
     exec_reset();

@@ -23,6 +23,9 @@
  *                   AGENT_PUT_REPLACE with FIRST (a session's upload):
  *                   an existing regular file is truncated instead (still
  *                   no symlinks; anything but a regular file is refused).
+ *                   AGENT_PUT_TMP with FIRST: the path is taken beneath
+ *                   the sandbox's /tmp instead (a language's support
+ *                   files, kept out of the workspace).
  *                   Path: relative, <= 4096 bytes, no empty, "." or ".."
  *                   component.
  *   A: OK | ERROR   after each PUT with AGENT_PUT_LAST (or the first error;
@@ -139,6 +142,7 @@ enum agent_put_flags {
     AGENT_PUT_FIRST = 1u << 0,
     AGENT_PUT_LAST = 1u << 1,
     AGENT_PUT_REPLACE = 1u << 2, /* with FIRST: an existing regular file is truncated */
+    AGENT_PUT_TMP = 1u << 3,     /* with FIRST: beneath the sandbox's /tmp, not the workspace */
 };
 enum agent_exec_flags { AGENT_EXEC_STDIN_PIPE = 1u << 0 };
 enum agent_list_flags { AGENT_LIST_STAT = 1u << 0 };

@@ -377,7 +377,7 @@ void artifact_blocks(
             json_object_object_add(b, "data", json_object_new_string(data));
             json_object_object_add(b, "mimeType", json_object_new_string(a->mime_type));
             free(data);
-        } else if (links) {
+        } else if (links && a->uri) {
             json_object_object_add(b, "type", json_object_new_string("resource_link"));
             json_object_object_add(b, "uri", json_object_new_string(a->uri));
             json_object_object_add(b, "name", json_object_new_string(a->path));

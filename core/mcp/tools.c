@@ -136,6 +136,7 @@ static int t_execute_code(struct mcp_call *call, struct json_object *args, struc
     }
     req = (struct sbx_request){.language = a.language || a.session_id ? a.language : "python",
             .session_id = a.session_id,
+            .keep_artifacts = true,
             .code = a.code,
             .code_len = a.code_len,
             .stdin_data = a.stdin_data,

@@ -60,10 +60,12 @@ int agentc_hello(struct agentc *ac, int64_t deadline_ms);
  * SBX_E_IO when the agent refused it (agentc_last_error says why). */
 int agentc_put(struct agentc *ac, const char *path, uint32_t mode, const void *data, size_t len,
         int64_t deadline_ms);
-/* agentc_put, or with replace an existing regular file is overwritten
- * (a session's files). */
+/* agentc_put with flags: AGENTC_PUT_REPLACE overwrites an existing regular
+ * file (a session's files), AGENTC_PUT_TMP puts it beneath the sandbox's
+ * /tmp instead of the workspace (a language's support files). */
+enum { AGENTC_PUT_REPLACE = 1u << 0, AGENTC_PUT_TMP = 1u << 1 };
 int agentc_put_file(struct agentc *ac, const char *path, uint32_t mode, const void *data,
-        size_t len, bool replace, int64_t deadline_ms);
+        size_t len, unsigned flags, int64_t deadline_ms);
 /* One resource limit for the agent to apply (enum agent_rlimit). */
 struct agentc_limit {
     uint32_t resource;

@@ -14,7 +14,8 @@
  * stay in its workspace, as sandbox://sessions/ID/files/PATH, read when
  * asked. Images up to the same budget come with the result either way,
  * for clients to show inline. At most LLM_SANDBOX_ARTIFACTS_MAX per call;
- * the result says when some were left out.
+ * the result says when some were left out. A caller that will not read
+ * them (the CLI) asks for the list only (req->keep_artifacts false).
  */
 #include "artifacts.h"
 
@@ -40,7 +41,6 @@
 #include "util.h"
 
 #define STORE_MAX (256u << 20) /* every kept run's bytes together */
-#define HIDDEN    ".sbx/"      /* the core's own files in a workspace, never artifacts */
 
 struct stored {
     struct stored *next;
@@ -224,13 +224,11 @@ static bool under(const char *path, const char *dir)
     return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
 }
 
-/* One of the call's inputs, the build's outputs, or ours. */
+/* One of the call's inputs, or the build's outputs. */
 static bool is_input(const struct run *r, const char *path)
 {
     const struct manifest_lang *l = r->lang->m->lang;
 
-    if (strncmp(path, HIDDEN, strlen(HIDDEN)) == 0)
-        return true;
     if (r->plan && strcmp(path, r->plan->source_name) == 0 && r->staged_source)
         return true;
     for (size_t i = 0; i < r->req->n_files; i++)
@@ -301,7 +299,7 @@ static void fetch(struct run *r, struct sbx_artifact *a)
 
 /* Keep a one-shot run's files for a while: the store takes the bytes and
  * the execution keeps only its images'. */
-static void keep(struct run *r, const char *id, struct sbx_artifact *a, size_t n)
+static void keep_run(struct run *r, const char *id, struct sbx_artifact *a, size_t n)
 {
     struct artifact_store *st = r->rt->artifacts;
     struct stored *s = calloc(1, sizeof(*s));
@@ -316,7 +314,7 @@ static void keep(struct run *r, const char *id, struct sbx_artifact *a, size_t n
     for (size_t i = 0; i < n; i++) {
         copy[i] = a[i];
         copy[i].path = strdup(a[i].path);
-        copy[i].uri = strdup(a[i].uri);
+        copy[i].uri = a[i].uri ? strdup(a[i].uri) : NULL;
         copy[i].data = a[i].data; /* moved */
         bytes += a[i].len;
         a[i].data = NULL;
@@ -346,6 +344,7 @@ void artifacts_collect(struct run *r, const struct agentc_entry *before, size_t 
     struct sbx_artifact *a;
     size_t n = 0, k = 0;
     uint64_t budget = set->artifacts_bytes;
+    bool keep = r->req->keep_artifacts;
     char id[2 * ID_BYTES + 1], prefix[128];
 
     if (agentc_list_stat(r->ac, ".", &e, &n, now_ms() + SETUP_TIMEOUT_MS) != 0)
@@ -361,7 +360,7 @@ void artifacts_collect(struct run *r, const struct agentc_entry *before, size_t 
         if (e[i].path)
             e[k++] = e[i];
     n = k;
-    if (n == 0 || (!r->sess && random_hex(id, ID_BYTES) < 0)) {
+    if (n == 0 || (keep && !r->sess && random_hex(id, ID_BYTES) < 0)) {
         agentc_entries_free(e, n);
         return;
     }
@@ -379,8 +378,10 @@ void artifacts_collect(struct run *r, const struct agentc_entry *before, size_t 
         a[i].path = strdup(e[i].path);
         a[i].size = e[i].size;
         a[i].mime_type = artifact_mime(e[i].path);
-        a[i].uri = make_uri(prefix, e[i].path);
+        a[i].uri = keep || r->sess ? make_uri(prefix, e[i].path) : NULL;
         /* a one-shot's files now or never; a session's images to show */
+        if (!keep)
+            continue;
         if ((!r->sess || is_image(a[i].mime_type)) && e[i].size <= budget &&
                 e[i].size <= set->file_max_bytes) {
             fetch(r, &a[i]);
@@ -392,8 +393,8 @@ void artifacts_collect(struct run *r, const struct agentc_entry *before, size_t 
     agentc_entries_free(e, k);
     if (!a)
         return;
-    if (!r->sess)
-        keep(r, id, a, n);
+    if (!r->sess && keep)
+        keep_run(r, id, a, n);
     r->ex->artifacts = a;
     r->ex->n_artifacts = n;
 }

@@ -136,7 +136,8 @@ struct json_object *sbx_execution_to_json(const struct sbx_execution *ex)
         json_object_object_add(e, "path", json_object_new_string(f->path));
         json_object_object_add(e, "size", json_object_new_uint64(f->size));
         json_object_object_add(e, "mime_type", json_object_new_string(f->mime_type));
-        json_object_object_add(e, "uri", json_object_new_string(f->uri));
+        if (f->uri)
+            json_object_object_add(e, "uri", json_object_new_string(f->uri));
         json_object_array_add(a, e);
     }
     json_object_object_add(o, "artifacts", a);

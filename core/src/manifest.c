@@ -487,8 +487,8 @@ static int store_support_path(struct ctx *c, const struct yamltree_node *n, void
     struct manifest_support *sp = obj;
     char buf[48];
 
-    if (strncmp(n->value, ".sbx/", 5) != 0 || !rel_path_is_valid(n->value))
-        return fail_at(c, n, "a support file's path must lie beneath .sbx/, not '%s'",
+    if (strncmp(n->value, "/tmp/.sbx/", 10) != 0 || !rel_path_is_valid(n->value + 5))
+        return fail_at(c, n, "a support file's path must lie beneath /tmp/.sbx/, not '%s'",
                 yamltree_shown(n->value, buf));
     sp->path = strdup(n->value);
     return sp->path ? 0 : oom(c);

@@ -81,10 +81,11 @@ struct manifest_session {
     char *driver; /* a file name beside the manifest */
 };
 
-/* A file of the language staged in every workspace before the program
- * (language.support), beneath the core's own .sbx/ directory. */
+/* A file of the language staged in every sandbox before the program
+ * (language.support), beneath /tmp/.sbx/: out of the workspace, so it is
+ * neither the program's file nor an artifact. */
 struct manifest_support {
-    char *path; /* ".sbx/..." relative to the workspace */
+    char *path; /* "/tmp/.sbx/..." */
     char *file; /* a file name beside the manifest */
 };
 

@@ -528,7 +528,8 @@ static int stage_from_set(struct run *r, int64_t deadline)
             sbx_error_free(e);
             return SBX_E_IO;
         }
-        end = agentc_put_file(r->ac, *f, 0644, data, len, r->sess != NULL, deadline);
+        end = agentc_put_file(
+                r->ac, *f, 0644, data, len, r->sess ? AGENTC_PUT_REPLACE : 0, deadline);
         free(data);
     }
     return end;
@@ -579,7 +580,9 @@ int engine_stage_support(struct run *r, int64_t deadline, struct sbx_error **err
 
         if (!data)
             return (*err)->rc;
-        end = agentc_put_file(r->ac, l->support[i].path, 0644, data, len, true, deadline);
+        /* "/tmp/X" goes beneath the sandbox's /tmp as X */
+        end = agentc_put_file(r->ac, l->support[i].path + 5, 0644, data, len,
+                AGENTC_PUT_REPLACE | AGENTC_PUT_TMP, deadline);
         free(data);
     }
     if (end == AGENTC_TIMEOUT || end == AGENTC_LOST || end == SBX_E_IO)
@@ -593,7 +596,7 @@ int engine_stage_support(struct run *r, int64_t deadline, struct sbx_error **err
  * files of the same names. 0, an enum agentc_end, or SBX_E_IO. */
 int engine_stage(struct run *r, bool with_source, int64_t deadline)
 {
-    bool replace = r->sess != NULL;
+    unsigned replace = r->sess ? AGENTC_PUT_REPLACE : 0;
     int end = r->deps ? stage_from_set(r, deadline) : 0;
 
     for (size_t i = 0; end == 0 && i < r->req->n_files; i++) {

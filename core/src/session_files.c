@@ -108,7 +108,8 @@ int sbx_session_upload(struct sbx_runtime *rt, const char *id, const char *path,
     s = file_session(rt, id, path ? path : "", err);
     if (!s)
         return (*err)->rc;
-    end = agentc_put_file(s->base.ac, path, 0644, data, len, true, now_ms() + SETUP_TIMEOUT_MS);
+    end = agentc_put_file(
+            s->base.ac, path, 0644, data, len, AGENTC_PUT_REPLACE, now_ms() + SETUP_TIMEOUT_MS);
     if (end != 0)
         file_error(s, end, "write", path, err);
     session_put(rt->sessions, s);
@@ -154,16 +155,6 @@ int sbx_session_files(struct sbx_runtime *rt, const char *id, const char *path, 
     for (char **f = *ret_files; whole && *f; f++)
         if (strncmp(*f, "./", 2) == 0)
             memmove(*f, *f + 2, strlen(*f + 2) + 1);
-    /* the core's own files (.sbx/: a language's support files) are not listed */
-    for (char **f = *ret_files, **o = *ret_files;; f++) {
-        if (*f && strncmp(*f, ".sbx/", 5) == 0) {
-            free(*f);
-            continue;
-        }
-        *o++ = *f;
-        if (!*f)
-            break;
-    }
     return 0;
 }
 

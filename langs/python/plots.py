@@ -1,6 +1,6 @@
-# llm-sandbox plot capture for Python, staged into every workspace as
-# .sbx/python/sitecustomize.py (on PYTHONPATH), so it loads at start-up in
-# one-shot runs and in a session's interpreter alike.
+# llm-sandbox plot capture for Python, staged into every sandbox as
+# /tmp/.sbx/python/sitecustomize.py (on PYTHONPATH), so it loads at start-up
+# in one-shot runs and in a session's interpreter alike.
 #
 # matplotlib (and seaborn, which draws through it): plt.show() saves every
 # open figure as figure-NNN.png in the workspace and closes it; figures

@@ -86,7 +86,8 @@ BASE_ENV = {
     "PATH": "/usr/bin:/bin", "HOME": "/tmp", "TMPDIR": "/tmp", "LANG": "C.UTF-8",
     "USER": "sandbox", "LOGNAME": "sandbox",
 }
-PYTHON_ENV = {"PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1", "MPLBACKEND": "Agg"}
+PYTHON_ENV = {"PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1", "MPLBACKEND": "Agg",
+              "PYTHONPATH": "/tmp/.sbx/python"}  # plot capture (langs/python/plots.py)
 
 # Marker passed into every sandbox we start (see the module docstring).
 MARK_KEY = "SBX_ITEST_MARK"
@@ -281,7 +282,10 @@ def check_contract(r):
     assert res["backend"] is None or isinstance(res["backend"], str), res
     assert res["language"] is None or isinstance(res["language"], str), res
     assert res["message"] is None or isinstance(res["message"], str), res
-    assert res["artifacts"] == [], res
+    assert isinstance(res["artifacts"], list), res
+    for a in res["artifacts"]:  # files the run wrote (tests/integration/test_artifacts.py)
+        assert set(a) >= {"path", "size", "mime_type"} and not a["path"].startswith("/"), a
+        assert isinstance(a["size"], int) and a["size"] >= 0, a
     assert isinstance(res["warnings"], list) and all(isinstance(w, str) for w in res["warnings"])
     if res["status"] == "refused":
         assert res["exit_code"] is None and res["message"], res

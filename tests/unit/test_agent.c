@@ -727,6 +727,24 @@ static void test_get_and_list(void **state)
     assert_int_equal(f.type, AGENT_OK);
     assert_int_equal(n_files, 2);
     assert_true(saw[0] && saw[1]);
+    /* AGENT_LIST_STAT: each path's NUL is followed by its size and mtime */
+    n_files = 0;
+    send_frame(&a, AGENT_LIST, AGENT_LIST_STAT, "out", 3);
+    for (;;) {
+        size_t plen;
+
+        assert_int_equal(recv_frame(&a, &f), 0);
+        if (f.type != AGENT_DATA)
+            break;
+        n_files++;
+        plen = strnlen((const char *)f.p, f.len);
+        assert_int_equal(f.len, plen + 1 + 16);
+        if (strcmp((const char *)f.p, "out/main") == 0)
+            assert_int_equal(agent_get_u64(f.p + plen + 1), 6);
+        assert_true(agent_get_u64(f.p + plen + 9) > 1000000000ull * 1000000000ull);
+    }
+    assert_int_equal(f.type, AGENT_OK);
+    assert_int_equal(n_files, 2);
     /* "." lists the whole workspace, each path starting with "./" */
     n_files = 0;
     send_frame(&a, AGENT_LIST, 0, ".", 1);

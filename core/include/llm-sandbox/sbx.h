@@ -110,6 +110,9 @@ struct sbx_request {
      * variables, persist. Only limits.wall_time_ms and output_bytes may be
      * given; libraries must be among the session's. NULL: one-shot. */
     const char *session_id;
+    /* Fetch the artifacts' bytes and keep a one-shot run's for reading by
+     * uri (sbx_artifact_read); false: only list them (path, size, type). */
+    bool keep_artifacts;
 };
 
 /* A file the run left in its workspace (new or changed, not an input). */
@@ -117,7 +120,8 @@ struct sbx_artifact {
     char *path;            /* relative to the workspace */
     uint64_t size;         /* bytes */
     const char *mime_type; /* by its name (static) */
-    char *uri;             /* sandbox://sessions/ID/files/PATH or sandbox://runs/ID/files/PATH */
+    char *uri;             /* sandbox://sessions/ID/files/PATH or sandbox://runs/ID/files/PATH,
+                              or NULL (a one-shot run that did not keep them) */
     char *data;            /* images (within the byte budget), or NULL: read by uri */
     size_t len;
 };
