@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * cli.h: the llm-sandbox command's subcommands. Front end only: parses
- * arguments, calls llm-sandbox/sbx.h, prints. Exit codes are documented in
- * the README (125: the tool failed or refused; 124: timeout).
+ * cli.h: the llm-sandbox command's subcommands, and the few helpers they
+ * share (run_cmd.c). Front end only: parses arguments, calls
+ * llm-sandbox/sbx.h (or a server, for `session`), prints. Exit codes are
+ * documented in the README (125: the tool failed or refused; 124: timeout).
  */
 #ifndef SBX_CLI_H
 #define SBX_CLI_H
@@ -21,5 +22,13 @@ int cmd_run(int argc, char **argv);
 int cmd_plugins(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+int cmd_session(int argc, char **argv);
+
+/* A whole file, or standard input for "-", NUL-terminated, at most 256
+ * MiB; NULL with errno set. (transfer full: free()) */
+char *cli_read_path(const char *path, size_t *ret_len);
+/* Write everything, retrying short writes; gives up silently on an error
+ * (the reader went away). */
+void cli_write_all(int fd, const char *buf, size_t len);
 
 #endif

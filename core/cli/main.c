@@ -16,13 +16,15 @@ struct sbx_runtime_opts cli_runtime_opts;
 static void usage(FILE *f)
 {
     fprintf(f, "usage: llm-sandbox                  the MCP server on stdio\n"
-               "       llm-sandbox serve [--http ADDR:PORT]\n"
+               "       llm-sandbox serve [--http ADDR:PORT | --socket [PATH]]\n"
                "       llm-sandbox run [options] (--code CODE | --file FILE)\n"
+               "       llm-sandbox session (create|exec|close|list|upload|download|files) ...\n"
                "       llm-sandbox plugins [--json]\n"
                "       llm-sandbox doctor [--json]\n"
                "       llm-sandbox --version\n"
                "Before the command, --config FILE reads a YAML config file (see the README).\n"
-               "Run 'llm-sandbox run --help' for the run options.\n");
+               "Run 'llm-sandbox run --help' for the run options, 'llm-sandbox session --help'\n"
+               "for sessions (through a server started with 'llm-sandbox serve --socket').\n");
 }
 
 /* Global options before the subcommand (--config FILE, --config=FILE);
@@ -64,6 +66,8 @@ int main(int argc, char **argv)
         return cmd_serve(argc - 1, argv + 1);
     if (strcmp(cmd, "run") == 0)
         return cmd_run(argc - 1, argv + 1);
+    if (strcmp(cmd, "session") == 0)
+        return cmd_session(argc - 1, argv + 1);
     if (strcmp(cmd, "plugins") == 0)
         return cmd_plugins(argc - 1, argv + 1);
     if (strcmp(cmd, "doctor") == 0)

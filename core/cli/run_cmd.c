@@ -128,7 +128,7 @@ static char *read_all(int fd, size_t *ret_len)
     return buf;
 }
 
-static char *read_path(const char *path, size_t *ret_len)
+char *cli_read_path(const char *path, size_t *ret_len)
 {
     int fd = strcmp(path, "-") == 0 ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
     char *buf;
@@ -292,13 +292,13 @@ static int parse(struct opts *o, int argc, char **argv)
         o->req.code = code;
         o->req.code_len = strlen(code);
     } else {
-        o->code_buf = read_path(file ? file : "-", &o->req.code_len);
+        o->code_buf = cli_read_path(file ? file : "-", &o->req.code_len);
         if (!o->code_buf)
             return fail(o, "cannot read the program: %s", strerror(errno));
         o->req.code = o->code_buf;
     }
     if (in) {
-        o->stdin_buf = read_path(in, &o->req.stdin_len);
+        o->stdin_buf = cli_read_path(in, &o->req.stdin_len);
         if (!o->stdin_buf)
             return fail(o, "cannot read --stdin: %s", strerror(errno));
         o->req.stdin_data = o->stdin_buf;
@@ -306,7 +306,7 @@ static int parse(struct opts *o, int argc, char **argv)
     return 0;
 }
 
-static void write_all(int fd, const char *buf, size_t len)
+void cli_write_all(int fd, const char *buf, size_t len)
 {
     while (len > 0) {
         ssize_t n = write(fd, buf, len);
@@ -323,7 +323,7 @@ static void write_all(int fd, const char *buf, size_t len)
 static void on_output(void *ud, enum sbx_stream stream, const char *buf, size_t len)
 {
     (void)ud;
-    write_all(stream == SBX_STREAM_STDOUT ? STDOUT_FILENO : STDERR_FILENO, buf, len);
+    cli_write_all(stream == SBX_STREAM_STDOUT ? STDOUT_FILENO : STDERR_FILENO, buf, len);
 }
 
 static int exit_code_of(const struct sbx_execution *ex)

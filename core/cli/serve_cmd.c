@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * serve_cmd.c: `llm-sandbox serve` (and `llm-sandbox` with no arguments):
- * the MCP server on stdio, or with --http on Streamable HTTP. Front end
- * only: options, then the transport from core/mcp.
+ * the MCP server on stdio, with --http on Streamable HTTP, or with
+ * --socket on a unix socket (what `llm-sandbox session` talks to). The
+ * transports are exclusive: with --http or --socket, stdin is not read.
+ * Front end only: options, then the transport from core/mcp.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -18,10 +20,14 @@
 
 static void serve_help(void)
 {
-    printf("usage: llm-sandbox serve [--http ADDRESS:PORT] [--workers N]\n"
+    printf("usage: llm-sandbox serve [--http ADDRESS:PORT | --socket [PATH]] [--workers N]\n"
            "  (no options)         MCP on standard input and output\n"
            "  --http ADDR:PORT     Streamable HTTP on http://ADDR:PORT/mcp (loopback by\n"
            "                       default; other addresses need LLM_SANDBOX_HTTP_TOKEN)\n"
+           "  --socket [PATH]      a unix socket, for `llm-sandbox session` and other local\n"
+           "                       clients of the same user (default: LLM_SANDBOX_SOCKET, else\n"
+           "                       $XDG_RUNTIME_DIR/llm-sandbox/mcp.sock, or\n"
+           "                       /run/llm-sandbox/mcp.sock as root)\n"
            "  --workers N          tool calls run at once (default: the number of CPUs)\n"
            "  --test-fixtures      add the MCP conformance suite's test tools (tests only)\n");
 }
@@ -44,18 +50,29 @@ static int parse_workers(const char *v, unsigned *ret)
 int cmd_serve(int argc, char **argv)
 {
     static const struct option opts[] = {{"http", required_argument, NULL, 'H'},
-            {"workers", required_argument, NULL, 'w'}, {"test-fixtures", no_argument, NULL, 'T'},
-            {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+            {"socket", optional_argument, NULL, 'S'}, {"workers", required_argument, NULL, 'w'},
+            {"test-fixtures", no_argument, NULL, 'T'}, {"help", no_argument, NULL, 'h'},
+            {NULL, 0, NULL, 0}};
     struct mcp_options mo = {0};
     struct sbx_runtime *rt = NULL;
     struct sbx_error *err = NULL;
-    const char *http = NULL;
+    const char *http = NULL, *sock = NULL;
+    char *sock_buf = NULL;
+    bool use_sock = false;
     int c, rc;
 
     opterr = 0;
-    while (argc > 1 && (c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    while (argc > 1 && (c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
         switch (c) {
         case 'H': http = optarg; break;
+        case 'S':
+            use_sock = true;
+            /* --socket=PATH, or --socket PATH: the path is optional */
+            if (optarg)
+                sock = optarg;
+            else if (optind < argc && argv[optind][0] != '-')
+                sock = argv[optind++];
+            break;
         case 'w':
             if (parse_workers(optarg, &mo.workers) < 0) {
                 fprintf(stderr, "llm-sandbox serve: --workers wants a number from 1 to %u\n",
@@ -70,19 +87,38 @@ int cmd_serve(int argc, char **argv)
             return 2;
         }
     }
+    if (optind < argc) {
+        fprintf(stderr, "llm-sandbox serve: unexpected argument '%s'\n", argv[optind]);
+        return 2;
+    }
+    if (http && use_sock) {
+        fprintf(stderr, "llm-sandbox serve: give --http or --socket, not both\n");
+        return 2;
+    }
+    if (use_sock && !sock) {
+        if (sbx_socket_path(cli_runtime_opts.config_path, &sock_buf, &err) < 0) {
+            fprintf(stderr, "llm-sandbox: cannot serve: %s\n", err->msg);
+            sbx_error_free(err);
+            return EXIT_TOOL;
+        }
+        sock = sock_buf;
+    }
     if (sbx_runtime_new_opts(&cli_runtime_opts, &rt, &err) < 0 || sbx_runtime_check(rt, &err) < 0) {
         fprintf(stderr, "llm-sandbox: cannot serve: %s\n", err->msg);
         sbx_error_free(err);
         sbx_runtime_free(rt);
+        free(sock_buf);
         return EXIT_TOOL;
     }
     if (!mo.workers)
         mo.workers = sbx_runtime_max_concurrent(rt);
-    if (http) {
+    if (http)
         rc = mcp_serve_http(rt, &mo, http);
-    } else {
+    else if (sock)
+        rc = mcp_serve_unix(rt, &mo, sock);
+    else
         rc = mcp_serve_stdio(rt, &mo);
-    }
     sbx_runtime_free(rt);
+    free(sock_buf);
     return rc < 0 ? EXIT_TOOL : 0;
 }

@@ -15,5 +15,11 @@ int mcp_serve_stdio(struct sbx_runtime *rt, const struct mcp_options *opt);
 /* addr: "127.0.0.1:8080", "[::1]:8080", "localhost:0" (any free port; the
  * URL is printed on stderr). Runs until SIGINT or SIGTERM. */
 int mcp_serve_http(struct sbx_runtime *rt, const struct mcp_options *opt, const char *addr);
+/* A unix stream socket at path (sbx_socket_path() gives the default): a
+ * connection, with its own initialize, per client of the same user (or
+ * root), up to 64 at once. Runs until SIGINT or SIGTERM, then removes the
+ * socket. -1, after saying why on stderr, when it cannot listen (another
+ * server listens there, the directory is not private, ...). */
+int mcp_serve_unix(struct sbx_runtime *rt, const struct mcp_options *opt, const char *path);
 
 #endif

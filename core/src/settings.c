@@ -508,6 +508,7 @@ static const struct {
         {"LLM_SANDBOX_HTTP_TOKEN", 0},
         {"LLM_SANDBOX_AUDIT_LOG", 0},
         {"LLM_SANDBOX_MAX_CONCURRENT", 0},
+        {"LLM_SANDBOX_SOCKET", 0},
         {"LLM_SANDBOX_LANGUAGES", ','},
         {"LLM_SANDBOX_CACHE_DIR", 0},
         {"LLM_SANDBOX_CACHE_MAX", 0},
@@ -716,6 +717,43 @@ struct settings *settings_free(struct settings *s)
     config_free(s->config);
     free(s);
     return NULL;
+}
+
+/* ---- the MCP unix socket (serve --socket, session) ----------------------- */
+
+#define SOCKET_PATH_MAX 107 /* sizeof(sockaddr_un.sun_path), less its NUL */
+
+int sbx_socket_path(const char *config_path, char **ret_path, struct sbx_error **err)
+{
+    struct settings *s = NULL;
+    const char *v, *xdg = secure_getenv("XDG_RUNTIME_DIR");
+    char *path = NULL;
+    int r = settings_load_file(config_path, &s, err);
+
+    if (r < 0)
+        return r;
+    v = env(s, "LLM_SANDBOX_SOCKET");
+    if (v && (v[0] != '/' || strlen(v) > SOCKET_PATH_MAX)) {
+        r = sbx_error_set_field(err, SBX_E_INVALID, "LLM_SANDBOX_SOCKET",
+                "LLM_SANDBOX_SOCKET='%.200s' must be an absolute path of at most %d bytes", v,
+                SOCKET_PATH_MAX);
+        locate(s, err);
+        settings_free(s);
+        return r;
+    }
+    if (v)
+        path = strdup(v);
+    else if (geteuid() == 0)
+        path = strdup("/run/llm-sandbox/mcp.sock");
+    else if (xdg && xdg[0] == '/' && strlen(xdg) + 21 <= SOCKET_PATH_MAX)
+        (void)!asprintf(&path, "%s/llm-sandbox/mcp.sock", xdg);
+    else
+        (void)!asprintf(&path, "/tmp/llm-sandbox-%u/mcp.sock", (unsigned)geteuid());
+    settings_free(s);
+    if (!path)
+        return sbx_error_set(err, SBX_E_NOMEM, 0, "out of memory");
+    *ret_path = path;
+    return 0;
 }
 
 /* The reference implementation's names for plugin settings, read when our

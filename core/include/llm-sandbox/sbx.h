@@ -249,6 +249,15 @@ const char *sbx_runtime_language_name(struct sbx_runtime *rt, const char *name);
 /* The bearer token HTTP clients must present (LLM_SANDBOX_HTTP_TOKEN), or
  * NULL when none is configured. (transfer none) */
 const char *sbx_runtime_http_token(const struct sbx_runtime *rt);
+/* The unix socket `serve --socket` listens on and `session` connects to:
+ * LLM_SANDBOX_SOCKET (environment, then the config file config_path, or
+ * LLM_SANDBOX_CONFIG's when NULL), else /run/llm-sandbox/mcp.sock as root,
+ * $XDG_RUNTIME_DIR/llm-sandbox/mcp.sock, or /tmp/llm-sandbox-UID/mcp.sock.
+ * Reads the settings only (no plugin loads). Errors: as sbx_runtime_new_opts
+ * for bad settings (SBX_E_INVALID names LLM_SANDBOX_SOCKET when it is not an
+ * absolute path short enough for a socket), SBX_E_NOMEM. (transfer full:
+ * free()) */
+int sbx_socket_path(const char *config_path, char **ret_path, struct sbx_error **err);
 /* Tool calls to run at once (LLM_SANDBOX_MAX_CONCURRENT), 0: one per CPU. */
 unsigned sbx_runtime_max_concurrent(const struct sbx_runtime *rt);
 /* True when the configured network lets code reach the outside. */
