@@ -279,7 +279,7 @@ int agentc_put(struct agentc *ac, const char *path, uint32_t mode, const void *d
 }
 
 int agentc_put_file(struct agentc *ac, const char *path, uint32_t mode, const void *data,
-        size_t len, unsigned flags, int64_t deadline_ms)
+        size_t len, unsigned how, int64_t deadline_ms)
 {
     size_t plen = strlen(path), off = 0;
     unsigned char head[8];
@@ -289,11 +289,10 @@ int agentc_put_file(struct agentc *ac, const char *path, uint32_t mode, const vo
     agent_put_u32(head + 4, (uint32_t)plen);
     do {
         size_t n = len - off < AGENT_CHUNK ? len - off : AGENT_CHUNK;
-        uint8_t flags =
-                (uint8_t)((off == 0 ? AGENT_PUT_FIRST : 0) |
-                          (off == 0 && (flags & AGENTC_PUT_REPLACE) ? AGENT_PUT_REPLACE : 0) |
-                          (off == 0 && (flags & AGENTC_PUT_TMP) ? AGENT_PUT_TMP : 0) |
-                          (off + n == len ? AGENT_PUT_LAST : 0));
+        uint8_t flags = (uint8_t)((off == 0 ? AGENT_PUT_FIRST : 0) |
+                                  (off == 0 && (how & AGENTC_PUT_REPLACE) ? AGENT_PUT_REPLACE : 0) |
+                                  (off == 0 && (how & AGENTC_PUT_TMP) ? AGENT_PUT_TMP : 0) |
+                                  (off + n == len ? AGENT_PUT_LAST : 0));
         struct dynbuf b;
 
         dynbuf_init(&b, AGENT_MAX_PAYLOAD);

@@ -636,6 +636,22 @@ static void test_put_replace(void **state)
     assert_true(expect_reply(&a, AGENT_ERROR) != 0);
     send_put(&a, "new", 0644, "dir", rep);
     assert_true(expect_reply(&a, AGENT_ERROR) != 0);
+    /* AGENT_PUT_TMP: beneath the agent's /tmp (a private tmpfs here: it
+     * runs as pid 1 in namespaces of its own), never the workspace */
+    {
+        const char *const cat[] = {"/bin/cat", "/tmp/sbx/support.py", NULL};
+        struct result r;
+        char hp[300];
+
+        send_put(&a, "sbx/support.py", 0644, "support", rep | AGENT_PUT_TMP);
+        assert_int_equal(expect_reply(&a, AGENT_OK), 0);
+        run(&a, 0, cat, NULL, "", &r);
+        assert_string_equal(buf_str(&r.out), "support");
+        result_done(&r);
+        assert_int_equal(stat(host_path(&a, "sbx/support.py", hp, sizeof hp), &st), -1);
+        send_put(&a, "../etc/x", 0644, "escape", rep | AGENT_PUT_TMP);
+        assert_int_equal(expect_reply(&a, AGENT_ERROR), EINVAL);
+    }
     assert_exit_status(agent_stop(&a), 0);
     fd = open(q, O_RDONLY);
     assert_true(fd >= 0);
