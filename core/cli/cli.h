@@ -27,6 +27,9 @@ int cmd_session(int argc, char **argv);
 /* A whole file, or standard input for "-", NUL-terminated, at most 256
  * MiB; NULL with errno set. (transfer full: free()) */
 char *cli_read_path(const char *path, size_t *ret_len);
+/* `run --artifacts DIR`: write the run's artifacts beneath dir (created if
+ * missing); 0, or -1 when one could not be saved (said on stderr). */
+int cli_save_artifacts(struct sbx_runtime *rt, const struct sbx_execution *ex, const char *dir);
 /* Write everything, retrying short writes; gives up silently on an error
  * (the reader went away). */
 void cli_write_all(int fd, const char *buf, size_t len);

@@ -28,7 +28,8 @@
 struct opts {
     struct sbx_request req;
     bool json;
-    bool help; /* --help was printed: exit 0 */
+    bool help;                 /* --help was printed: exit 0 */
+    const char *artifacts_dir; /* --artifacts DIR, or NULL */
     char *code_buf, *stdin_buf;
     char *libs_buf; /* the --libraries value, split in place */
     const char *libs[SBX_CLI_MAX_LIBRARIES];
@@ -51,6 +52,7 @@ static void run_help(void)
            "  -f, --file FILE         read the program from FILE\n"
            "      --stdin FILE        feed FILE to the program's standard input\n"
            "      --libraries A,B,C   libraries the program needs (the language checks names)\n"
+           "      --artifacts DIR     save the files the program wrote (and its plots) in DIR\n"
            "  -t, --timeout SECONDS   wall-clock limit (default 30)\n"
            "      --memory SIZE       memory limit, e.g. 256M\n"
            "      --cpus N            CPU quota in cores, e.g. 0.5\n"
@@ -236,6 +238,7 @@ static const struct option long_opts[] = {
         {"workspace", required_argument, NULL, 1008},
         {"config", required_argument, NULL, 1009},
         {"libraries", required_argument, NULL, 1010},
+        {"artifacts", required_argument, NULL, 1011},
         {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -270,6 +273,10 @@ static int parse(struct opts *o, int argc, char **argv)
             if (split_libraries(o, optarg) < 0)
                 return fail(o, "--libraries takes at most %d comma-separated names, none empty",
                         SBX_CLI_MAX_LIBRARIES);
+            break;
+        case 1011:
+            o->artifacts_dir = optarg;
+            o->req.keep_artifacts = true;
             break;
         case 'j': break;
         case 'h':
@@ -387,6 +394,8 @@ int cmd_run(int argc, char **argv)
             ex = sbx_execution_from_error(err);
     }
     rc = ex ? exit_code_of(ex) : EXIT_TOOL;
+    if (ex && o.artifacts_dir && cli_save_artifacts(rt, ex, o.artifacts_dir) < 0 && rc == 0)
+        rc = EXIT_TOOL;
     if (o.json && ex) {
         struct json_object *j = sbx_execution_to_json(ex);
 

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import CONTAINER
+from conftest import CONTAINER, run_cli
 from test_sessions import Client
 
 pytestmark = pytest.mark.contract
@@ -174,3 +174,27 @@ def test_r_plots(client):
     assert [a["path"] for a in sc["artifacts"]] == ["Rplot001.png"], sc
     _, sc = call(client, {"session_id": sid, "code": "y <- 2"})
     assert sc["artifacts"] == []
+
+
+def test_cli_saves_artifacts(tmp_path):
+    out = tmp_path / "out"
+    r = run_cli(["run", "--artifacts", str(out), "--code",
+                 "import os\nos.makedirs('d/e', exist_ok=True)\n"
+                 "open('d/e/x.txt', 'w').write('hi')\nopen('y.bin', 'wb').write(b'\\0\\1')"])
+    assert r.rc == 0, r
+    assert (out / "d" / "e" / "x.txt").read_text() == "hi"
+    assert (out / "y.bin").read_bytes() == b"\0\1"
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()) == \
+        ["d/e/x.txt", "y.bin"]
+    # a symlink already in DIR is never followed
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    planted = tmp_path / "planted"
+    planted.mkdir()
+    (planted / "d").symlink_to(elsewhere)
+    (planted / "y.bin").symlink_to(elsewhere / "y.bin")
+    r = run_cli(["run", "--artifacts", str(planted), "--code",
+                 "import os\nos.makedirs('d', exist_ok=True)\nopen('d/x.txt', 'w').write('1')\n"
+                 "open('y.bin', 'w').write('2')"])
+    assert r.rc == 125 and b"not saved" in r.err, r
+    assert list(elsewhere.iterdir()) == []
