@@ -419,6 +419,8 @@ static void on_get(uint32_t len)
 
 /* Send every regular file beneath the directory fd (whose path is
  * path[0..len)) as a DATA frame; false when there are too many. */
+static dev_t g_list_dev; /* LIST_STAT stays on the listed directory's filesystem */
+
 static bool list_walk(int fd, char *path, size_t len, int depth, unsigned *left, bool with_stat)
 {
     DIR *d = fdopendir(fd);
@@ -453,7 +455,7 @@ static bool list_walk(int fd, char *path, size_t len, int depth, unsigned *left,
             } else if (ok) {
                 send_frame(AGENT_DATA, path, len + 1 + n + 1);
             }
-        } else if (S_ISDIR(st.st_mode)) {
+        } else if (S_ISDIR(st.st_mode) && !(with_stat && st.st_dev != g_list_dev)) {
             int sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
             ok = depth < WALK_DEPTH && sub >= 0 &&
@@ -484,6 +486,11 @@ static void on_list(uint32_t len)
     if (fd < 0) {
         send_text(AGENT_ERROR, errno, "LIST %s: %s", path, strerror(errno));
         return;
+    }
+    {
+        struct stat st;
+
+        g_list_dev = fstat(fd, &st) == 0 ? st.st_dev : 0;
     }
     if (!list_walk(fd, path, len, 0, &left, (g.h.flags & AGENT_LIST_STAT) != 0)) {
         send_text(AGENT_ERROR, E2BIG, "LIST: too many files or too deep");

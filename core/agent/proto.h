@@ -78,7 +78,9 @@
  *                   symlink followed): its path relative to the workspace,
  *                   NUL-terminated; at most AGENT_LIST_MAX files. With the
  *                   flag AGENT_LIST_STAT each path's NUL is followed by
- *                   u64 size and u64 mtime (ns since the epoch).
+ *                   u64 size and u64 mtime (ns since the epoch), and
+ *                   directories of other filesystems (mounts, such as a
+ *                   dependency set's node_modules) are not entered.
  *   A: OK | ERROR   ERROR when it is no directory, or holds more
  *   H: QUIT         the agent kills everything and exits 0 (so does EOF
  *                   on its input between frames).

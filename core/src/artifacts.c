@@ -347,8 +347,13 @@ void artifacts_collect(struct run *r, const struct agentc_entry *before, size_t 
     bool keep = r->req->keep_artifacts;
     char id[2 * ID_BYTES + 1], prefix[128];
 
-    if (agentc_list_stat(r->ac, ".", &e, &n, now_ms() + SETUP_TIMEOUT_MS) != 0)
+    int end = agentc_list_stat(r->ac, ".", &e, &n, now_ms() + SETUP_TIMEOUT_MS);
+
+    if (end != 0) {
+        /* too many files (AGENT_LIST_MAX) or too deep: say some are missing */
+        r->ex->artifacts_truncated = end == SBX_E_IO;
         return;
+    }
     for (size_t i = 0; i < n; i++) { /* "./x" -> "x"; drop inputs and what did not change */
         memmove(e[i].path, e[i].path + 2, strlen(e[i].path + 2) + 1);
         if (is_input(r, e[i].path) || unchanged(&e[i], before, n_before)) {

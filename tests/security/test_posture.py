@@ -100,13 +100,20 @@ def test_program_holds_only_its_standard_streams():
         fds = fd_targets(live.pid)
         assert sorted(fds) == [0, 1, 2], fds
         assert all(ANON.match(t) for t in fds.values()), fds
-        # the agent: pipes, its signalfd and the workspace, nothing of the host
-        # (it makes itself non-dumpable: only root may list its descriptors)
+        # the agent: pipes, its signalfd, the workspace and the sandbox's own
+        # /tmp (where it stages a language's support files), nothing of the
+        # host (it makes itself non-dumpable: only root may list its
+        # descriptors)
         if ROOT:
-            agent = fd_targets(ppid_of(live.pid))
+            agent_pid = ppid_of(live.pid)
+            agent = fd_targets(agent_pid)
             paths = {t for t in agent.values() if not ANON.match(t)}
-            assert paths <= {"/workspace", "/dev/null"}, agent
+            assert paths <= {"/workspace", "/tmp", "/dev/null"}, agent
             assert len(agent) >= 5, agent
+            for fd, t in agent.items():
+                if t == "/tmp":  # a tmpfs of the sandbox, not the host's /tmp
+                    assert os.stat("/proc/%d/fd/%d" % (agent_pid, fd)).st_dev != \
+                        os.stat("/tmp").st_dev, agent
     assert live.result["status"] == "ok", live.result
 
 
