@@ -23,6 +23,8 @@ import sys
 import tempfile
 import time
 
+from mcpclient import Mcp
+
 # The same program both ways (it does not import the library), so the
 # difference is what finding and mounting the set costs, not the import.
 DEFAULT = {
@@ -47,32 +49,6 @@ def cli(a, env, libs):
     if res["status"] != "ok" or (libs and not res["install"]["cached"] and a.counting):
         sys.exit("unexpected result: %r" % res)
     return dt
-
-
-class Mcp:
-    def __init__(self, a, env):
-        self.p = subprocess.Popen([a.bin], env=env, stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        self.id = 0
-        self.call("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                                 "clientInfo": {"name": "bench", "version": "1"}})
-        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-
-    def send(self, msg):
-        self.p.stdin.write((json.dumps(msg) + "\n").encode())
-        self.p.stdin.flush()
-
-    def call(self, method, params):
-        self.id += 1
-        self.send({"jsonrpc": "2.0", "id": self.id, "method": method, "params": params})
-        while True:
-            msg = json.loads(self.p.stdout.readline())
-            if msg.get("id") == self.id:
-                return msg
-
-    def close(self):
-        self.p.stdin.close()
-        self.p.wait()
 
 
 def mcp(a, server, libs):
@@ -129,7 +105,7 @@ def main():
               f"library {a.library}, uid {os.getuid()}")
         print(f"  {'':26} {'median ms':>10} {'p95 ms':>10}")
         report("CLI (a process per run):", plain, cached)
-        server = Mcp(a, env)
+        server = Mcp(a.bin, env)
         for _ in range(3):
             mcp(a, server, False), mcp(a, server, True)
         plain, cached = [], []

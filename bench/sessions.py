@@ -11,12 +11,12 @@ usage: bench/sessions.py [--runs N] [--bin PATH] [--backend NAME]
                          [--languages python,javascript,ruby,r]
 """
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
 import time
+
+from mcpclient import Mcp
 
 CODE = {"python": "print(1)", "javascript": "console.log(1)", "ruby": "puts 1",
         "r": "cat(1, '\\n')", "go": 'package main\nimport "fmt"\nfunc main() { fmt.Println(1) }'}
@@ -27,40 +27,14 @@ def p95(xs):
     return xs[min(len(xs) - 1, int(len(xs) * 0.95))]
 
 
-class Mcp:
-    def __init__(self, a, env):
-        self.p = subprocess.Popen([a.bin], env=env, stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        self.id = 0
-        self.call("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                                 "clientInfo": {"name": "bench", "version": "1"}})
-        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-
-    def send(self, msg):
-        self.p.stdin.write((json.dumps(msg) + "\n").encode())
-        self.p.stdin.flush()
-
-    def call(self, method, params):
-        self.id += 1
-        self.send({"jsonrpc": "2.0", "id": self.id, "method": method, "params": params})
-        while True:
-            msg = json.loads(self.p.stdout.readline())
-            if msg.get("id") == self.id:
-                return msg
-
-    def tool(self, name, args):
-        t0 = time.perf_counter()
-        msg = self.call("tools/call", {"name": name, "arguments": args})
-        dt = (time.perf_counter() - t0) * 1000.0
-        res = msg["result"]["structuredContent"]
-        if res.get("status") != "ok":
-            sys.exit("unexpected result: %r" % res)
-        return dt, res
-
-    def close(self):
-        self.p.stdin.close()
-        self.p.wait()
-
+def tool(server, name, args):
+    t0 = time.perf_counter()
+    msg = server.call("tools/call", {"name": name, "arguments": args})
+    dt = (time.perf_counter() - t0) * 1000.0
+    res = msg["result"]["structuredContent"]
+    if res.get("status", "ok") != "ok":
+        sys.exit("unexpected result: %r" % res)
+    return dt, res
 
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
@@ -71,26 +45,26 @@ def main():
     ap.add_argument("--languages", default="python,javascript,ruby,r")
     a = ap.parse_args()
     env = {"PATH": "/usr/bin:/bin", "BACKEND": a.backend, "HOME": os.environ.get("HOME", "/tmp")}
-    server = Mcp(a, env)
+    server = Mcp(a.bin, env)
     print(f"runs: {a.runs} each, backend {a.backend}, uid {os.getuid()}; milliseconds")
     print(f"  {'':34} {'median':>8} {'p95':>8}")
     try:
         for lang in a.languages.split(","):
             code = CODE[lang]
-            create, res = server.tool("create_session", {"language": lang})
+            create, res = tool(server, "create_session", {"language": lang})
             sid = res["session_id"]
             rows = {"one-shot": [], "session call": [], "session, empty call": []}
             for _ in range(3):  # warm up both paths
-                server.tool("execute_code", {"language": lang, "code": code})
-                server.tool("execute_code", {"session_id": sid, "code": code})
+                tool(server, "execute_code", {"language": lang, "code": code})
+                tool(server, "execute_code", {"session_id": sid, "code": code})
             for _ in range(a.runs):
-                rows["one-shot"].append(server.tool("execute_code",
+                rows["one-shot"].append(tool(server, "execute_code",
                                                     {"language": lang, "code": code})[0])
-                rows["session call"].append(server.tool("execute_code",
+                rows["session call"].append(tool(server, "execute_code",
                                                         {"session_id": sid, "code": code})[0])
-                rows["session, empty call"].append(server.tool("execute_code",
+                rows["session, empty call"].append(tool(server, "execute_code",
                                                                {"session_id": sid, "code": ""})[0])
-            server.tool("close_session", {"session_id": sid})
+            tool(server, "close_session", {"session_id": sid})
             print(f"{lang} (create_session took {create:.1f})")
             for k, v in rows.items():
                 print(f"  {k:34} {statistics.median(v):8.1f} {p95(v):8.1f}")

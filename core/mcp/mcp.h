@@ -170,5 +170,8 @@ void mcp_call_log(struct mcp_call *call, const char *level, struct json_object *
 /* CallToolResult helpers. (transfer full) */
 struct json_object *mcp_text_result(const char *text, bool is_error);
 struct json_object *mcp_error_result(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* structured as structuredContent, mirrored as compact text; isError
+ * unless ok (tools.c). */
+struct json_object *mcp_structured_result(struct json_object *structured, bool ok);
 
 #endif

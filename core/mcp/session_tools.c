@@ -19,23 +19,6 @@
 
 #define CREATE_MAX_LIBRARIES 64
 
-/* structured as structuredContent, mirrored as text. */
-static struct json_object *result(struct json_object *structured, bool ok)
-{
-    struct json_object *r = json_object_new_object(), *c = json_object_new_array(),
-                       *t = json_object_new_object();
-
-    json_object_object_add(t, "type", json_object_new_string("text"));
-    json_object_object_add(t, "text",
-            json_object_new_string(json_object_to_json_string_ext(
-                    structured, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)));
-    json_object_array_add(c, t);
-    json_object_object_add(r, "content", c);
-    json_object_object_add(r, "structuredContent", structured);
-    json_object_object_add(r, "isError", json_object_new_boolean(!ok));
-    return r;
-}
-
 static int fail(struct json_object **ret, const char *fmt, ...)
         __attribute__((format(printf, 2, 3)));
 
@@ -50,7 +33,7 @@ static int fail(struct json_object **ret, const char *fmt, ...)
     va_end(ap);
     json_object_object_add(o, "status", json_object_new_string("refused"));
     json_object_object_add(o, "message", json_object_new_string(buf));
-    *ret = result(o, false);
+    *ret = mcp_structured_result(o, false);
     return *ret ? 0 : -1;
 }
 
@@ -168,7 +151,7 @@ static int t_create_session(
     if (sbx_session_create(mcp_call_runtime(call), &req, &ex, &err) < 0)
         ex = sbx_execution_from_error(err);
     if (ex) {
-        *ret = result(sbx_execution_to_json(ex), ex->status == SBX_STATUS_OK);
+        *ret = mcp_structured_result(sbx_execution_to_json(ex), ex->status == SBX_STATUS_OK);
         rc = *ret ? 0 : -1;
     }
     sbx_execution_free(ex);
@@ -202,7 +185,7 @@ static int t_close_session(
     o = json_object_new_object();
     json_object_object_add(o, "session_id", json_object_new_string(id));
     json_object_object_add(o, "closed", json_object_new_boolean(true));
-    *ret = result(o, true);
+    *ret = mcp_structured_result(o, true);
     return *ret ? 0 : -1;
 }
 
@@ -219,7 +202,7 @@ static int t_list_sessions(
         return fail(ret, "%s", why);
     o = json_object_new_object();
     json_object_object_add(o, "sessions", sbx_sessions_json(mcp_call_runtime(call)));
-    *ret = result(o, true);
+    *ret = mcp_structured_result(o, true);
     return *ret ? 0 : -1;
 }
 
@@ -280,7 +263,7 @@ static int t_upload_file(struct mcp_call *call, struct json_object *args, struct
     o = json_object_new_object();
     json_object_object_add(o, "path", json_object_new_string(path));
     json_object_object_add(o, "size", json_object_new_uint64(len));
-    *ret = result(o, true);
+    *ret = mcp_structured_result(o, true);
     return *ret ? 0 : -1;
 }
 
@@ -317,7 +300,7 @@ static int t_download_file(
             utf8 ? json_object_new_string_len(data, (int)len) : json_object_new_string(text));
     free(data);
     free(text);
-    *ret = result(o, true);
+    *ret = mcp_structured_result(o, true);
     return *ret ? 0 : -1;
 }
 
@@ -349,7 +332,7 @@ static int t_list_files(struct mcp_call *call, struct json_object *args, struct 
     free(files);
     o = json_object_new_object();
     json_object_object_add(o, "files", a);
-    *ret = result(o, true);
+    *ret = mcp_structured_result(o, true);
     return *ret ? 0 : -1;
 }
 

@@ -22,8 +22,7 @@
 #define PROGRESS_EVERY_MS 250 /* output progress at most this often */
 #define PROGRESS_TAIL     200 /* bytes of latest output in a progress message */
 
-/* The execution, as structuredContent and mirrored as text. */
-static struct json_object *run_result(struct json_object *exec_json, bool ok)
+struct json_object *mcp_structured_result(struct json_object *exec_json, bool ok)
 {
     struct json_object *r = json_object_new_object(), *c = json_object_new_array(),
                        *t = json_object_new_object();
@@ -165,7 +164,7 @@ done:
         return -1;
     }
     audit(rt, "execute_code", ex);
-    *ret = run_result(sbx_execution_to_json(ex), ex->status == SBX_STATUS_OK);
+    *ret = mcp_structured_result(sbx_execution_to_json(ex), ex->status == SBX_STATUS_OK);
     if (*ret)
         artifact_blocks(call, *ret, ex);
     sbx_execution_free(ex);

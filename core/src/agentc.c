@@ -26,6 +26,7 @@
 #define QUEUE_CAP (4u * 1024u * 1024u)
 #define GOT_FRAME 100 /* distinct from every enum agentc_end */
 #define GOT_ROOM  101 /* the write queue drained and the caller has more to send */
+#define GOT_START 102 /* exec_frame: the program started */
 #define LOW_WATER (AGENT_CHUNK * 2)
 
 struct agentc {
@@ -486,6 +487,30 @@ static void parse_exited(const struct agentc *ac, struct agentc_exit *ex)
     ex->flags = agent_get_u32(ac->payload + 8);
 }
 
+/* A frame while an exec runs: its output goes into sink (GOT_FRAME), its
+ * start (GOT_START), its end (AGENTC_EXITED, which is 0, and ret_exit), a
+ * refusal (SBX_E_BACKEND), or anything else (AGENTC_LOST). */
+static int exec_frame(struct agentc *ac, struct agentc_sink *sink, struct agentc_exit *ret_exit)
+{
+    switch (ac->hdr.type) {
+    case AGENT_STDOUT:
+    case AGENT_STDERR:
+        capture_add(sink, ac->hdr.type == AGENT_STDOUT ? SBX_STREAM_STDOUT : SBX_STREAM_STDERR,
+                ac->payload, ac->hdr.len);
+        return GOT_FRAME;
+    case AGENT_STARTED: return GOT_START;
+    case AGENT_EXITED:
+        if (ac->hdr.len < AGENT_EXITED_SIZE)
+            return lost(ac, "%s", "the sandbox agent sent a short exit report");
+        parse_exited(ac, ret_exit);
+        return AGENTC_EXITED;
+    case AGENT_ERROR:
+        take_error(ac, "the sandbox agent refused to run the program");
+        return SBX_E_BACKEND;
+    default: return lost(ac, "%s", "the sandbox agent sent an unexpected frame");
+    }
+}
+
 int agentc_exec(struct agentc *ac, char *const *argv, char *const *envp, const char *stdin_data,
         size_t stdin_len, int64_t deadline_ms, struct agentc_sink *sink,
         struct agentc_exit *ret_exit)
@@ -515,23 +540,9 @@ int agentc_exec(struct agentc *ac, char *const *argv, char *const *envp, const c
             continue;
         if (r != GOT_FRAME)
             return r;
-        switch (ac->hdr.type) {
-        case AGENT_STDOUT:
-        case AGENT_STDERR:
-            capture_add(sink, ac->hdr.type == AGENT_STDOUT ? SBX_STREAM_STDOUT : SBX_STREAM_STDERR,
-                    ac->payload, ac->hdr.len);
-            break;
-        case AGENT_STARTED: break;
-        case AGENT_EXITED:
-            if (ac->hdr.len < AGENT_EXITED_SIZE)
-                return lost(ac, "%s", "the sandbox agent sent a short exit report");
-            parse_exited(ac, ret_exit);
-            return AGENTC_EXITED;
-        case AGENT_ERROR:
-            take_error(ac, "the sandbox agent refused to run the program");
-            return SBX_E_BACKEND;
-        default: return lost(ac, "%s", "the sandbox agent sent an unexpected frame");
-        }
+        r = exec_frame(ac, sink, ret_exit);
+        if (r != GOT_FRAME && r != GOT_START)
+            return r;
     }
 }
 
@@ -569,23 +580,10 @@ int agentc_start(struct agentc *ac, char *const *argv, char *const *envp, int64_
         r = next_frame(ac, deadline_ms);
         if (r != GOT_FRAME)
             return r;
-        switch (ac->hdr.type) {
-        case AGENT_STDOUT:
-        case AGENT_STDERR: /* "sbx-agent: cannot execute ..." before its EXITED */
-            capture_add(sink, ac->hdr.type == AGENT_STDOUT ? SBX_STREAM_STDOUT : SBX_STREAM_STDERR,
-                    ac->payload, ac->hdr.len);
-            break;
-        case AGENT_STARTED: return 0;
-        case AGENT_EXITED:
-            if (ac->hdr.len < AGENT_EXITED_SIZE)
-                return lost(ac, "%s", "the sandbox agent sent a short exit report");
-            parse_exited(ac, ret_exit);
-            return AGENTC_EXITED;
-        case AGENT_ERROR:
-            take_error(ac, "the sandbox agent refused to run the program");
-            return SBX_E_BACKEND;
-        default: return lost(ac, "%s", "the sandbox agent sent an unexpected frame");
-        }
+        /* output before it started: "sbx-agent: cannot execute ..." */
+        r = exec_frame(ac, sink, ret_exit);
+        if (r != GOT_FRAME)
+            return r == GOT_START ? 0 : r;
     }
 }
 
@@ -726,18 +724,9 @@ int agentc_kill(struct agentc *ac, int64_t deadline_ms, struct agentc_sink *sink
         ac->cancel_fd2 = cancel_fd2;
         if (r != GOT_FRAME)
             return r;
-        if (ac->hdr.type == AGENT_STDOUT || ac->hdr.type == AGENT_STDERR) {
-            capture_add(sink, ac->hdr.type == AGENT_STDOUT ? SBX_STREAM_STDOUT : SBX_STREAM_STDERR,
-                    ac->payload, ac->hdr.len);
-        } else if (ac->hdr.type == AGENT_EXITED && ac->hdr.len >= AGENT_EXITED_SIZE) {
-            parse_exited(ac, ret_exit);
-            return AGENTC_EXITED;
-        } else if (ac->hdr.type == AGENT_ERROR) {
-            take_error(ac, "the sandbox agent refused the signal");
-            return SBX_E_BACKEND;
-        } else if (ac->hdr.type != AGENT_STARTED) {
-            return lost(ac, "%s", "the sandbox agent sent an unexpected frame");
-        }
+        r = exec_frame(ac, sink, ret_exit);
+        if (r != GOT_FRAME && r != GOT_START)
+            return r;
     }
 }
 
