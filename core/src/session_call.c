@@ -96,8 +96,16 @@ int repl_start(struct sbx_session *s, struct run *r, struct sbx_error **err)
         s->repl_alive = true;
         return 0;
     }
-    if (end < 0 || end == AGENTC_LOST)
-        s->dead = end == AGENTC_LOST;
+    if (end == AGENTC_LOST) {
+        s->dead = true;
+    } else if (end == AGENTC_TIMEOUT || end == AGENTC_CANCELLED) {
+        /* it may be running without our knowing: end it, or the next
+         * start would find the agent busy */
+        struct agentc_exit kx;
+
+        if (agentc_kill(r->ac, now_ms() + KILL_WAIT_MS, &r->sink, &kx) != AGENTC_EXITED)
+            s->dead = true;
+    }
     r->ex->status = SBX_STATUS_ERROR;
     (void)!asprintf(&r->ex->message, "the %s interpreter did not start: %s", s->language,
             end == AGENTC_EXITED ? "it exited at once (see stderr)" : agentc_last_error(r->ac));

@@ -30,12 +30,10 @@
 #include "policy.h"
 #include "runtime.h"
 #include "session.h"
-
-#define READ_WAIT_MS 2000 /* resources/read on a session busy with a call */
 #include "settings.h"
 #include "util.h"
 
-/* ---- files -------------------------------------------------------------- */
+#define READ_WAIT_MS 2000 /* resources/read on a session busy with a call */
 
 uint64_t sbx_runtime_file_max(const struct sbx_runtime *rt)
 {
