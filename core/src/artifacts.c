@@ -345,8 +345,7 @@ void artifacts_collect(struct run *r, const struct agentc_entry *before, size_t 
     size_t n = 0, k = 0;
     uint64_t budget = set->artifacts_bytes;
     bool keep = r->req->keep_artifacts;
-    char id[2 * ID_BYTES + 1], prefix[128];
-
+    char id[2 * ID_BYTES + 1] = "", prefix[128];
     int end = agentc_list_stat(r->ac, ".", &e, &n, now_ms() + SETUP_TIMEOUT_MS);
 
     if (end != 0) {
@@ -390,7 +389,7 @@ void artifacts_collect(struct run *r, const struct agentc_entry *before, size_t 
         if ((!r->sess || is_image(a[i].mime_type)) && e[i].size <= budget &&
                 e[i].size <= set->file_max_bytes) {
             fetch(r, &a[i]);
-            budget -= a[i].data ? a[i].len : 0;
+            budget -= a[i].len < budget ? a[i].len : budget; /* it may have grown */
         } else if (!r->sess) {
             r->ex->artifacts_truncated = true; /* listed, but not kept */
         }
