@@ -44,7 +44,8 @@ static const char *parse_scalars(struct json_object *args, struct exec_args *a, 
         a->language = json_object_get_string(v);
     }
     if (json_object_object_get_ex(args, "session_id", &v) && v) {
-        if (!json_object_is_type(v, json_type_string))
+        if (!json_object_is_type(v, json_type_string) ||
+                strlen(json_object_get_string(v)) != (size_t)json_object_get_string_len(v))
             return "'session_id' must be a string from create_session";
         a->session_id = json_object_get_string(v);
     }

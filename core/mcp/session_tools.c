@@ -56,18 +56,21 @@ static const char *check_keys(
     return NULL;
 }
 
-/* A string argument: the value, NULL when absent, or "" with *bad set. */
+/* A string argument: the value, NULL when absent, or "" with *bad set
+ * (not a string, or one with a NUL byte, which C would cut short). */
 static const char *str_arg(struct json_object *args, const char *key, bool *bad)
 {
     struct json_object *v;
+    const char *s;
 
     if (!args || !json_object_object_get_ex(args, key, &v) || !v)
         return NULL;
-    if (!json_object_is_type(v, json_type_string)) {
+    s = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+    if (!s || strlen(s) != (size_t)json_object_get_string_len(v)) {
         *bad = true;
         return "";
     }
-    return json_object_get_string(v);
+    return s;
 }
 
 /* ---- create, close, list ------------------------------------------------ */

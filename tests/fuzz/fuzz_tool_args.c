@@ -6,8 +6,8 @@
  * it); anything that does not parse is skipped. Then: arguments that are
  * accepted hold only known keys, a string code of the right length,
  * strings where strings belong (session_id too), at most 64 libraries,
- * every file, and a positive finite timeout; refused arguments come with a message that
- * fits its buffer; the same arguments always get the same answer. Nothing
+ * every file, and a positive finite timeout; refused arguments come with
+ * a message that fits its buffer; the same arguments always get the same answer. Nothing
  * runs in a sandbox. A crash, a leak or an abort() is a bug. Build with
  * clang -fsanitize=fuzzer, or link with replay.c to replay a corpus.
  */
@@ -60,7 +60,9 @@ static void check_accepted(struct json_object *args, const struct exec_args *a)
     check(a->code == json_object_get_string(v));
     check(a->code_len == (size_t)json_object_get_string_len(v));
     v = member(args, "session_id"); /* a string from create_session, or absent */
-    check(v ? json_object_is_type(v, json_type_string) && a->session_id == json_object_get_string(v)
+    check(v ? json_object_is_type(v, json_type_string) &&
+                            a->session_id == json_object_get_string(v) &&
+                            strlen(a->session_id) == (size_t)json_object_get_string_len(v)
             : a->session_id == NULL);
     v = member(args, "language");
     check(v ? a->language == json_object_get_string(v) : a->language == NULL);
