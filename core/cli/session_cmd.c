@@ -310,6 +310,15 @@ static void report_exec(struct json_object *ex)
         for (size_t i = 0; i < json_object_array_length(v); i++)
             fprintf(stderr, "llm-sandbox: warning: %s\n",
                     json_object_get_string(json_object_array_get_idx(v, i)));
+    /* files it wrote: `session download ID PATH` fetches one */
+    if (json_object_object_get_ex(ex, "artifacts", &v) && json_object_is_type(v, json_type_array))
+        for (size_t i = 0; i < json_object_array_length(v); i++) {
+            struct json_object *a = json_object_array_get_idx(v, i);
+            const char *path = str_of(a, "path"), *mime = str_of(a, "mime_type");
+
+            fprintf(stderr, "llm-sandbox: wrote %s (%s bytes, %s)\n", path ? path : "?",
+                    field_text(a, "size"), mime ? mime : "?");
+        }
     if (status && strcmp(status, "ok") != 0 && strcmp(status, "error") != 0)
         fprintf(stderr, "llm-sandbox: %s%s%s%s\n", status, limit ? " (limit: " : "",
                 limit ? limit : "", limit ? ")" : "");

@@ -611,6 +611,9 @@ class ScriptedServer:
             ex.update(status="error", exit_code=3, stdout="", stderr="boom\n")
         elif code == "sleep":
             ex.update(status="timeout", exit_code=None, limit="wall_time", stdout="")
+        elif code == "plot":
+            ex["artifacts"] = [{"path": "figure-001.png", "size": 123, "mime_type": "image/png",
+                                "uri": "sandbox://sessions/s1/files/figure-001.png"}]
         r = self.ok(ex)
         r["isError"] = ex["status"] != "ok"
         return r
@@ -686,6 +689,8 @@ def test_cli_exec_prints_like_run(scripted, tmp_path):
     assert r.rc == 3 and r.out == b"" and r.err.startswith(b"boom\n"), r
     r = scli(scripted, "exec", "s1", "-c", "sleep")
     assert r.rc == EXIT_TIMEOUT and b"timeout (limit: wall_time)" in r.err, r
+    r = scli(scripted, "exec", "s1", "-c", "plot")
+    assert r.rc == 0 and b"wrote figure-001.png (123 bytes, image/png)" in r.err, r
     r = scli(scripted, "exec", "s1", "-c", "exit 3", "--json")
     assert r.rc == 3 and json.loads(r.out)["exit_code"] == 3, r
     r = scli(scripted, "exec", "nope", "-c", "print(1)")
