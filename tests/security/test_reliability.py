@@ -3,7 +3,7 @@
 short runs after which processes, cgroups, host mounts, /tmp and the
 server's descriptors and memory are back at their baseline; and a server
 that stays responsive while one sandbox burns all the CPU and memory it
-may. SBX_SOAK_RUNS sets the soak's length (default 200, which ctest runs;
+may. SBX_SOAK_RUNS sets the soak's length (default 1,000, which ctest runs;
 `SBX_SOAK_RUNS=10000 python3 -m pytest tests/security -k soak` for the
 long one)."""
 import os
@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 import mcptest  # noqa: E402
 import sbx_itest  # noqa: E402  (loaded by conftest)
 
-SOAK_RUNS = int(os.environ.get("SBX_SOAK_RUNS", "200"))
+SOAK_RUNS = int(os.environ.get("SBX_SOAK_RUNS", "1000"))
 
 
 @pytest.fixture
