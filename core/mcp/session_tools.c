@@ -75,12 +75,18 @@ static const char *str_arg(struct json_object *args, const char *key, bool *bad)
 
 /* ---- create, close, list ------------------------------------------------ */
 
+struct phases {
+    struct mcp_call *call;
+    double progress;
+};
+
+/* "installing", "starting": progress notifications, when asked for */
 static void on_phase(void *ud, const char *phase)
 {
-    double *progress = ud;
+    struct phases *p = ud;
 
-    (void)phase;
-    *progress += 1;
+    p->progress += 1;
+    mcp_call_progress(p->call, p->progress, 0, phase);
 }
 
 static const char *create_limits(struct json_object *args, struct sbx_request *req)
@@ -116,7 +122,7 @@ static int t_create_session(
     struct sbx_error *err = NULL;
     const char **libs = NULL, *why;
     struct json_object *v;
-    double progress = 0;
+    struct phases phases = {.call = call};
     bool bad = false;
     char buf[160];
     int rc = -1;
@@ -149,8 +155,10 @@ static int t_create_session(
         return fail(ret, "%s", why);
     }
     req.cancel = mcp_call_cancel(call);
-    req.on_phase = on_phase;
-    req.userdata = &progress;
+    if (mcp_call_wants_progress(call)) {
+        req.on_phase = on_phase;
+        req.userdata = &phases;
+    }
     if (sbx_session_create(mcp_call_runtime(call), &req, &ex, &err) < 0)
         ex = sbx_execution_from_error(err);
     if (ex) {

@@ -345,11 +345,13 @@ static int session_open(struct sbx_session *s, struct sbx_error **err)
         return (*err)->rc;
     if (r->lang->m->lang->session && repl_prepare(s, err) < 0)
         return (*err)->rc;
-    /* the box lives on after this request: not bound to its cancellation */
+    phase(r, "starting");
+    /* the box lives on after this request: bound to neither its
+     * cancellation nor its callbacks */
     s->req.cancel = NULL;
     s->req.on_phase = NULL;
     s->req.on_output = NULL;
-    phase(r, "starting");
+    s->req.userdata = NULL;
     capture_init(&r->sink.out, START_OUTPUT);
     capture_init(&r->sink.err, START_OUTPUT);
     if (open_box(r, err) < 0 || engine_setup(r, &end, err) < 0)
