@@ -87,6 +87,7 @@ BASE_ENV = {
     "USER": "sandbox", "LOGNAME": "sandbox",
 }
 PYTHON_ENV = {"PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1", "MPLBACKEND": "Agg",
+              "OPENBLAS_NUM_THREADS": "1",
               "PYTHONPATH": "/tmp/.sbx/python"}  # plot capture (langs/python/plots.py)
 
 # Marker passed into every sandbox we start (see the module docstring).
