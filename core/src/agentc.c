@@ -417,6 +417,17 @@ int agentc_get(struct agentc *ac, const char *path, size_t max, char **ret_data,
     }
 }
 
+/* The frame that ends a listing: OK (0), ERROR (SBX_E_IO), or anything
+ * else (AGENTC_LOST). */
+static int listing_end(struct agentc *ac, const char *path)
+{
+    if (ac->hdr.type == AGENT_ERROR) {
+        take_error(ac, path);
+        return SBX_E_IO;
+    }
+    return ac->hdr.type == AGENT_OK ? 0 : lost(ac, "%s", "unexpected reply to a listing");
+}
+
 int agentc_list(struct agentc *ac, const char *path, char ***ret_files, int64_t deadline_ms)
 {
     char **files = NULL;
@@ -436,12 +447,7 @@ int agentc_list(struct agentc *ac, const char *path, char ***ret_files, int64_t 
             }
             continue;
         }
-        if (ac->hdr.type == AGENT_ERROR) {
-            take_error(ac, path);
-            r = SBX_E_IO;
-        } else {
-            r = ac->hdr.type == AGENT_OK ? 0 : lost(ac, "%s", "unexpected reply to a listing");
-        }
+        r = listing_end(ac, path);
         break;
     }
     if (r != 0) {
@@ -753,12 +759,7 @@ int agentc_list_stat(struct agentc *ac, const char *path, struct agentc_entry **
         if (r != GOT_FRAME)
             break;
         if (ac->hdr.type != AGENT_DATA) {
-            if (ac->hdr.type == AGENT_ERROR) {
-                take_error(ac, path);
-                r = SBX_E_IO;
-            } else {
-                r = ac->hdr.type == AGENT_OK ? 0 : lost(ac, "%s", "unexpected reply to a listing");
-            }
+            r = listing_end(ac, path);
             break;
         }
         plen = strnlen((const char *)ac->payload, ac->hdr.len);

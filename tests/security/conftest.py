@@ -46,6 +46,13 @@ import signal  # noqa: E402
 import subprocess  # noqa: E402
 import time  # noqa: E402
 
+import pytest  # noqa: E402
+
+# tests/mcp's JSON-RPC client, for the modules that attack through MCP
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "mcp"))
+import mcptest  # noqa: E402
+
 # The documented environment of a JavaScript program: the base alone (the
 # javascript manifest adds nothing).
 ENV_BY_LANG = {"python": dict(itest.BASE_ENV, **itest.PYTHON_ENV),
@@ -183,3 +190,21 @@ def survivors(before, grace=2.0):
         if not new or time.monotonic() > deadline:
             return new
         time.sleep(0.05)
+
+
+@pytest.fixture
+def server():
+    """An initialized MCP server on stdio; afterwards its stdout held only
+    JSON-RPC lines and it ended with 0 when its input did."""
+    s = mcptest.Server(env=clean_env())
+    try:
+        s.initialize()
+        yield s
+        assert s.bad_lines == [], s.bad_lines
+        assert s.finish() == 0, s.stderr.decode(errors="replace")
+    finally:
+        s.kill()
+
+
+def structured(r):
+    return r["result"]["structuredContent"]

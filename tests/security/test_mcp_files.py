@@ -7,32 +7,11 @@ the workspace and nowhere else. The MCP protocol's own hostile inputs
 import json
 import os
 import shutil
-import sys
 import tempfile
 
 import pytest
 
-from conftest import clean_env
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                "mcp"))
-import mcptest  # noqa: E402
-
-
-@pytest.fixture
-def server():
-    s = mcptest.Server(env=clean_env())
-    try:
-        s.initialize()
-        yield s
-        assert s.bad_lines == [], s.bad_lines
-        assert s.finish() == 0, s.stderr.decode(errors="replace")
-    finally:
-        s.kill()
-
-
-def structured(r):
-    return r["result"]["structuredContent"]
+from conftest import structured
 
 
 def test_file_names_cannot_leave_the_workspace(server):

@@ -8,35 +8,12 @@ may. SBX_SOAK_RUNS sets the soak's length (default 1,000, which ctest runs;
 long one)."""
 import os
 import re
-import sys
 import time
 
-import pytest
-
-from conftest import cgroup_groups, clean_env, read_text, sandbox_uid_processes, survivors
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                "mcp"))
-import mcptest  # noqa: E402
+from conftest import cgroup_groups, read_text, sandbox_uid_processes, structured, survivors
 import sbx_itest  # noqa: E402  (loaded by conftest)
 
 SOAK_RUNS = int(os.environ.get("SBX_SOAK_RUNS", "1000"))
-
-
-@pytest.fixture
-def server():
-    s = mcptest.Server(env=clean_env())
-    try:
-        s.initialize()
-        yield s
-        assert s.bad_lines == [], s.bad_lines
-        assert s.finish() == 0, s.stderr.decode(errors="replace")
-    finally:
-        s.kill()
-
-
-def structured(r):
-    return r["result"]["structuredContent"]
 
 
 def server_state(pid, settle=3.0):

@@ -9,20 +9,18 @@ also tries the first's files through the file tools and resources. The
 host checks the two interpreters' namespaces from /proc."""
 import json
 import os
-import sys
 import uuid
 
 import pytest
 
-from conftest import clean_env, find_marked, new_mark
+from conftest import clean_env, find_marked, mcptest, new_mark
 from test_cross_session import OWNER, SEEKER_JS, SEEKER_PY
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                "mcp"))
-import mcptest  # noqa: E402
 
+class MarkedServer:
+    """The MCP server with a marker in its sandboxes' environment, so the
+    host can find their processes."""
 
-class Server:
     def __init__(self):
         self.mark = new_mark()
         self.s = mcptest.Server(env=clean_env(None, mark_value=self.mark))
@@ -40,8 +38,8 @@ class Server:
 
 
 @pytest.fixture
-def server():
-    s = Server()
+def server():  # this module's, in place of conftest's
+    s = MarkedServer()
     yield s
     s.finish()
 
