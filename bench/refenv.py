@@ -14,6 +14,7 @@ image it does not find, so every language it is asked to run must have its
 default image name tagged here first (REF_IMAGES), and it is never asked to
 run any other language on Docker.
 """
+import json
 import os
 import signal
 import subprocess
@@ -117,6 +118,21 @@ class Dockerd:
 
     def version(self):
         return docker("version", "--format", "{{.Server.Version}}", check=False).stdout.strip()
+
+    def stop_waits(self, since, until):
+        """For each container stopped between the two Unix times: seconds
+        from the SIGTERM of `docker stop` to the container's death."""
+        r = docker("events", "--since", "%.3f" % since, "--until", "%.3f" % until,
+                   "--filter", "type=container", "--format", "{{json .}}", check=False)
+        term, waits = {}, []
+        for line in r.stdout.splitlines():
+            ev = json.loads(line)
+            cid, t = ev.get("id"), ev.get("timeNano", 0) / 1e9
+            if ev.get("Action") == "kill" and ev["Actor"]["Attributes"].get("signal") == "15":
+                term[cid] = t
+            elif ev.get("Action") == "die" and cid in term:
+                waits.append(t - term.pop(cid))
+        return waits
 
     def remove_containers(self):
         ids = docker("ps", "-aq", check=False).stdout.split()
