@@ -75,7 +75,9 @@ class Dockerd:
         os.makedirs(RUN, exist_ok=True)
         os.makedirs(LIB, exist_ok=True)
         self._stop_stale()
-        out = open(os.path.join(RUN, "dockerd.log"), "ab")
+        self.logpath = os.path.join(RUN, "dockerd.log")
+        out = open(self.logpath, "ab")
+        self.logstart = out.tell()
         self.proc = subprocess.Popen(
             ["dockerd", "--host", "unix://" + SOCK, "--data-root", LIB + "/docker",
              "--exec-root", RUN + "/docker-exec", "--pidfile", PIDFILE,
@@ -133,6 +135,14 @@ class Dockerd:
             elif ev.get("Action") == "die" and cid in term:
                 waits.append(t - term.pop(cid))
         return waits
+
+    def pull_attempts(self):
+        """The daemon's log lines of image pulls since it started (none
+        should happen: no registry is reachable and nothing may be pulled)."""
+        with open(self.logpath, "rb") as f:
+            f.seek(self.logstart)
+            return [line.decode(errors="replace").strip() for line in f
+                    if b"images/create" in line]
 
     def remove_containers(self):
         ids = docker("ps", "-aq", check=False).stdout.split()
