@@ -472,14 +472,22 @@ static const struct key_desc session_keys[] = {
         {"driver", YAMLTREE_SCALAR, KEY_REQUIRED, SESSION(driver), MR_FILE, NULL},
 };
 
+static int store_driver(struct ctx *c, const struct yamltree_node *n, struct manifest_session **ret)
+{
+    *ret = calloc(1, sizeof(**ret));
+    if (!*ret)
+        return oom(c);
+    return apply_schema(c, n, session_keys, ARRAY_SIZE(session_keys), *ret);
+}
+
 static int store_session(struct ctx *c, const struct yamltree_node *n, void *obj)
 {
-    struct manifest_lang *l = obj;
+    return store_driver(c, n, &((struct manifest_lang *)obj)->session);
+}
 
-    l->session = calloc(1, sizeof(*l->session));
-    if (!l->session)
-        return oom(c);
-    return apply_schema(c, n, session_keys, ARRAY_SIZE(session_keys), l->session);
+static int store_prestart(struct ctx *c, const struct yamltree_node *n, void *obj)
+{
+    return store_driver(c, n, &((struct manifest_lang *)obj)->prestart);
 }
 
 static int store_support_path(struct ctx *c, const struct yamltree_node *n, void *obj)
@@ -541,6 +549,7 @@ static const struct key_desc lang_keys[] = {
         {"warm", YAMLTREE_MAP, 0, 0, MR_ANY, store_warm},
         {"build_outputs", YAMLTREE_SEQ, KEY_NONEMPTY, 0, MR_ANY, store_build_outputs},
         {"session", YAMLTREE_MAP, 0, 0, MR_ANY, store_session},
+        {"prestart", YAMLTREE_MAP, 0, 0, MR_ANY, store_prestart},
         {"support", YAMLTREE_SEQ, 0, 0, MR_ANY, store_support},
 };
 
@@ -807,10 +816,14 @@ static void lang_free(struct manifest_lang *l)
         free(l->support[i].file);
     }
     free(l->support);
-    if (l->session) {
-        strv_free(l->session->run);
-        free(l->session->driver);
-        free(l->session);
+    for (int i = 0; i < 2; i++) {
+        struct manifest_session *d = i ? l->prestart : l->session;
+
+        if (d) {
+            strv_free(d->run);
+            free(d->driver);
+            free(d);
+        }
     }
     free(l);
 }

@@ -105,14 +105,16 @@ struct manifest_lang {
                                     beyond what it uses (the RLIMIT_AS fallback adds it), or 0 */
     struct manifest_mode *modes; /* language.modes, in file order */
     size_t n_modes;
-    struct manifest_install *install; /* language.install, or NULL: no installs */
-    char **build_outputs;             /* language.build_outputs: what build makes for run;
-                                         when set, identical builds are cached, or NULL */
-    struct manifest_install *warm;    /* language.warm, or NULL: a set built once per
-                                         toolchain without network (no hosts) */
-    struct manifest_session *session; /* language.session, or NULL: a session runs each
-                                         call's program anew (files persist) */
-    struct manifest_support *support; /* language.support, in file order */
+    struct manifest_install *install;  /* language.install, or NULL: no installs */
+    char **build_outputs;              /* language.build_outputs: what build makes for run;
+                                          when set, identical builds are cached, or NULL */
+    struct manifest_install *warm;     /* language.warm, or NULL: a set built once per
+                                          toolchain without network (no hosts) */
+    struct manifest_session *session;  /* language.session, or NULL: a session runs each
+                                          call's program anew (files persist) */
+    struct manifest_session *prestart; /* language.prestart, or NULL: a pooled sandbox
+                                          execs the program (pool.c: the protocol) */
+    struct manifest_support *support;  /* language.support, in file order */
     size_t n_support;
 };
 
