@@ -110,6 +110,10 @@ int cmd_serve(int argc, char **argv)
         free(sock_buf);
         return EXIT_TOOL;
     }
+    if (sbx_runtime_warm(rt, &err) < 0) { /* cold runs still work */
+        fprintf(stderr, "llm-sandbox: warning: %s\n", err->msg);
+        err = sbx_error_free(err);
+    }
     if (!mo.workers)
         mo.workers = sbx_runtime_max_concurrent(rt);
     if (http)

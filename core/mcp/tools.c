@@ -352,7 +352,9 @@ static const char exec_output[] =
         "\"log\":{\"type\":\"string\"},\"log_truncated\":{\"type\":\"boolean\"}}},"
         "\"build\":{\"type\":\"object\",\"properties\":{"
         "\"cached\":{\"type\":\"boolean\"}}},"
-        "\"session_id\":{\"type\":\"string\"}},"
+        "\"session_id\":{\"type\":\"string\"},"
+        "\"warm\":{\"type\":\"boolean\",\"description\":\"It ran in a fresh sandbox made "
+        "before the call (never one used before).\"}},"
         "\"required\":[\"status\",\"exit_code\",\"limit\",\"stdout\",\"stderr\","
         "\"stdout_truncated\",\"stderr_truncated\",\"stdout_bytes\",\"stderr_bytes\","
         "\"duration_ms\",\"backend\",\"language\",\"message\",\"artifacts\"]}";

@@ -517,16 +517,15 @@ static int exec_frame(struct agentc *ac, struct agentc_sink *sink, struct agentc
     }
 }
 
-int agentc_exec(struct agentc *ac, char *const *argv, char *const *envp, const char *stdin_data,
-        size_t stdin_len, int64_t deadline_ms, struct agentc_sink *sink,
-        struct agentc_exit *ret_exit)
+/* Feed stdin (NULL: none) to the exec that runs, then its end, and collect
+ * its output until it exits or the deadline/cancel. */
+int agentc_finish(struct agentc *ac, const char *stdin_data, size_t stdin_len, int64_t deadline_ms,
+        struct agentc_sink *sink, struct agentc_exit *ret_exit)
 {
     size_t sent = 0;
     bool eof_sent = false;
     int r;
 
-    if (queue_exec(ac, argv, envp, stdin_data != NULL) < 0)
-        return lost(ac, "%s", "the command is too large for the sandbox agent");
     for (;;) {
         /* Feed stdin a little at a time so output keeps flowing. */
         while (stdin_data && sent < stdin_len && ac->wq.len < AGENT_CHUNK * 4) {
@@ -550,6 +549,15 @@ int agentc_exec(struct agentc *ac, char *const *argv, char *const *envp, const c
         if (r != GOT_FRAME && r != GOT_START)
             return r;
     }
+}
+
+int agentc_exec(struct agentc *ac, char *const *argv, char *const *envp, const char *stdin_data,
+        size_t stdin_len, int64_t deadline_ms, struct agentc_sink *sink,
+        struct agentc_exit *ret_exit)
+{
+    if (queue_exec(ac, argv, envp, stdin_data != NULL) < 0)
+        return lost(ac, "%s", "the command is too large for the sandbox agent");
+    return agentc_finish(ac, stdin_data, stdin_len, deadline_ms, sink, ret_exit);
 }
 
 void agentc_quit(struct agentc *ac)

@@ -128,6 +128,11 @@ int agentc_start(struct agentc *ac, char *const *argv, char *const *envp, int64_
 int agentc_converse(struct agentc *ac, const char *head, const void *data, size_t len,
         int64_t deadline_ms, struct agentc_sink *sink, int *ret_status,
         struct agentc_exit *ret_exit);
+/* Feed stdin_data and its end to an exec that agentc_start started, and
+ * collect its output until it exits (AGENTC_EXITED, ret_exit), the
+ * deadline or the cancellation: the rest of agentc_exec. */
+int agentc_finish(struct agentc *ac, const char *stdin_data, size_t stdin_len, int64_t deadline_ms,
+        struct agentc_sink *sink, struct agentc_exit *ret_exit);
 /* SIGKILL every process of the current exec and wait for its end
  * (AGENTC_EXITED), collecting its last output into sink. */
 int agentc_kill(struct agentc *ac, int64_t deadline_ms, struct agentc_sink *sink,

@@ -66,6 +66,10 @@ struct run {
     struct sbx_session *sess;
     bool seeded;        /* the warm-up set was linked in already (a session's box) */
     bool staged_source; /* the program is a file of the workspace (not an artifact) */
+    /* a box that outlives one run (a session's, a pooled one): how long the
+     * backend's own backstop must let it live, or 0: the run's wall time */
+    uint64_t box_life_ms;
+    bool prestarted; /* a pooled box whose interpreter waits for the go (pool.c) */
 };
 
 /* status refused with a message; returns 1 (the result is decided). */
@@ -108,6 +112,12 @@ void engine_classify(
         struct run *r, int end, const struct agentc_exit *ex, const struct sbx_box_stats *st);
 int engine_output(struct run *r, struct sbx_error **err);
 void engine_release(struct run *r);
+/* Close the run's box, unreported, and free its channel. */
+void engine_release_box(struct run *r);
+
+/* pool.c: a ready box of the run's kind into r (r->box, r->ac,
+ * r->prestarted), or false: the run opens its own. */
+bool pool_take(struct run *r);
 
 /* session.c: a call in an open session (r->req->session_id). 0 with r->ex
  * decided or ready for engine_output, or < 0: error of the tool. */

@@ -161,6 +161,8 @@ struct json_object *sbx_execution_to_json(const struct sbx_execution *ex)
     }
     if (ex->session_id)
         json_object_object_add(o, "session_id", json_object_new_string(ex->session_id));
+    if (ex->warm)
+        json_object_object_add(o, "warm", json_object_new_boolean(true));
     if (ex->has_build_cache) {
         struct json_object *b = json_object_new_object();
 

@@ -181,7 +181,8 @@ int sbx_runtime_new_opts(
     make_owner(rt->owner, sizeof(rt->owner));
     rt->sessions = sessions_new();
     rt->artifacts = artifact_store_new();
-    if (!rt->sessions || !rt->artifacts) {
+    rt->pools = pools_new(rt);
+    if (!rt->sessions || !rt->artifacts || !rt->pools) {
         sbx_runtime_free(rt);
         return sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
     }
@@ -202,7 +203,8 @@ struct sbx_runtime *sbx_runtime_free(struct sbx_runtime *rt)
 {
     if (!rt)
         return NULL;
-    sessions_free(rt->sessions); /* their boxes, before the plugins go */
+    pools_free(rt->pools); /* their boxes, before the plugins go */
+    sessions_free(rt->sessions);
     artifact_store_free(rt->artifacts);
     loader_unload_all(rt);
     cg_service_free(rt->cg);
@@ -414,12 +416,18 @@ int open_box(struct run *r, struct sbx_error **err)
 {
     char id[96];
     struct sbx_box_spec spec;
+    struct sbx_policy life;
     struct sbx_err perr;
 
     snprintf(id, sizeof(id), "%s-%" PRIuFAST64, r->rt->owner, atomic_fetch_add(&r->rt->seq, 1));
     memset(&spec, 0, sizeof(spec));
     spec.size = sizeof(spec);
     spec.policy = r->box_policy ? r->box_policy : &r->policy;
+    if (r->box_life_ms) { /* a backend's own time limit is a backstop for the box */
+        life = *spec.policy;
+        life.wall_time_ms = r->box_life_ms;
+        spec.policy = &life;
+    }
     spec.id = id;
     spec.language = r->lang->name;
     spec.image = r->lang->m->lang->image;
@@ -754,6 +762,58 @@ int engine_output(struct run *r, struct sbx_error **err)
     return 0;
 }
 
+/* A pooled box (pool.c): staged, then the program; a pre-started
+ * interpreter is told its name and fed stdin, unless this run's plan is
+ * not the one it was started for (a build, a mode). */
+static int pooled_phases(
+        struct run *r, int *ret_end, struct agentc_exit *ex, struct sbx_error **err)
+{
+    const struct sbx_request *q = r->req;
+    size_t nlen = strlen(r->plan->source_name), len;
+    cleanup_free char *buf = NULL;
+    int end;
+
+    r->ex->warm = true;
+    end = engine_stage(r, true, now_ms() + SETUP_TIMEOUT_MS);
+    if (end == AGENTC_TIMEOUT || end == AGENTC_LOST || end == SBX_E_IO)
+        return sbx_error_set(err, SBX_E_BACKEND, 0, "setting up the sandbox failed: %s",
+                end == AGENTC_TIMEOUT ? "timed out" : agentc_last_error(r->ac));
+    if (end == AGENTC_CANCELLED) {
+        *ret_end = end;
+        return 0;
+    }
+    if (r->prestarted && agentc_take_idle_exit(r->ac))
+        r->prestarted = false; /* it ended while it waited: the box is still good */
+    if (r->prestarted && (r->plan->build || r->plan->mode || r->warm)) {
+        struct agentc_exit kx;
+
+        /* not this run's program: end the interpreter, run as a cold box would */
+        end = agentc_finish(r->ac, "", 0, now_ms() + SETUP_TIMEOUT_MS, &r->sink, &kx);
+        if (end != AGENTC_EXITED)
+            return sbx_error_set(err, SBX_E_BACKEND, 0, "the pre-started interpreter: %s",
+                    agentc_last_error(r->ac));
+        r->prestarted = false;
+    }
+    if (!r->prestarted)
+        return engine_programs(r, ret_end, ex, err);
+    len = nlen + 1 + q->stdin_len;
+    if (!(buf = malloc(len)))
+        return sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
+    memcpy(buf, r->plan->source_name, nlen);
+    buf[nlen] = '\n';
+    if (q->stdin_len)
+        memcpy(buf + nlen + 1, q->stdin_data, q->stdin_len);
+    r->ran = true;
+    mark(r, "staged");
+    phase(r, "running");
+    end = agentc_finish(r->ac, buf, len, now_ms() + (int64_t)r->policy.wall_time_ms, &r->sink, ex);
+    if (end < 0)
+        return sbx_error_set(err, SBX_E_BACKEND, 0, "%s", agentc_last_error(r->ac));
+    mark(r, "program ended");
+    *ret_end = end;
+    return 0;
+}
+
 /* Everything after the request and policy were accepted. */
 static int run_box(struct run *r, struct sbx_error **err)
 {
@@ -761,9 +821,25 @@ static int run_box(struct run *r, struct sbx_error **err)
     struct sbx_box_stats st;
     int end = AGENTC_LOST, rc;
 
-    rc = open_box(r, err);
-    if (rc == 0)
-        rc = exec_phases(r, &end, &ex, err);
+    rc = 1;
+    if (pool_take(r)) {
+        rc = pooled_phases(r, &end, &ex, err);
+        if (rc < 0 && !r->ran) {
+            /* a ready box that died while it waited: the run opens its own */
+            log_msg(SBX_LOG_WARN, r->backend->name, "a ready sandbox was unusable (%s)",
+                    (*err)->msg);
+            *err = sbx_error_free(*err);
+            r->backend->desc->backend->box_kill(r->box);
+            engine_release_box(r);
+            r->ex->warm = r->prestarted = false;
+            rc = 1;
+        }
+    }
+    if (rc == 1) {
+        rc = open_box(r, err);
+        if (rc == 0)
+            rc = exec_phases(r, &end, &ex, err);
+    }
     if (rc == 0 && end == AGENTC_EXITED && !r->probe_argv)
         artifacts_collect(r, NULL, 0);
     if (r->box && end != AGENTC_EXITED)
@@ -794,19 +870,24 @@ static int run_box(struct run *r, struct sbx_error **err)
     return 0;
 }
 
+void engine_release_box(struct run *r)
+{
+    if (r->box) {
+        struct sbx_box_stats st;
+        struct sbx_error *e = NULL;
+
+        close_box(r, &st, &e);
+        sbx_error_free(e);
+    }
+    r->ac = agentc_free(r->ac);
+}
+
 /* What the run holds; a session's call leaves the session's box, channel,
  * environment and sets alone. */
 void engine_release(struct run *r)
 {
     if (!r->sess) {
-        if (r->box) {
-            struct sbx_box_stats st;
-            struct sbx_error *e = NULL;
-
-            close_box(r, &st, &e);
-            sbx_error_free(e);
-        }
-        agentc_free(r->ac);
+        engine_release_box(r);
         r->deps = deps_close(r->deps);
         r->warm = deps_close(r->warm);
         strv_free(r->env);

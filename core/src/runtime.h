@@ -21,6 +21,7 @@ struct manifest;
 struct cg_service;
 struct sessions;
 struct artifact_store;
+struct pools;
 struct sbx_runtime;
 struct plugin;
 
@@ -74,12 +75,19 @@ struct sbx_runtime {
     int audit_fd;                     /* LLM_SANDBOX_AUDIT_LOG, opened for appending, or -1 */
     struct sessions *sessions;        /* session.c's registry */
     struct artifact_store *artifacts; /* artifacts.c: one-shot runs' files, for a while */
+    struct pools *pools;              /* pool.c: ready boxes for one-shot runs */
 };
 
 /* session.c: the registry, made with the runtime; freeing it closes every
  * session. */
 struct sessions *sessions_new(void);
 void sessions_free(struct sessions *ss);
+
+/* pool.c: made with the runtime, idle until pools_start (a server's
+ * sbx_runtime_warm); freeing it closes every ready box. */
+struct pools *pools_new(struct sbx_runtime *rt);
+int pools_start(struct pools *ps, bool ready_default, struct sbx_error **err);
+void pools_free(struct pools *ps);
 
 /* loader.c */
 int loader_load_all(struct sbx_runtime *rt, struct sbx_error **err);

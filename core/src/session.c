@@ -354,6 +354,8 @@ static int session_open(struct sbx_session *s, struct sbx_error **err)
     s->req.userdata = NULL;
     capture_init(&r->sink.out, START_OUTPUT);
     capture_init(&r->sink.err, START_OUTPUT);
+    /* the box lives as long as the session may, and a last call in it */
+    r->box_life_ms = r->rt->settings->session_lifetime_ms + r->rt->settings->ceilings.wall_time_ms;
     if (open_box(r, err) < 0 || engine_setup(r, &end, err) < 0)
         return (*err)->rc;
     if (end != 0)

@@ -76,6 +76,9 @@ void settings_init_defaults(struct settings *s)
     s->artifacts_max = 32;
     s->artifacts_bytes = 16 * MIB;
     s->artifact_ttl_ms = 300000;
+    s->pool_size = 2;
+    s->pool_max = 8;
+    s->pool_idle_ms = 300000;
 }
 
 static int core_kind(const char *key);
@@ -315,9 +318,13 @@ static int load_sessions(struct settings *s, struct sbx_error **err)
             {"LLM_SANDBOX_ARTIFACTS_MAX", K_COUNT, 0, 4096, "count from 0 to 4096"},
             {"LLM_SANDBOX_ARTIFACTS_BYTES", K_SIZE, 0, 256u << 20, "size from 0 to 256M"},
             {"LLM_SANDBOX_ARTIFACT_TTL", K_SECONDS, 1000, UINT64_MAX, "number of seconds >= 1"},
+            {"LLM_SANDBOX_POOL", K_COUNT, 0, 64, "count from 0 (off) to 64"},
+            {"LLM_SANDBOX_POOL_MAX", K_COUNT, 0, 256, "count from 0 to 256"},
+            {"LLM_SANDBOX_POOL_IDLE", K_SECONDS, 1000, UINT64_MAX, "number of seconds >= 1"},
     };
     uint64_t *dst[] = {&s->session_idle_ms, &s->session_lifetime_ms, &s->sessions_max,
-            &s->file_max_bytes, &s->artifacts_max, &s->artifacts_bytes, &s->artifact_ttl_ms};
+            &s->file_max_bytes, &s->artifacts_max, &s->artifacts_bytes, &s->artifact_ttl_ms,
+            &s->pool_size, &s->pool_max, &s->pool_idle_ms};
 
     for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
         const char *v = env(s, vars[i].name);
@@ -521,6 +528,9 @@ static const struct {
         {"LLM_SANDBOX_ARTIFACTS_MAX", 0},
         {"LLM_SANDBOX_ARTIFACTS_BYTES", 0},
         {"LLM_SANDBOX_ARTIFACT_TTL", 0},
+        {"LLM_SANDBOX_POOL", 0},
+        {"LLM_SANDBOX_POOL_MAX", 0},
+        {"LLM_SANDBOX_POOL_IDLE", 0},
         {"SANDBOX_CAP_DROP", ','},
         {"SANDBOX_SECURITY_OPT", ','},
         /* the reference server's, for the container and cluster backends */

@@ -64,7 +64,11 @@ struct settings {
     uint64_t artifacts_max;   /* LLM_SANDBOX_ARTIFACTS_MAX: files per call, default 32 */
     uint64_t artifacts_bytes; /* LLM_SANDBOX_ARTIFACTS_BYTES: fetched per call, 16M */
     uint64_t artifact_ttl_ms; /* LLM_SANDBOX_ARTIFACT_TTL: a run's kept, default 300 s */
-    struct config *config;    /* the config file read, or NULL */
+    /* Warm one-shot runs (pool.c) */
+    uint64_t pool_size;    /* LLM_SANDBOX_POOL: ready sandboxes per kind in use, 0: off; 2 */
+    uint64_t pool_max;     /* LLM_SANDBOX_POOL_MAX: ready sandboxes of all kinds, default 8 */
+    uint64_t pool_idle_ms; /* LLM_SANDBOX_POOL_IDLE: a kind unused this long is emptied, 300 s */
+    struct config *config; /* the config file read, or NULL */
 };
 
 /* Built-in defaults only (no environment). */

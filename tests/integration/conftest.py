@@ -164,7 +164,11 @@ def clean_env(extra=None, mark=True, mark_value=None):
     """The environment a CLI run gets: minimal, so the outer environment
     (BACKEND, SANDBOX_MEMORY, ...) cannot change what is tested."""
     env = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/tmp"), "LANG": "C.UTF-8",
-           "BACKEND": BACKEND}
+           "BACKEND": BACKEND,
+           # no ready sandboxes (pool.c) unless a test asks: a server's
+           # pooled interpreter would count among a test's sandboxed
+           # processes; test_pool.py tests them
+           "LLM_SANDBOX_POOL": "0"}
     # sanitizer builds, and where this host keeps nsjail (not in Debian)
     for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "LLM_SANDBOX_NSJAIL_PATH"):
         if k in os.environ:

@@ -39,7 +39,11 @@ const TOOLS = ['execute_code', 'get_supported_languages', 'get_language_details'
 // A minimal environment, so the caller's BACKEND, SANDBOX_* or
 // LLM_SANDBOX_CONFIG cannot change what is tested.
 function cleanEnv() {
-  const env = { PATH: '/usr/bin:/bin', HOME: process.env.HOME || '/tmp', LANG: 'C.UTF-8' };
+  // LLM_SANDBOX_POOL=0: no ready sandboxes, as the tests count a server's
+  // sandboxed processes (tests/integration/test_pool.py tests the pool)
+  const env = {
+    PATH: '/usr/bin:/bin', HOME: process.env.HOME || '/tmp', LANG: 'C.UTF-8', LLM_SANDBOX_POOL: '0',
+  };
   for (const k of ['ASAN_OPTIONS', 'UBSAN_OPTIONS', 'LSAN_OPTIONS', 'TMPDIR']) {
     if (process.env[k] !== undefined) env[k] = process.env[k];
   }

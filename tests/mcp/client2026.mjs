@@ -35,7 +35,11 @@ const SANDBOX_UID = Number(process.env.LLM_SANDBOX_UID || 1879048192);
 const SANDBOX_COMMS = new Set(['bwrap', 'agent', 'sbx-agent', 'python3', 'pasta', 'pasta.avx2']);
 
 function cleanEnv() {
-  const env = { PATH: '/usr/bin:/bin', HOME: process.env.HOME || '/tmp', LANG: 'C.UTF-8' };
+  // LLM_SANDBOX_POOL=0: no ready sandboxes, as the tests count a server's
+  // sandboxed processes (tests/integration/test_pool.py tests the pool)
+  const env = {
+    PATH: '/usr/bin:/bin', HOME: process.env.HOME || '/tmp', LANG: 'C.UTF-8', LLM_SANDBOX_POOL: '0',
+  };
   for (const k of ['ASAN_OPTIONS', 'UBSAN_OPTIONS', 'LSAN_OPTIONS', 'TMPDIR']) {
     if (process.env[k] !== undefined) env[k] = process.env[k];
   }

@@ -31,7 +31,10 @@ NO_HTTP = "--http is not available in this build"
 def clean_env(extra=None):
     """A minimal environment, so the caller's (BACKEND, SANDBOX_MEMORY,
     LLM_SANDBOX_CONFIG, ...) cannot change what is tested."""
-    env = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/tmp"), "LANG": "C.UTF-8"}
+    env = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/tmp"), "LANG": "C.UTF-8",
+           # no ready sandboxes: these tests count a server's sandboxed
+           # processes; tests/integration/test_pool.py tests the pool
+           "LLM_SANDBOX_POOL": "0"}
     for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "TMPDIR"):
         if k in os.environ:
             env[k] = os.environ[k]

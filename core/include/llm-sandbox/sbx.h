@@ -158,6 +158,7 @@ struct sbx_execution {
     struct sbx_artifact *artifacts; /* in the order they were written */
     size_t n_artifacts;
     bool artifacts_truncated; /* some were left out (LLM_SANDBOX_ARTIFACTS_MAX, _BYTES) */
+    bool warm;                /* it ran in a sandbox made before it was asked for */
 };
 struct sbx_execution *sbx_execution_free(struct sbx_execution *ex);
 /* The result object of `run --json` and of MCP execute_code. */
@@ -258,6 +259,12 @@ const char *sbx_runtime_http_token(const struct sbx_runtime *rt);
  * absolute path short enough for a socket), SBX_E_NOMEM. (transfer full:
  * free()) */
 int sbx_socket_path(const char *config_path, char **ret_path, struct sbx_error **err);
+/* Keep sandboxes ready for one-shot runs, as a long-lived server wants
+ * (LLM_SANDBOX_POOL, _POOL_MAX, _POOL_IDLE): start the background thread
+ * that makes them, which first readies one for the default backend and
+ * language. Returns at once; 0 also when pools are off (LLM_SANDBOX_POOL=0).
+ * Without it, every run opens its own sandbox when it is asked for. */
+int sbx_runtime_warm(struct sbx_runtime *rt, struct sbx_error **err);
 /* Tool calls to run at once (LLM_SANDBOX_MAX_CONCURRENT), 0: one per CPU. */
 unsigned sbx_runtime_max_concurrent(const struct sbx_runtime *rt);
 /* True when the configured network lets code reach the outside. */
