@@ -78,7 +78,7 @@ int dk_api(struct dk_state *st, const struct dk_call *c, long *ret_status,
         struct json_object **ret_json, struct sbx_err *err)
 {
     const struct sbx_host *h = st->h;
-    char path[2048];
+    char path[4200];
     const char *text = NULL;
     struct sbx_http_resp resp = {.size = sizeof(resp), .cap = RESP_CAP};
     struct json_object *j = NULL;

@@ -65,7 +65,7 @@ static int commit(struct dk_state *st, const char *cid, const char *tag, const c
         const char *language, struct sbx_err *err)
 {
     struct json_object *body = json_object_new_object(), *labels = json_object_new_object();
-    char esc[200], path[400];
+    char esc[200], change[1200], esc_change[3600], path[4000];
     int r;
 
     json_object_object_add(labels, DK_LABEL_RUN, json_object_new_string("commit"));
@@ -74,7 +74,22 @@ static int commit(struct dk_state *st, const char *cid, const char *tag, const c
             labels, "org.llm-sandbox.language", json_object_new_string(language ? language : ""));
     json_object_object_add(body, "Labels", labels);
     dk_escape(tag, esc, sizeof(esc));
-    snprintf(path, sizeof(path), "/commit?container=%s&repo=%s&tag=%s", cid, DK_COMMIT_REPO, esc);
+    /* Podman's compatible /commit ignores the body's Labels: say them
+     * again as Dockerfile instructions, one label each (both daemons take
+     * "changes", repeated) */
+    const char *const kv[][2] = {{DK_LABEL_RUN, "commit"},
+            {"org.llm-sandbox.language", language ? language : ""}, {DK_LABEL_SOURCE, dir}};
+    size_t o = (size_t)snprintf(
+            path, sizeof(path), "/commit?container=%s&repo=%s&tag=%s", cid, DK_COMMIT_REPO, esc);
+
+    for (size_t i = 0; i < sizeof(kv) / sizeof(kv[0]) && o < sizeof(path); i++) {
+        snprintf(change, sizeof(change), "LABEL %s=\"%s\"", kv[i][0], kv[i][1]);
+        if (!dk_escape(change, esc_change, sizeof(esc_change))) {
+            json_object_put(body);
+            return dk_fail(err, SBX_E_INVALID, EINVAL, "the set's path is too long");
+        }
+        o += (size_t)snprintf(path + o, sizeof(path) - o, "&changes=%s", esc_change);
+    }
     struct dk_call c = {.method = "POST", .path = path, .body = body};
     r = dk_api(st, &c, NULL, NULL, err);
     json_object_put(body);

@@ -370,13 +370,15 @@ static int on_tar(void *ud, const char *data, size_t len)
     return 0;
 }
 
-/* The entry's path beneath the archive's top directory ("deps/a/b" ->
- * "a/b"), or NULL for the top itself and for anything unsafe. */
+/* The entry's path beneath the archive's top directory, or NULL for the
+ * top itself and for anything unsafe. Docker names entries by the
+ * directory's base name ("deps/a/b"), Podman 4 from the directory itself
+ * ("/a/b"). */
 static const char *beneath_top(const char *p)
 {
     const char *slash = p ? strchr(p, '/') : NULL;
 
-    if (!slash || !slash[1] || p[0] == '/')
+    if (!slash || !slash[1])
         return NULL;
     p = slash + 1;
     for (const char *c = p; c; c = strchr(c, '/') ? strchr(c, '/') + 1 : NULL)
