@@ -25,6 +25,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "docker.h"
 #include "translate.h"
@@ -116,6 +117,8 @@ int dk_commit_image(struct dk_state *st, const char *image, const char *dir, con
         h = (h ^ id[i]) * 1099511628211ull;
     snprintf(tag, sizeof(tag), "%s-%016" PRIx64, language ? language : "x", h);
     snprintf(ref, sizeof(ref), "%s:%s", DK_COMMIT_REPO, tag);
+    int lock = dk_lock_dir(dir); /* across processes, as for volumes */
+
     pthread_mutex_lock(&st->lock);
     if (!image_exists(st, ref)) {
         st->h->log(st->h, SBX_LOG_INFO, "committing '%s' on %s as %s", dir, image, ref);
@@ -132,6 +135,8 @@ int dk_commit_image(struct dk_state *st, const char *image, const char *dir, con
         }
     }
     pthread_mutex_unlock(&st->lock);
+    if (lock >= 0)
+        close(lock);
     if (r == 0)
         snprintf(ret_ref, len, "%s", ref);
     return r;

@@ -91,6 +91,8 @@ struct dk_vols {
  * (the image holds it), or NULL. */
 int dk_volumes_open(struct dk_state *st, const struct sbx_box_spec *spec, const char *image,
         const char *skip, struct dk_vols *v, struct sbx_err *err);
+/* An fd of dir holding an exclusive flock (close it to unlock), or -1. */
+int dk_lock_dir(const char *dir);
 /* Create a container of image that is never started (with volume at
  * target, when not NULL) and put a tar of dir at target. *ret_cid (the
  * caller removes it) is set once the container exists, even on error. */

@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -289,6 +290,10 @@ static int volume_of_dir(struct dk_state *st, const char *dir, const char *image
         h = (h ^ id[i]) * 1099511628211ull;
     snprintf(name, len, "sbx-set-%016" PRIx64, h);
     snprintf(ok, sizeof(ok), "%s-ok", name);
+    /* one filler at a time, across processes too: the set directory
+     * itself is the lock (another server may be filling this volume) */
+    int lock = dk_lock_dir(dir);
+
     pthread_mutex_lock(&st->lock);
     if (!volume_exists(st, ok)) {
         st->h->log(st->h, SBX_LOG_INFO, "copying '%s' into volume %s", dir, name);
@@ -301,7 +306,18 @@ static int volume_of_dir(struct dk_state *st, const char *dir, const char *image
             r = volume_create(st, ok, "deps-set", dir, err);
     }
     pthread_mutex_unlock(&st->lock);
+    if (lock >= 0)
+        close(lock);
     return r;
+}
+
+int dk_lock_dir(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+    while (fd >= 0 && flock(fd, LOCK_EX) < 0 && errno == EINTR)
+        ;
+    return fd;
 }
 
 static bool target_is_valid(const char *t)
