@@ -326,7 +326,16 @@ static int install_box(struct run *r, const struct manifest_install *in, const s
         else if (r->box)
             r->backend->desc->backend->box_kill(r->box);
     }
-    if (deps_watch_stop(watch)) {
+    bool over = deps_watch_stop(watch);
+
+    if (close_box(r, &st, rc < 0 ? NULL : err) < 0 && rc == 0)
+        rc = (*err)->rc;
+    /* A container backend copies the set into the staging directory only
+     * as it closes the box (plugins/docker/volume.c): measure it again. */
+    if (!over && rc == 0 && end == 0)
+        over = deps_tree_bytes(set->staging, r->rt->settings->install_max_bytes) >
+               r->rt->settings->install_max_bytes;
+    if (over) {
         r->ex->status = SBX_STATUS_ERROR;
         r->ex->limit = SBX_LIMIT_WORKSPACE;
         (void)!asprintf(&r->ex->message,
@@ -334,8 +343,6 @@ static int install_box(struct run *r, const struct manifest_install *in, const s
                 r->rt->settings->install_max_bytes);
         end = 1;
     }
-    if (close_box(r, &st, rc < 0 ? NULL : err) < 0 && rc == 0)
-        rc = (*err)->rc;
     r->ac = agentc_free(r->ac);
     capture_done(&sink.out);
     capture_done(&sink.err);
@@ -405,9 +412,20 @@ static int install_key(const struct run *r, const struct manifest_install *in, c
     struct dynbuf id;
     int rc = 0;
 
+    char image_key[64];
+    const char *image;
+
+    /* a container backend's image for the language, as the operator set it
+     * (LLM_SANDBOX_DOCKER_IMAGE_PYTHON, SANDBOX_IMAGE_PYTHON): its toolchain
+     * is the one that installs */
+    snprintf(image_key, sizeof(image_key), "image_%s", r->lang->name);
+    image = settings_plugin_value(r->rt->settings, r->backend->name, image_key);
     dynbuf_init(&id, 1u << 20);
     rc |= dynbuf_printf(&id, "%s|%s %s|%s|%s", r->backend->name, r->lang->name, r->lang->m->version,
-            ml->image ? ml->image : "", tool);
+            image       ? image
+            : ml->image ? ml->image
+                        : "",
+            tool);
     for (char *const *h = hosts; h && *h; h++)
         rc |= dynbuf_printf(&id, "|host=%s", *h);
     for (char *const *e = env; e && *e; e++)

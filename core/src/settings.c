@@ -775,7 +775,11 @@ static const char *plugin_alias(const struct settings *s, const char *plugin, co
     static const struct {
         const char *plugin, *key, *name;
     } aliases[] = {{"docker", "host", "DOCKER_HOST"}, {"docker", "tls_verify", "DOCKER_TLS_VERIFY"},
-            {"docker", "cert_path", "DOCKER_CERT_PATH"}, {"podman", "host", "CONTAINER_HOST"}};
+            {"docker", "cert_path", "DOCKER_CERT_PATH"}, {"podman", "host", "CONTAINER_HOST"},
+            {"docker", "commit_container", "COMMIT_CONTAINER"},
+            {"podman", "commit_container", "COMMIT_CONTAINER"},
+            {"docker", "keep_template", "KEEP_TEMPLATE"},
+            {"podman", "keep_template", "KEEP_TEMPLATE"}};
     char name[96];
     size_t o;
 

@@ -24,6 +24,8 @@
 #define AGENT_MAX      (64u * 1024u * 1024u)
 #define PULL_TIMEOUT   (30 * 60 * 1000)
 #define API_TIMEOUT_MS 60000
+/* Bump when agent_tar's layout changes: derived images are named by it. */
+#define DK_IMAGE_LAYOUT 2u
 
 int dk_fail(struct sbx_err *err, int rc, int sys_errno, const char *fmt, ...)
 {
@@ -76,7 +78,7 @@ int dk_api(struct dk_state *st, const struct dk_call *c, long *ret_status,
         struct json_object **ret_json, struct sbx_err *err)
 {
     const struct sbx_host *h = st->h;
-    char path[2048];
+    char path[4200];
     const char *text = NULL;
     struct sbx_http_resp resp = {.size = sizeof(resp), .cap = RESP_CAP};
     struct json_object *j = NULL;
@@ -184,7 +186,7 @@ static int pull(struct dk_state *st, const char *image, int cancel_fd, struct sb
 
 /* The image's ID, pulling the image when missing. */
 static int image_id(struct dk_state *st, const char *image, int cancel_fd, char *id, size_t len,
-        struct sbx_err *err)
+        bool *pulled, struct sbx_err *err)
 {
     char esc[1024], path[1100];
     struct json_object *j = NULL, *v;
@@ -197,6 +199,7 @@ static int image_id(struct dk_state *st, const char *image, int cancel_fd, char 
     struct dk_call c = {.method = "GET", .path = path, .missing_ok = true};
     r = dk_api(st, &c, &status, &j, err);
     if (r == 0 && status == 404) {
+        *pulled = true;
         r = pull(st, image, cancel_fd, err);
         if (r == 0) {
             json_object_put(j);
@@ -245,7 +248,8 @@ static int read_agent(struct dk_state *st, char **ret_buf, size_t *ret_len, uint
     }
     for (size_t i = 0; i < o; i++)
         hash = (hash ^ (unsigned char)buf[i]) * 1099511628211ull;
-    st->h->sandbox_ids(st->h, &uid, &gid); /* /etc/passwd names them */
+    hash = (hash ^ DK_IMAGE_LAYOUT) * 1099511628211ull; /* what agent_tar adds */
+    st->h->sandbox_ids(st->h, &uid, &gid);              /* /etc/passwd names them */
     hash = (hash ^ uid) * 1099511628211ull;
     hash = (hash ^ gid) * 1099511628211ull;
     *ret_buf = buf, *ret_len = o, *ret_hash = hash;
@@ -264,9 +268,11 @@ static bool add_file(struct archive *a, struct archive_entry *e, const char *pat
            archive_write_data(a, data, len) == (la_ssize_t)len;
 }
 
-/* A tar holding .sbx/ (0755) and .sbx/agent (0555), both root's, and an
+/* A tar holding .sbx/ (0755) and .sbx/agent (0555), both root's, an
  * /etc/passwd and /etc/group naming the sandbox uid "sandbox" (replacing
- * the image's: as in the local jails, only root, sandbox and nobody). */
+ * the image's: as in the local jails, only root, sandbox and nobody), and
+ * an empty /deps owned by the sandbox uid: a new volume mounted there (a
+ * set's install) takes that owner from the image. */
 static int agent_tar(struct dk_state *st, const char *data, size_t len, char **ret, size_t *ret_len,
         struct sbx_err *err)
 {
@@ -292,6 +298,15 @@ static int agent_tar(struct dk_state *st, const char *data, size_t len, char **r
         archive_entry_set_pathname(e, ".sbx");
         archive_entry_set_filetype(e, AE_IFDIR);
         archive_entry_set_perm(e, 0755);
+        ok = archive_write_header(a, e) == ARCHIVE_OK;
+    }
+    if (ok) {
+        archive_entry_clear(e);
+        archive_entry_set_pathname(e, "deps");
+        archive_entry_set_filetype(e, AE_IFDIR);
+        archive_entry_set_perm(e, 0755);
+        archive_entry_set_uid(e, uid);
+        archive_entry_set_gid(e, gid);
         ok = archive_write_header(a, e) == ARCHIVE_OK;
     }
     ok = ok && add_file(a, e, ".sbx/agent", 0555, data, len) &&
@@ -367,7 +382,7 @@ static int make_agent_image(struct dk_state *st, const char *base, const char *t
 }
 
 int dk_agent_image(struct dk_state *st, const char *image, int cancel_fd, char *ret_ref, size_t len,
-        struct sbx_err *err)
+        bool *ret_pulled, struct sbx_err *err)
 {
     char id[160], tag[64], ref[128], esc[200], path[300], *agent = NULL;
     const char *hex;
@@ -376,7 +391,8 @@ int dk_agent_image(struct dk_state *st, const char *image, int cancel_fd, char *
     long status = 0;
     int r;
 
-    r = image_id(st, image, cancel_fd, id, sizeof(id), err);
+    *ret_pulled = false;
+    r = image_id(st, image, cancel_fd, id, sizeof(id), ret_pulled, err);
     if (r == 0)
         r = read_agent(st, &agent, &agent_len, &hash, err);
     if (r < 0)
@@ -424,6 +440,40 @@ static bool owner_alive(const char *owner)
     return s == start;
 }
 
+/* Volumes of dead instances (a box's writable ones), and copies of sets
+ * whose host directory is gone (evicted from the cache). */
+static void sweep_volumes(struct dk_state *st)
+{
+    struct json_object *res = NULL, *list;
+    struct sbx_err err = {.size = sizeof(err)};
+    struct dk_call c = {.method = "GET",
+            .path = "/volumes?filters=%7B%22label%22%3A%5B%22" DK_LABEL_RUN "%22%5D%7D"};
+
+    if (dk_api(st, &c, NULL, &res, &err) < 0 || !json_object_object_get_ex(res, "Volumes", &list) ||
+            !json_object_is_type(list, json_type_array)) {
+        json_object_put(res);
+        return;
+    }
+    for (size_t i = 0; i < json_object_array_length(list); i++) {
+        struct json_object *vol = json_object_array_get_idx(list, i), *labels, *owner, *src, *name;
+        char path[200];
+        struct stat sb;
+
+        if (!json_object_object_get_ex(vol, "Labels", &labels) ||
+                !json_object_object_get_ex(vol, "Name", &name))
+            continue;
+        if (json_object_object_get_ex(labels, DK_LABEL, &owner)
+                        ? owner_alive(json_object_get_string(owner))
+                        : !json_object_object_get_ex(labels, DK_LABEL_SOURCE, &src) ||
+                                  stat(json_object_get_string(src), &sb) == 0)
+            continue;
+        snprintf(path, sizeof(path), "/volumes/%s?force=1", json_object_get_string(name));
+        struct dk_call rm = {.method = "DELETE", .path = path, .missing_ok = true};
+        dk_api(st, &rm, NULL, NULL, &err);
+    }
+    json_object_put(res);
+}
+
 void dk_sweep(struct dk_state *st)
 {
     struct json_object *list = NULL;
@@ -455,4 +505,5 @@ void dk_sweep(struct dk_state *st)
         dk_api(st, &rm, NULL, NULL, &err);
     }
     json_object_put(list);
+    sweep_volumes(st);
 }

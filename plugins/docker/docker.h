@@ -15,10 +15,11 @@
 
 #include <llm-sandbox/plugin.h>
 
-#define DK_API        "/v1.41" /* Docker 20.10; Podman 4's compatible API says the same */
-#define DK_LABEL      "org.llm-sandbox.owner"
-#define DK_LABEL_RUN  "org.llm-sandbox.run"
-#define DK_AGENT_REPO "llm-sandbox-agent"
+#define DK_API          "/v1.41" /* Docker 20.10; Podman 4's compatible API says the same */
+#define DK_LABEL        "org.llm-sandbox.owner"
+#define DK_LABEL_RUN    "org.llm-sandbox.run"
+#define DK_LABEL_SOURCE "org.llm-sandbox.source" /* a set volume's host directory */
+#define DK_AGENT_REPO   "llm-sandbox-agent"
 
 struct dk_state {
     const struct sbx_host *h;
@@ -55,11 +56,66 @@ bool dk_escape(const char *s, char *out, size_t len);
  * progress when missing), then the derived image holding the agent at
  * DK_AGENT (made once per image and agent; read-only root filesystems
  * cannot receive it at run time). A pull stops when cancel_fd (or -1)
- * becomes readable. */
+ * becomes readable. *ret_pulled: whether image was pulled for this call. */
 int dk_agent_image(struct dk_state *st, const char *image, int cancel_fd, char *ret_ref, size_t len,
-        struct sbx_err *err);
+        bool *ret_pulled, struct sbx_err *err);
 /* Remove containers whose owner instance (label) is a dead process here. */
 void dk_sweep(struct dk_state *st);
+
+/* cgroup.c: counters of a running container's own cgroup (local daemons
+ * only; fds of -1 when unknown). */
+struct dk_cg {
+    int pids_fd, mem_fd;         /* pids.events, memory.events (v1: memory.oom_control) */
+    int64_t pids_max, oom_kills; /* the highest counts seen */
+};
+void dk_cg_open(struct dk_cg *c, const struct dk_state *st, int pid);
+void dk_cg_sample(struct dk_cg *c);
+void dk_cg_close(struct dk_cg *c);
+
+/* volume.c: the core's directories (spec->mounts) as named volumes. A
+ * read-only one is a cached copy of the directory (made once per
+ * directory); a writable one (a set's install staging) is a fresh volume,
+ * read back into the directory by dk_volumes_collect. */
+#define DK_MOUNTS_MAX 4
+struct dk_vols {
+    size_t n;
+    struct {
+        char name[96];
+        char target[256];
+        char *source; /* the host directory */
+        bool rw;
+    } v[DK_MOUNTS_MAX];
+};
+/* Make the volumes for spec's mounts (image: the agent image, for the
+ * helper container that fills a volume), all but a read-only one at skip
+ * (the image holds it), or NULL. */
+int dk_volumes_open(struct dk_state *st, const struct sbx_box_spec *spec, const char *image,
+        const char *skip, struct dk_vols *v, struct sbx_err *err);
+/* An fd of dir holding an exclusive flock (close it to unlock), or -1. */
+int dk_lock_dir(const char *dir);
+/* Create a container of image that is never started (with volume at
+ * target, when not NULL) and put a tar of dir at target. *ret_cid (the
+ * caller removes it) is set once the container exists, even on error. */
+int dk_fill_container(struct dk_state *st, const char *image, const char *volume, const char *dir,
+        const char *target, char *ret_cid, size_t len, struct sbx_err *err);
+
+/* commit.c: COMMIT_CONTAINER (setting commit_container, default false) and
+ * KEEP_TEMPLATE (keep_template, default true). */
+#define DK_COMMIT_REPO "llm-sandbox-commit"
+bool dk_commit_enabled(struct dk_state *st);
+bool dk_keep_template(struct dk_state *st);
+/* The image holding image plus dir at /deps, made once (labelled, a new
+ * tag of DK_COMMIT_REPO): its reference in ret_ref. */
+int dk_commit_image(struct dk_state *st, const char *image, const char *dir, const char *language,
+        char *ret_ref, size_t len, struct sbx_err *err);
+/* Remove an image unless a container uses it (KEEP_TEMPLATE=false). */
+void dk_image_release(struct dk_state *st, const char *ref);
+/* Copy each writable volume, as container cid left it, into its host
+ * directory. */
+int dk_volumes_collect(
+        struct dk_state *st, const char *cid, const struct dk_vols *v, struct sbx_err *err);
+/* Remove the writable volumes; free the names. */
+void dk_volumes_close(struct dk_state *st, struct dk_vols *v);
 
 extern const struct sbx_backend_ops dk_ops;
 

@@ -57,10 +57,18 @@ static void fill_caps(struct dk_state *st, struct json_object *info, struct sbx_
     cap(caps, SBX_CTL_FILE_SIZE, SBX_ENF_FULL, "RLIMIT_FSIZE set by the agent");
     cap(caps, SBX_CTL_WORKSPACE, SBX_ENF_FULL, "size-limited tmpfs /workspace and /tmp");
     cap(caps, SBX_CTL_NET_OFF, SBX_ENF_FULL, "NetworkMode none");
-    cap(caps, SBX_CTL_NET_REGISTRIES, SBX_ENF_NONE, "needs the filtering proxy");
-    cap(caps, SBX_CTL_NET_ALLOWLIST, SBX_ENF_NONE, "needs the filtering proxy");
-    cap(caps, SBX_CTL_HOST_MOUNTS, SBX_ENF_NONE,
-            "no host mounts into containers (dependency sets would need volumes)");
+    /* the proxy is a unix socket of ours: only a daemon on this host can
+     * bind it into a container */
+    bool local = strncmp(st->endpoint, "unix://", 7) == 0;
+
+    cap(caps, SBX_CTL_NET_REGISTRIES, local ? SBX_ENF_FULL : SBX_ENF_NONE,
+            local ? "NetworkMode none; the core's proxy socket, relayed by the agent"
+                  : "the filtering proxy needs a local daemon (unix://)");
+    cap(caps, SBX_CTL_NET_ALLOWLIST, local ? SBX_ENF_FULL : SBX_ENF_NONE,
+            local ? "NetworkMode none; the core's proxy socket, relayed by the agent"
+                  : "the filtering proxy needs a local daemon (unix://)");
+    cap(caps, SBX_CTL_HOST_MOUNTS, SBX_ENF_FULL,
+            "the core's directories as named volumes holding copies");
     cap(caps, SBX_CTL_NET_ON, SBX_ENF_NONE, "container networks are not supported yet");
     cap(caps, SBX_CTL_NET_HOST, SBX_ENF_FULL, "NetworkMode host");
     cap(caps, SBX_CTL_READ_ONLY_SYSTEM, SBX_ENF_FULL, "HostConfig.ReadonlyRootfs");

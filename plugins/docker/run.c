@@ -28,6 +28,10 @@ struct dk_box {
     char diag[256]; /* the agent's last diagnostics */
     size_t diag_len;
     int seccomp_fd; /* Podman: the profile's memfd, or -1 */
+    struct dk_vols vols;
+    struct dk_cg cg;
+    /* KEEP_TEMPLATE=false: the pulled base, agent and committed images */
+    char release[3][160];
 };
 
 static int64_t conn_read(void *ctx, void *buf, size_t len)
@@ -105,6 +109,20 @@ static int create(
             .podman = b->st->podman,
             .uid = uid,
             .gid = gid};
+    struct dk_mount mounts[DK_MOUNTS_MAX];
+
+    for (size_t i = 0; i < b->vols.n; i++)
+        mounts[i] = (struct dk_mount){.volume = b->vols.v[i].name,
+                .target = b->vols.v[i].target,
+                .read_only = !b->vols.v[i].rw};
+    in.mounts = mounts;
+    in.n_mounts = b->vols.n;
+    in.proxy_socket =
+            SBX_HAS_FIELD(struct sbx_box_spec, spec, proxy_socket) ? spec->proxy_socket : NULL;
+    /* the daemon binds the socket from its own filesystem: ours only when local */
+    if (in.proxy_socket && strncmp(b->st->endpoint, "unix://", 7) != 0)
+        return dk_fail(err, SBX_E_UNSUPPORTED, 0,
+                "the filtering proxy reaches only a local %s daemon (unix://)", b->st->name);
     if (b->st->podman && seccomp_memfd(b, &in, mfd_path, sizeof(mfd_path), err) < 0)
         return err->rc;
     body = dk_translate(&in, err);
@@ -128,6 +146,23 @@ static int create(
     return r;
 }
 
+/* A number (or boolean) of the container's State; -1 when unknown. */
+static int64_t inspect_state(struct dk_box *b, const char *key)
+{
+    struct sbx_err err = {.size = sizeof(err)};
+    struct json_object *j = NULL, *state, *v;
+    char path[128];
+    int64_t r = -1;
+
+    snprintf(path, sizeof(path), "/containers/%s/json", b->id);
+    struct dk_call c = {.method = "GET", .path = path};
+    if (dk_api(b->st, &c, NULL, &j, &err) == 0 && json_object_object_get_ex(j, "State", &state) &&
+            json_object_object_get_ex(state, key, &v))
+        r = json_object_get_int64(v);
+    json_object_put(j);
+    return r;
+}
+
 static int attach_and_start(struct dk_box *b, struct sbx_err *err)
 {
     const struct sbx_host *h = b->st->h;
@@ -148,7 +183,44 @@ static int attach_and_start(struct dk_box *b, struct sbx_err *err)
         return r;
     snprintf(path, sizeof(path), "/containers/%s/start", b->id);
     struct dk_call c = {.method = "POST", .path = path};
-    return dk_api(b->st, &c, NULL, NULL, err);
+    r = dk_api(b->st, &c, NULL, NULL, err);
+    if (r == 0)
+        dk_cg_open(&b->cg, b->st, (int)inspect_state(b, "Pid"));
+    return r;
+}
+
+/* The read-only set at /deps, which COMMIT_CONTAINER puts in an image. */
+static const char *deps_set(const struct sbx_box_spec *spec)
+{
+    size_t n = SBX_HAS_FIELD(struct sbx_box_spec, spec, mounts) ? spec->n_mounts : 0;
+
+    for (size_t i = 0; i < n; i++)
+        if (!(spec->mounts[i].flags & SBX_MOUNT_RW) && spec->mounts[i].target &&
+                strcmp(spec->mounts[i].target, "/deps") == 0)
+            return spec->mounts[i].source;
+    return NULL;
+}
+
+/* The image to run (the agent image, or a committed one), the volumes. */
+static int prepare(struct dk_box *b, const struct sbx_box_spec *spec, const char *image, char *ref,
+        size_t len, struct sbx_err *err)
+{
+    const char *set = dk_commit_enabled(b->st) ? deps_set(spec) : NULL;
+    bool pulled = false;
+    int r = dk_agent_image(b->st, image, spec->cancel_fd, ref, len, &pulled, err);
+
+    if (pulled)
+        snprintf(b->release[0], sizeof(b->release[0]), "%s", image);
+    if (r == 0)
+        snprintf(b->release[1], sizeof(b->release[1]), "%s", ref);
+    if (r == 0)
+        r = dk_volumes_open(b->st, spec, ref, set ? "/deps" : NULL, &b->vols, err);
+    if (r == 0 && set) {
+        r = dk_commit_image(b->st, ref, set, spec->language, ref, len, err);
+        if (r == 0)
+            snprintf(b->release[2], sizeof(b->release[2]), "%s", ref);
+    }
+    return r;
 }
 
 int dk_box_open(void *state, const struct sbx_box_spec *spec, void **ret_box, struct sbx_err *err)
@@ -163,12 +235,13 @@ int dk_box_open(void *state, const struct sbx_box_spec *spec, void **ret_box, st
         return dk_fail(err, SBX_E_NOMEM, ENOMEM, "out of memory");
     b->st = st;
     b->seccomp_fd = -1;
+    b->cg.pids_fd = b->cg.mem_fd = -1;
     if (!image || !*image)
         r = dk_fail(err, SBX_E_INVALID, 0,
                 "language '%s' names no image; set SANDBOX_IMAGE_%s or its manifest's image",
                 spec->language, spec->language);
     else
-        r = dk_agent_image(st, image, spec->cancel_fd, ref, sizeof(ref), err);
+        r = prepare(b, spec, image, ref, sizeof(ref), err);
     if (r == 0)
         r = create(b, spec, ref, err);
     if (r == 0)
@@ -199,10 +272,15 @@ int dk_box_write_fd(void *box)
 int64_t dk_box_read(void *box, void *buf, size_t len)
 {
     struct dk_box *b = box;
+    int64_t n;
 
     if (!b->conn)
         return 0;
-    return dk_demux_read(&b->demux, conn_read, b, buf, len, on_diag, b);
+    n = dk_demux_read(&b->demux, conn_read, b, buf, len, on_diag, b);
+    /* the program's end arrives here while its cgroup still exists */
+    if (n > 0)
+        dk_cg_sample(&b->cg);
+    return n;
 }
 
 int64_t dk_box_write(void *box, const void *buf, size_t len)
@@ -248,22 +326,6 @@ static int await_stop(struct dk_box *b, int64_t ms)
     return dk_api(b->st, &c, NULL, NULL, &err) == 0;
 }
 
-static int oom_killed(struct dk_box *b)
-{
-    struct sbx_err err = {.size = sizeof(err)};
-    struct json_object *j = NULL, *state, *v;
-    char path[128];
-    int r = -1;
-
-    snprintf(path, sizeof(path), "/containers/%s/json", b->id);
-    struct dk_call c = {.method = "GET", .path = path};
-    if (dk_api(b->st, &c, NULL, &j, &err) == 0 && json_object_object_get_ex(j, "State", &state) &&
-            json_object_object_get_ex(state, "OOMKilled", &v))
-        r = json_object_get_boolean(v) ? 1 : 0;
-    json_object_put(j);
-    return r;
-}
-
 int dk_box_close(void *box, struct sbx_box_stats *stats, struct sbx_err *err)
 {
     struct dk_box *b = box;
@@ -285,11 +347,23 @@ int dk_box_close(void *box, struct sbx_box_stats *stats, struct sbx_err *err)
             dk_box_kill(b);
             await_stop(b, 10000);
         }
-        stats->oom_killed = oom_killed(b);
+        /* Podman's OOMKilled is pid 1's only: the cgroup counts the rest */
+        int64_t oom = inspect_state(b, "OOMKilled");
+
+        stats->oom_killed = oom == 1 || b->cg.oom_kills > 0 ? 1 : oom == 0 ? 0 : -1;
+        stats->pids_limited = b->cg.pids_fd >= 0 ? b->cg.pids_max > 0 : -1;
+        r = dk_volumes_collect(b->st, b->id, &b->vols, err);
         snprintf(path, sizeof(path), "/containers/%s?force=1&v=1", b->id);
         struct dk_call c = {.method = "DELETE", .path = path, .missing_ok = true};
-        r = dk_api(b->st, &c, NULL, NULL, err);
+        struct sbx_err e2 = {.size = sizeof(e2)};
+
+        if (dk_api(b->st, &c, NULL, NULL, r < 0 ? &e2 : err) < 0 && r == 0)
+            r = err->rc;
     }
+    dk_volumes_close(b->st, &b->vols);
+    dk_cg_close(&b->cg);
+    for (int i = 2; i >= 0 && !dk_keep_template(b->st); i--) /* children first */
+        dk_image_release(b->st, b->release[i]);
     if (b->diag_len)
         h->log(h, SBX_LOG_DEBUG, "agent: %s", b->diag);
     if (b->seccomp_fd >= 0)

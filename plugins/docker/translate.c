@@ -18,7 +18,11 @@
  *   cpu_millicores         HostConfig.NanoCpus (0: no quota)
  *   pids_max               HostConfig.PidsLimit
  *   network off / host     HostConfig.NetworkMode "none" / "host" (operator override)
- *   network on, registries, allowlist   refused here (SBX_E_UNSUPPORTED)
+ *   network registries,    NetworkMode "none" and the core's proxy socket bound read-only
+ *   allowlist              at SBX_PROXY_SOCKET (HostConfig.Mounts, Type bind); the agent
+ *                          relays the container's loopback port to it. Refused without
+ *                          the socket.
+ *   network on             refused here (SBX_E_UNSUPPORTED)
  *   environment            Env: exactly the agent's; each program gets the core's env
  *                          from the agent's EXEC
  *   open_files_max         HostConfig.Ulimits nofile (and the agent's LIMITS)
@@ -28,7 +32,9 @@
  *   lifetime               the agent (Entrypoint) is pid 1; OpenStdin + StdinOnce: the
  *                          container's stdin closes with our attach connection, so the
  *                          agent exits when the server dies (the lifeline)
- *   host mounts            none (no Binds, no Mounts, no Volumes)
+ *   mounts (core-made      HostConfig.Mounts, Type volume: named volumes holding copies
+ *   directories)           (volume.c), ReadOnly unless the core asked for a writable one;
+ *                          no host path is bound except the proxy socket above
  *   ownership              Labels DK_LABEL (instance id) and DK_LABEL_RUN (box id)
  */
 #include "translate.h"
@@ -140,6 +146,29 @@ static struct json_object *ulimits(const struct dk_input *in)
     return a;
 }
 
+static struct json_object *mount(const char *type, const char *src, const char *dst, bool ro)
+{
+    struct json_object *m = json_object_new_object();
+
+    add_str(m, "Type", type);
+    add_str(m, "Source", src);
+    add_str(m, "Target", dst);
+    json_object_object_add(m, "ReadOnly", json_object_new_boolean(ro));
+    return m;
+}
+
+static struct json_object *mounts(const struct dk_input *in)
+{
+    struct json_object *a = json_object_new_array();
+
+    for (size_t i = 0; i < in->n_mounts; i++)
+        json_object_array_add(a, mount("volume", in->mounts[i].volume, in->mounts[i].target,
+                                         in->mounts[i].read_only));
+    if (in->proxy_socket)
+        json_object_array_add(a, mount("bind", in->proxy_socket, SBX_PROXY_SOCKET, true));
+    return a;
+}
+
 static struct json_object *host_config(const struct dk_input *in, const char *profile)
 {
     const struct sbx_policy *p = in->policy;
@@ -176,6 +205,8 @@ static struct json_object *host_config(const struct dk_input *in, const char *pr
     json_object_object_add(hc, "ShmSize", json_object_new_int64((int64_t)t));
     add_str(log, "Type", "none");
     json_object_object_add(hc, "LogConfig", log);
+    if (in->n_mounts || in->proxy_socket)
+        json_object_object_add(hc, "Mounts", mounts(in));
     json_object_object_add(hc, "Privileged", json_object_new_boolean(0));
     json_object_object_add(hc, "Init", json_object_new_boolean(0));
     json_object_object_add(hc, "AutoRemove", json_object_new_boolean(0));
@@ -189,11 +220,13 @@ struct json_object *dk_translate(const struct dk_input *in, struct sbx_err *err)
     const char *entry[] = {DK_AGENT, NULL};
     char user[32], *profile;
 
-    if (p->network != SBX_NET_OFF && p->network != SBX_NET_HOST) {
+    bool proxied = (p->network == SBX_NET_REGISTRIES || p->network == SBX_NET_ALLOWLIST) &&
+                   in->proxy_socket;
+
+    if (p->network != SBX_NET_OFF && p->network != SBX_NET_HOST && !proxied) {
         dk_fail(err, SBX_E_UNSUPPORTED, 0,
-                "network mode %u needs a container network and the filtering proxy, which this "
-                "backend does not have yet",
-                p->network);
+                "network mode %u needs %s, which this backend does not have", p->network,
+                p->network == SBX_NET_ON ? "a container network" : "the core's filtering proxy");
         snprintf(err->field, sizeof(err->field), "network");
         return NULL;
     }

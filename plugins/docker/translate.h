@@ -15,6 +15,12 @@
 
 #define DK_AGENT "/.sbx/agent"
 
+struct dk_mount {
+    const char *volume; /* a named volume */
+    const char *target; /* absolute path in the container */
+    bool read_only;
+};
+
 struct dk_input {
     const struct sbx_policy *policy;
     const char *image;                       /* the image with the agent */
@@ -27,6 +33,12 @@ struct dk_input {
      * itself: the path of the profile (the runner's memfd), or NULL. */
     const char *seccomp_path;
     bool podman; /* Podman's dialect: tmpfs "U", an explicit nproc ulimit */
+    /* named volumes (volume.c) and where they go */
+    const struct dk_mount *mounts;
+    size_t n_mounts;
+    /* the core's filtering proxy (a unix socket on the daemon's host), bound
+     * read-only at SBX_PROXY_SOCKET for network registries/allowlist */
+    const char *proxy_socket;
 };
 
 /* The create body (transfer full), or NULL with err filled

@@ -18,6 +18,8 @@ import time
 
 RUN = "/run/llm-sandbox-test"
 LIB = "/var/lib/llm-sandbox-test"
+# The tag names the recipe (the tarball's name carries its hash), so daemons
+# that hold an older image import the new one instead of reusing the tag.
 IMAGE = "llm-sandbox-test/debian:bookworm"
 IMAGE_LANGS = ("python", "javascript", "ruby")
 MISSING_LANGS = ("go", "cpp", "java", "r")
@@ -84,11 +86,13 @@ def _wait_ready(backend, deadline):
 
 
 def _ensure_image(backend, source_dir):
+    global IMAGE
+    tar = subprocess.run([os.path.join(source_dir, "scripts", "container-test-image.sh")],
+                         check=True, capture_output=True, text=True).stdout.strip()
+    IMAGE = "llm-sandbox-test/debian:" + os.path.basename(tar)[:-len(".tar")]
     if subprocess.run(cli(backend) + ["image", "inspect", IMAGE],
                       capture_output=True).returncode == 0:
         return
-    tar = subprocess.run([os.path.join(source_dir, "scripts", "container-test-image.sh")],
-                         check=True, capture_output=True, text=True).stdout.strip()
     subprocess.run(cli(backend) + ["import", tar, IMAGE], check=True, capture_output=True)
 
 

@@ -212,8 +212,7 @@ STATUS_CASES = {
     "killed": (["--code", "import os; os.kill(os.getpid(), 9)"], "killed"),
     "oom_or_memoryerror": (["--memory", "64M", "--code",
                             "x = []\nwhile True: x.append(bytearray(1 << 20))"],
-                           # podman: see test_limits.assert_memory_ended
-                           "killed" if BACKEND == "podman" else "oom" if ROOT else "error"),
+                           "oom" if ROOT else "error"),
     "refused": (["--language", "cobol", "--code", "1"], "refused"),
 }
 

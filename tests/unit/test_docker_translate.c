@@ -166,6 +166,23 @@ static void test_podman(void **state)
     json_object_put(o);
 }
 
+/* A set's install: network only through the core's proxy socket (bound
+ * read-only), the staging as a writable volume, a set read-only. */
+static void test_install_volumes_and_proxy(void **state)
+{
+    struct sbx_policy p = base_policy();
+    struct dk_input in = base_input(&p);
+    const struct dk_mount m[] = {{.volume = "sbx-p42t4242-7-0", .target = "/deps"},
+            {.volume = "sbx-set-0123456789abcdef", .target = "/repo", .read_only = true}};
+
+    (void)state;
+    p.network = SBX_NET_REGISTRIES;
+    in.mounts = m;
+    in.n_mounts = 2;
+    in.proxy_socket = "/var/cache/llm-sandbox/deps/python-abc.sock";
+    check_body("install_volumes_and_proxy", &in);
+}
+
 static void test_seccomp_profile(void **state)
 {
     char *text = dk_seccomp_profile(&rules);
@@ -194,6 +211,12 @@ static void test_refusals(void **state)
         assert_int_equal(err.rc, SBX_E_UNSUPPORTED);
         assert_string_equal(err.field, "network");
     }
+    /* the proxy socket opens only the proxied modes */
+    in.proxy_socket = "/run/proxy.sock";
+    p.network = SBX_NET_ON;
+    memset(&err, 0, sizeof(err));
+    assert_null(dk_translate(&in, &err));
+    assert_int_equal(err.rc, SBX_E_UNSUPPORTED);
 }
 
 int main(void)
@@ -202,6 +225,7 @@ int main(void)
             cmocka_unit_test(test_default),
             cmocka_unit_test(test_host_network_small_limits),
             cmocka_unit_test(test_podman),
+            cmocka_unit_test(test_install_volumes_and_proxy),
             cmocka_unit_test(test_seccomp_profile),
             cmocka_unit_test(test_refusals),
     };
