@@ -13,7 +13,7 @@ import stat
 import pytest
 
 from conftest import (BACKEND, CONTAINER, CONTAINER_NAMESPACES, ENV_BY_LANG, HOLD, MARK_KEY, MIB,
-                      SANDBOX_GID, SANDBOX_UID, engine_container_of, live_run, ppid_of,
+                      SANDBOX_GID, SANDBOX_UID, engine_container_of, live_run,
                       proc_environ, proc_tasks, read_text, run_lang)
 
 pytestmark = pytest.mark.skipif(not CONTAINER, reason="container backends only (the local "
