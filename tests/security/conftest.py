@@ -244,7 +244,15 @@ def engine_containers(owner=None):
     one owner, if given)."""
     filt = OWNER_LABEL + ("=" + owner if owner else "")
     ids = engine("ps", "-aq", "--no-trunc", "--filter", "label=" + filt).split()
-    return json.loads(engine("inspect", *ids)) if ids else []
+    out = []
+    for i in ids:  # one at a time: a container may go between the two calls
+        r = subprocess.run(containers.cli(BACKEND) + ["inspect", i], capture_output=True,
+                           text=True, timeout=60)
+        if r.returncode == 0:
+            out += json.loads(r.stdout)
+        else:
+            assert "no such" in r.stderr.lower(), r.stderr
+    return out
 
 
 def engine_container_of(live):
