@@ -48,6 +48,8 @@ import time  # noqa: E402
 
 import pytest  # noqa: E402
 
+import containers  # noqa: E402  (tests/integration, on the path since the harness loaded)
+
 # tests/mcp's JSON-RPC client, for the modules that attack through MCP
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "mcp"))
@@ -208,3 +210,80 @@ def server():
 
 def structured(r):
     return r["result"]["structuredContent"]
+
+
+# --------------------------------------------------------------------------
+# Container backends, seen from outside: the engine (through its CLI on the
+# tests' private socket, which speaks the Engine API) and the host's /proc.
+
+CONTAINER = itest.CONTAINER
+OWNER_LABEL = "org.llm-sandbox.owner"
+# Namespaces a container has of its own. Docker and Podman (rootful) give it
+# no user namespace: the sandbox uid is the same inside and on the host, and
+# it is a uid no host user has (README, "Security model").
+CONTAINER_NAMESPACES = ("mnt", "pid", "ipc", "uts", "net", "cgroup")
+
+
+def engine(*args):
+    r = subprocess.run(containers.cli(BACKEND) + list(args), capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, (args, r.stderr)
+    return r.stdout
+
+
+def owner_of(pid):
+    """The owner label a run's containers carry: its front end's
+    p<PID>t<STARTTIME> (the same name its cgroups have)."""
+    st = proc_stat(pid)
+    assert st is not None, "front end %d is gone" % pid
+    return "p%dt%d" % (pid, st[3])
+
+
+def engine_containers(owner=None):
+    """The engine's inspect of every container with our owner label (of
+    one owner, if given)."""
+    filt = OWNER_LABEL + ("=" + owner if owner else "")
+    ids = engine("ps", "-aq", "--no-trunc", "--filter", "label=" + filt).split()
+    out = []
+    for i in ids:  # one at a time: a container may go between the two calls
+        r = subprocess.run(containers.cli(BACKEND) + ["inspect", i], capture_output=True,
+                           text=True, timeout=60)
+        if r.returncode == 0:
+            out += json.loads(r.stdout)
+        else:
+            assert "no such" in r.stderr.lower(), r.stderr
+    return out
+
+
+def engine_container_of(live):
+    """The one container of a live run, found through the engine by the
+    owner label of its front end; its State.Pid is the agent, and the
+    program found by the marker must be a child of it (/proc)."""
+    cts = engine_containers(owner_of(live.proc.pid))
+    assert len(cts) == 1, [c["Id"] for c in cts]
+    ct = cts[0]
+    assert ct["State"]["Running"], ct["State"]
+    agent = ct["State"]["Pid"]
+    assert agent > 1 and ppid_of(live.pid) == agent, (agent, live.pid, ppid_of(live.pid))
+    assert live.pid in proc_children(agent), (agent, proc_children(agent))
+    return ct
+
+
+def proc_children(pid):
+    out = []
+    for tid in proc_tasks(pid):
+        try:
+            out += [int(x) for x in read_text("/proc/%d/task/%d/children" % (pid, tid)).split()]
+        except OSError:
+            pass
+    return out
+
+
+def engine_idle(timeout=15.0):
+    """Wait until the engine lists no container of ours; the ones left."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = [c["Name"] for c in engine_containers()]
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.1)

@@ -16,7 +16,7 @@ import uuid
 
 import pytest
 
-from conftest import BACKEND, backend_controls, run_lang
+from conftest import BACKEND, CONTAINER, backend_controls, run_lang
 
 LANGS = ["python", "javascript"]
 
@@ -204,7 +204,11 @@ def test_network_off_reaches_no_canary(lang, canaries):
     assert out["getaddrinfo"] != "resolved", out
     if lang == "python":
         assert out["interfaces"] == ["lo"], out
-        assert out["raw_icmp"] == 1 and out["ping_socket"] in (1, 13), out  # EPERM/EACCES
+        assert out["raw_icmp"] == 1, out  # EPERM
+        # EPERM/EACCES; the engines open ICMP datagram sockets to every gid
+        # in the container's own network namespace (ping_group_range), whose
+        # loopback is its own: the canaries below show nothing got out
+        assert out["ping_socket"] in ((1, 13, "sent") if CONTAINER else (1, 13)), out
         assert out["packet"] == 97 and out["netlink_netfilter"] == 97, out  # EAFNOSUPPORT
         for f, text in out["proc_net"].items():
             for _, port, _s in canaries.tcp + canaries.udp:

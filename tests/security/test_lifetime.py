@@ -83,7 +83,14 @@ def test_nothing_outlives_a_clean_exit(lang):
 
 # --- exhaustion ---------------------------------------------------------------
 
+# plugins/docker/README.md: Podman does not report an OOM kill of a program
+# that is not pid 1; the limit holds, and the run ends killed (SIGKILL).
+PODMAN_OOM = ("killed", 137)
+
+
 def assert_memory_limit(res):
+    if BACKEND == "podman" and (res["status"], res["exit_code"]) == PODMAN_OOM:
+        return
     if ROOT:
         assert res["status"] == "oom" and res["limit"] == "memory", res
     else:  # RLIMIT_AS: the allocation fails instead
@@ -185,6 +192,8 @@ def test_inode_fill_ends_by_a_limit_not_the_clock():
                    "--workspace", "16M", "--timeout", "30")
     if res["status"] == "oom":
         assert ROOT and res["limit"] == "memory", res
+    elif BACKEND == "podman" and (res["status"], res["exit_code"]) == PODMAN_OOM:
+        pass
     else:
         assert res["status"] == "error" and res["limit"] == "workspace", res
         assert res["stdout"] == "28\n", res  # ENOSPC

@@ -8,9 +8,13 @@ import re
 
 import pytest
 
-from conftest import (BACKEND, ENV_BY_LANG, HOLD, HOST_UID_OF_SANDBOX, MARK_KEY, MIB, OWNER_RE, ROOT,
-                      SANDBOX_GID, SANDBOX_UID, live_run, ppid_of, proc_environ, proc_status,
-                      proc_tasks, read_text)
+from conftest import (BACKEND, CONTAINER, ENV_BY_LANG, HOLD, HOST_UID_OF_SANDBOX, MARK_KEY, MIB,
+                      OWNER_RE, ROOT, SANDBOX_GID, SANDBOX_UID, live_run, ppid_of, proc_environ,
+                      proc_status, proc_tasks, read_text)
+
+pytestmark = pytest.mark.skipif(
+    CONTAINER, reason="the local jails' posture (a user namespace with one uid mapped, the "
+    "runs' own cgroups and mount tree); a container's is checked by test_container_posture.py")
 
 NAMESPACES = ("mnt", "pid", "ipc", "uts", "net", "user", "cgroup")
 ZERO_CAPS = "0000000000000000"

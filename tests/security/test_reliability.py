@@ -3,14 +3,18 @@
 short runs after which processes, cgroups, host mounts, /tmp and the
 server's descriptors and memory are back at their baseline; and a server
 that stays responsive while one sandbox burns all the CPU and memory it
-may. SBX_SOAK_RUNS sets the soak's length (default 1,000, which ctest runs;
+may. SBX_SOAK_RUNS sets the soak's length (default 1,000, which ctest runs
+on the local jails, 50 on Docker and Podman: a container takes about a
+second to start; the engine's list of our containers is checked too, and
+the autouse fixture finds it empty once the server has gone;
 `SBX_SOAK_RUNS=10000 python3 -m pytest tests/security -k soak` for the
 long one)."""
 import os
 import re
 import time
 
-from conftest import cgroup_groups, read_text, sandbox_uid_processes, structured, survivors
+from conftest import (CONTAINER, cgroup_groups, engine_containers, owner_of, read_text,
+                      sandbox_uid_processes, structured, survivors)
 import sbx_itest  # noqa: E402  (loaded by conftest)
 
 SOAK_RUNS = int(os.environ.get("SBX_SOAK_RUNS", "1000"))
@@ -47,12 +51,16 @@ def host_state(server_pid):
     local jails build their trees, and the cgroups it owns (others on the
     machine make and remove their own meanwhile, a Docker test's mounts
     included; the autouse fixture checks /tmp)."""
-    where = re.compile(r"nsjail|bwrap|/run/user/%d(/|$)" % sbx_itest.HOST_UID_OF_SANDBOX)
+    where = re.compile(r"nsjail|bwrap|/run/user/%d(/|$)|llm-sandbox-test/"
+                       % sbx_itest.HOST_UID_OF_SANDBOX)
     with open("/proc/self/mountinfo") as f:
         mounts = sorted(line.split()[4] for line in f if where.search(line.split()[4]))
     groups = sorted(g for g in cgroup_groups()
                     if os.path.basename(g).startswith("p%dt" % server_pid))
-    return {"mounts": mounts, "groups": groups}
+    state = {"mounts": mounts, "groups": groups}
+    if CONTAINER:  # the engine's, by the server's owner label (a spare box may wait)
+        state["containers"] = len(engine_containers(owner_of(server_pid)))
+    return state
 
 
 def test_soak_returns_to_baseline(server):

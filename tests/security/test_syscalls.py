@@ -8,14 +8,24 @@ compared with the backend's expected file in expected/, line for line; the
 calls the issue names must be blocked whatever that file says, and the
 filter's own deny list (core/seccomp/policy.list) must show in it.
 
+Container test images carry no C++ toolchain: there the probe is compiled
+on the host, statically (g++ -static), and staged as the program's own
+data: a Python program writes it into /workspace and executes it in place
+of itself, inside the same container, filter and limits.
+
 After a deliberate change, regenerate the file with SBX_SECURITY_REGEN=1
 and review the diff: the assertions below still hold whatever it says."""
+import base64
 import os
 import re
+import shutil
+import subprocess
+import tempfile
+import zlib
 
 import pytest
 
-from conftest import BACKEND, SBX_SOURCE_DIR, run_lang
+from conftest import BACKEND, CONTAINER, SBX_SOURCE_DIR, itest, run_lang
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXPECTED = os.path.join(HERE, "expected", "%s.txt" % BACKEND)
@@ -40,11 +50,43 @@ CONTROLS = {"getpid": "ok", "write_badfd": "EBADF", "clone_fork": "ok", "socket_
             "personality_query": "ok", "mknod_dev": "EFAULT", "capset": "EFAULT"}
 
 
+STAGE = r"""
+import base64, os, zlib
+with open("/workspace/try_syscall", "wb") as f:
+    f.write(zlib.decompress(base64.b64decode(%r)))
+os.chmod("/workspace/try_syscall", 0o755)
+os.execv("/workspace/try_syscall", ["try_syscall"])
+"""
+
+
+def static_probe():
+    """The probe, compiled on the host without shared libraries, as a
+    Python program that runs it (compressed: the code cap is 1 MiB)."""
+    if not shutil.which("g++"):
+        pytest.skip("the %s image has no C++ compiler and this host has no g++ to build "
+                    "the probe statically" % BACKEND)
+    d = tempfile.mkdtemp(prefix="sbxsec-probe-", dir="/var/tmp")
+    try:
+        exe = os.path.join(d, "try_syscall")
+        subprocess.run(["g++", "-std=c++17", "-O2", "-static", "-s", "-o", exe,
+                        os.path.join(HERE, "programs", "try_syscall.cpp")], check=True)
+        with open(exe, "rb") as f:
+            blob = base64.b64encode(zlib.compress(f.read(), 9)).decode()
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+    return STAGE % blob
+
+
 @pytest.fixture(scope="module")
 def matrix():
-    with open(os.path.join(HERE, "programs", "try_syscall.cpp")) as f:
-        src = f.read()
-    res = run_lang("cpp", src, "--timeout", "120")
+    if CONTAINER:
+        # on standard input: one argument may not exceed 128 KiB
+        r = itest.sbx("--language", "python", "--timeout", "120", "--code", "-",
+                      input=static_probe().encode())
+        res = itest.Result(r.json)
+    else:
+        with open(os.path.join(HERE, "programs", "try_syscall.cpp")) as f:
+            res = run_lang("cpp", f.read(), "--timeout", "120")
     assert res["status"] == "ok", res
     rows = [line.split() for line in res["stdout"].splitlines()]
     assert all(len(r) == 3 for r in rows), res["stdout"]
