@@ -15,6 +15,7 @@ import re
 import shutil
 import signal
 import sys
+import threading
 import time
 
 import pytest
@@ -150,24 +151,32 @@ def test_nothing_passes_between_warm_runs(server, lang):
 
 
 def test_each_warm_run_has_its_own_namespaces(server):
-    """Seen from the host: the pre-started interpreter of the sandbox made
-    after a warm run lives in other mount, pid, ipc and uts namespaces
-    than the one that ran, and none of them is the server's."""
+    """Seen from the host, while both live: a warm run's process and the
+    pre-started interpreter of the sandbox made after it are in different
+    mount, pid, ipc and uts namespaces, neither of them the server's.
+    (Both must be alive: the kernel reuses a dead namespace's number.)"""
     def ns(pid):
         return {k: os.readlink("/proc/%d/ns/%s" % (pid, k)) for k in ("mnt", "pid", "ipc", "uts")}
 
     server.wait_ready("python")
+    time.sleep(3)  # ready, not still starting
     (a,) = server.waiting("python")
-    first = ns(a)
-    server.warm_run("pass")
-    deadline = time.monotonic() + 60
-    while not [p for p in server.waiting("python") if p != a]:
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
-    (b,) = [p for p in server.waiting("python") if p != a]
-    second, host = ns(b), ns(server.s.pid)
+    out = {}
+    t = threading.Thread(target=lambda: out.update(server.run("import time; time.sleep(8)")))
+    t.start()
+    try:
+        deadline = time.monotonic() + 6
+        while not [p for p in server.waiting("python") if p != a]:
+            assert time.monotonic() < deadline, "no sandbox was made after the run took one"
+            time.sleep(0.05)
+        (b,) = [p for p in server.waiting("python") if p != a]
+        first, second, host = ns(a), ns(b), ns(server.s.pid)
+        assert a in server.waiting("python"), "the run ended too soon"
+    finally:
+        t.join()
+    assert out.get("warm") is True and out["status"] == "ok", out
     for k in first:
-        assert first[k] != second[k] and first[k] != host[k] and second[k] != host[k], k
+        assert len({first[k], second[k], host[k]}) == 3, (k, first, second, host)
 
 
 def test_pooled_interpreters_are_confined(server):
