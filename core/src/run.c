@@ -639,6 +639,18 @@ int engine_setup(struct run *r, int *ret_end, struct sbx_error **err)
     return 0;
 }
 
+/* The request's files and the program: 0, AGENTC_CANCELLED, or < 0 with
+ * err set when the box failed. */
+static int stage_all(struct run *r, struct sbx_error **err)
+{
+    int end = engine_stage(r, true, now_ms() + SETUP_TIMEOUT_MS);
+
+    if (end == AGENTC_TIMEOUT || end == AGENTC_LOST || end == SBX_E_IO)
+        return sbx_error_set(err, SBX_E_BACKEND, 0, "setting up the sandbox failed: %s",
+                end == AGENTC_TIMEOUT ? "timed out" : agentc_last_error(r->ac));
+    return end;
+}
+
 static int exec_phases(struct run *r, int *ret_end, struct agentc_exit *ex, struct sbx_error **err)
 {
     int end;
@@ -648,11 +660,8 @@ static int exec_phases(struct run *r, int *ret_end, struct agentc_exit *ex, stru
     if (end == 0 && !r->probe_argv &&
             (end = engine_stage_support(r, now_ms() + SETUP_TIMEOUT_MS, err)) < 0)
         return end;
-    if (end == 0)
-        end = engine_stage(r, true, now_ms() + SETUP_TIMEOUT_MS);
-    if (end == AGENTC_TIMEOUT || end == AGENTC_LOST || end == SBX_E_IO)
-        return sbx_error_set(err, SBX_E_BACKEND, 0, "setting up the sandbox failed: %s",
-                end == AGENTC_TIMEOUT ? "timed out" : agentc_last_error(r->ac));
+    if (end == 0 && (end = stage_all(r, err)) < 0)
+        return end;
     if (end == AGENTC_CANCELLED) {
         *ret_end = end;
         return 0;
@@ -774,10 +783,8 @@ static int pooled_phases(
     int end;
 
     r->ex->warm = true;
-    end = engine_stage(r, true, now_ms() + SETUP_TIMEOUT_MS);
-    if (end == AGENTC_TIMEOUT || end == AGENTC_LOST || end == SBX_E_IO)
-        return sbx_error_set(err, SBX_E_BACKEND, 0, "setting up the sandbox failed: %s",
-                end == AGENTC_TIMEOUT ? "timed out" : agentc_last_error(r->ac));
+    if ((end = stage_all(r, err)) < 0)
+        return end;
     if (end == AGENTC_CANCELLED) {
         *ret_end = end;
         return 0;

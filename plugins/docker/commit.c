@@ -101,20 +101,11 @@ int dk_commit_image(struct dk_state *st, const char *image, const char *dir, con
         char *ret_ref, size_t len, struct sbx_err *err)
 {
     char tag[64], ref[128], cid[80] = "";
-    struct stat sb;
-    uint64_t h = 1469598103934665603ull;
+    uint64_t h;
     int r = 0;
 
-    if (stat(dir, &sb) < 0 || !S_ISDIR(sb.st_mode))
-        return dk_fail(err, SBX_E_IO, errno, "'%s' is not a directory", dir);
-    for (const char *p = image; *p; p++)
-        h = (h ^ (unsigned char)*p) * 1099511628211ull;
-    for (const char *p = dir; *p; p++)
-        h = (h ^ (unsigned char)*p) * 1099511628211ull;
-    uint64_t id[] = {
-            sb.st_dev, sb.st_ino, (uint64_t)sb.st_ctim.tv_sec, (uint64_t)sb.st_ctim.tv_nsec};
-    for (size_t i = 0; i < sizeof(id) / sizeof(id[0]); i++)
-        h = (h ^ id[i]) * 1099511628211ull;
+    if ((r = dk_dir_hash(dir, image, &h, err)) < 0)
+        return r;
     snprintf(tag, sizeof(tag), "%s-%016" PRIx64, language ? language : "x", h);
     snprintf(ref, sizeof(ref), "%s:%s", DK_COMMIT_REPO, tag);
     int lock = dk_lock_dir(dir); /* across processes, as for volumes */

@@ -91,6 +91,9 @@ struct dk_vols {
  * (the image holds it), or NULL. */
 int dk_volumes_open(struct dk_state *st, const struct sbx_box_spec *spec, const char *image,
         const char *skip, struct dk_vols *v, struct sbx_err *err);
+/* A hash (FNV-1a) of salt (may be NULL), the directory's path and its
+ * identity (device, inode, ctime): a new set directory hashes anew. */
+int dk_dir_hash(const char *dir, const char *salt, uint64_t *ret, struct sbx_err *err);
 /* An fd of dir holding an exclusive flock (close it to unlock), or -1. */
 int dk_lock_dir(const char *dir);
 /* Create a container of image that is never started (with volume at

@@ -276,18 +276,11 @@ static int volume_of_dir(struct dk_state *st, const char *dir, const char *image
         size_t len, struct sbx_err *err)
 {
     char ok[120];
-    struct stat sb;
-    uint64_t h = 1469598103934665603ull;
+    uint64_t h;
     int r = 0;
 
-    if (stat(dir, &sb) < 0 || !S_ISDIR(sb.st_mode))
-        return dk_fail(err, SBX_E_IO, errno, "'%s' is not a directory", dir);
-    for (const char *p = dir; *p; p++)
-        h = (h ^ (unsigned char)*p) * 1099511628211ull;
-    uint64_t id[] = {
-            sb.st_dev, sb.st_ino, (uint64_t)sb.st_ctim.tv_sec, (uint64_t)sb.st_ctim.tv_nsec};
-    for (size_t i = 0; i < sizeof(id) / sizeof(id[0]); i++)
-        h = (h ^ id[i]) * 1099511628211ull;
+    if ((r = dk_dir_hash(dir, NULL, &h, err)) < 0)
+        return r;
     snprintf(name, len, "sbx-set-%016" PRIx64, h);
     snprintf(ok, sizeof(ok), "%s-ok", name);
     /* one filler at a time, across processes too: the set directory
@@ -309,6 +302,25 @@ static int volume_of_dir(struct dk_state *st, const char *dir, const char *image
     if (lock >= 0)
         close(lock);
     return r;
+}
+
+int dk_dir_hash(const char *dir, const char *salt, uint64_t *ret, struct sbx_err *err)
+{
+    struct stat sb;
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+
+    if (stat(dir, &sb) < 0 || !S_ISDIR(sb.st_mode))
+        return dk_fail(err, SBX_E_IO, errno, "'%s' is not a directory", dir);
+    for (const char *p = salt; p && *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    for (const char *p = dir; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    uint64_t id[] = {
+            sb.st_dev, sb.st_ino, (uint64_t)sb.st_ctim.tv_sec, (uint64_t)sb.st_ctim.tv_nsec};
+    for (size_t i = 0; i < sizeof(id) / sizeof(id[0]); i++)
+        h = (h ^ id[i]) * 1099511628211ull;
+    *ret = h;
+    return 0;
 }
 
 int dk_lock_dir(const char *dir)

@@ -287,3 +287,35 @@ def engine_idle(timeout=15.0):
         if not left or time.monotonic() > deadline:
             return left
         time.sleep(0.1)
+
+
+# ---- what the host's /proc says of a sandboxed process (posture modules)
+
+
+def task_status(pid, tid):
+    """/proc/PID/task/TID/status as a dict."""
+    out = {}
+    for line in read_text("/proc/%d/task/%d/status" % (pid, tid)).splitlines():
+        k, _, v = line.partition(":")
+        out[k] = v.strip()
+    return out
+
+
+def fd_targets(pid):
+    """{fd: what it points at} of a process."""
+    d = "/proc/%d/fd" % pid
+    out = {}
+    for fd in os.listdir(d):
+        try:
+            out[int(fd)] = os.readlink(os.path.join(d, fd))
+        except OSError:
+            pass
+    return out
+
+
+def proc_limits(pid):
+    """/proc/PID/limits: {name: [soft, hard]}."""
+    out = {}
+    for line in read_text("/proc/%d/limits" % pid).splitlines()[1:]:
+        out[line[:26].strip()] = line[26:].split()[:2]
+    return out

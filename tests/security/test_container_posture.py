@@ -14,7 +14,8 @@ import pytest
 
 from conftest import (BACKEND, CONTAINER, CONTAINER_NAMESPACES, ENV_BY_LANG, HOLD, MARK_KEY, MIB,
                       SANDBOX_GID, SANDBOX_UID, engine_container_of, live_run,
-                      proc_environ, proc_tasks, read_text, run_lang)
+                      proc_environ, proc_limits, proc_tasks, read_text, run_lang,
+                      task_status, fd_targets)
 
 pytestmark = pytest.mark.skipif(not CONTAINER, reason="container backends only (the local "
                                 "jails' posture is test_posture.py)")
@@ -30,14 +31,6 @@ THREADS = ("import threading\nev = threading.Event()\n"
 
 def hold(lang):
     return (THREADS if lang == "python" else "") + HOLD[lang]
-
-
-def task_status(pid, tid):
-    out = {}
-    for line in read_text("/proc/%d/task/%d/status" % (pid, tid)).splitlines():
-        k, _, v = line.partition(":")
-        out[k] = v.strip()
-    return out
 
 
 def test_engine_created_what_the_plugin_promises():
@@ -127,17 +120,6 @@ def test_own_cgroup_namespace():
 ANON = re.compile(r"^(pipe|socket|anon_inode):")
 
 
-def fd_targets(pid):
-    d = "/proc/%d/fd" % pid
-    out = {}
-    for fd in os.listdir(d):
-        try:
-            out[int(fd)] = os.readlink(os.path.join(d, fd))
-        except OSError:
-            pass
-    return out
-
-
 def test_descriptors_and_environment():
     secret = "posture-secret-%d" % os.getpid()
     extra = {"SBX_SECRET_TOKEN": secret, "AWS_SECRET_ACCESS_KEY": secret,
@@ -163,13 +145,6 @@ def test_descriptors_and_environment():
         assert not [e for e in env if secret in e or e.startswith(("LD_PRELOAD", "DOCKER_"))], env
 
 
-def _limits(pid):
-    out = {}
-    for line in read_text("/proc/%d/limits" % pid).splitlines()[1:]:
-        out[line[:26].strip()] = line[26:].split()[:2]
-    return out
-
-
 def _cgroup_dirs(pid):
     """{controller: host directory} of pid's cgroups (v1 and v2)."""
     out = {}
@@ -188,7 +163,7 @@ def test_rlimits_and_cgroup_limits_from_the_host():
         ct = engine_container_of(live)
         prog, agent = live.pid, ct["State"]["Pid"]
         for pid in (prog, agent):
-            lim = _limits(pid)
+            lim = proc_limits(pid)
             assert lim["Max file size"] == [str(16 * MIB)] * 2, (pid, lim)
             assert lim["Max open files"] == ["1024"] * 2, (pid, lim)
             assert lim["Max core file size"] == ["0"] * 2, (pid, lim)

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import (BACKEND, CONTAINER, ENV_BY_LANG, HOLD, HOST_UID_OF_SANDBOX, MARK_KEY, MIB,
                       OWNER_RE, ROOT, SANDBOX_GID, SANDBOX_UID, live_run, ppid_of, proc_environ,
-                      proc_status, proc_tasks, read_text)
+                      proc_limits, proc_status, proc_tasks, read_text, task_status, fd_targets)
 
 pytestmark = pytest.mark.skipif(
     CONTAINER, reason="the local jails' posture (a user namespace with one uid mapped, the "
@@ -63,7 +63,7 @@ def test_every_thread_unprivileged_and_filtered(lang):
         tasks = [(prog, t) for t in proc_tasks(prog)] + [(agent, t) for t in proc_tasks(agent)]
         assert len(proc_tasks(prog)) >= 4, "the program was meant to be multi-threaded"
         for pid, tid in tasks:
-            st = proc_status_task(pid, tid)
+            st = task_status(pid, tid)
             where = "pid %d task %d" % (pid, tid)
             assert st["NoNewPrivs"] == "1", where
             assert st["Seccomp"] == "2", where
@@ -75,25 +75,6 @@ def test_every_thread_unprivileged_and_filtered(lang):
                 assert st["Gid"].split() == [str(SANDBOX_GID)] * 4, (where, st["Gid"])
                 assert st["Groups"] == "", (where, st["Groups"])
     assert live.result["status"] == "ok", live.result
-
-
-def proc_status_task(pid, tid):
-    out = {}
-    for line in read_text("/proc/%d/task/%d/status" % (pid, tid)).splitlines():
-        k, _, v = line.partition(":")
-        out[k] = v.strip()
-    return out
-
-
-def fd_targets(pid):
-    d = "/proc/%d/fd" % pid
-    out = {}
-    for fd in os.listdir(d):
-        try:
-            out[int(fd)] = os.readlink(os.path.join(d, fd))
-        except OSError:
-            pass
-    return out
 
 
 ANON = re.compile(r"^(pipe|socket|anon_inode):")
@@ -157,13 +138,6 @@ def _cgroup_paths(pid):
     return out
 
 
-def _limits(pid):
-    out = {}
-    for line in read_text("/proc/%d/limits" % pid).splitlines()[1:]:
-        out[line[:26].strip()] = line[26:].split()[:2]
-    return out
-
-
 def test_rlimits_and_cgroup_are_the_configured_ones():
     args = ["--memory", "200M", "--pids", "50", "--file-size", "16M", "--cpus", "0.5"]
     if not ROOT:
@@ -172,7 +146,7 @@ def test_rlimits_and_cgroup_are_the_configured_ones():
         prog, agent = live.pid, ppid_of(live.pid)
         cli = live.proc.pid
         for pid in (prog, agent):
-            lim = _limits(pid)
+            lim = proc_limits(pid)
             # soft and hard alike: the program cannot raise them back
             assert lim["Max file size"] == [str(16 * MIB)] * 2, lim
             assert lim["Max open files"] == ["1024"] * 2, lim
