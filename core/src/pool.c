@@ -85,7 +85,6 @@ struct pools {
     bool running, stopping, prime;
     pthread_t filler;
     struct sbx_runtime *rt;
-    uint64_t taken, missed; /* runs that found a ready sandbox, and that did not */
 };
 
 /* The policy's box-level part: the wall time and output cap are the
@@ -177,9 +176,10 @@ static struct pbox *pbox_make(struct pools *ps, struct pool *p, struct sbx_error
 
             sbx_error_set(err, SBX_E_BACKEND, 0, "the %s interpreter did not start: %s%.*s",
                     p->lang->name,
-                    end == AGENTC_EXITED ? "it exited: "
-                    : end < 0            ? agentc_last_error(r->ac)
-                                         : "no ready signal",
+                    end == AGENTC_EXITED            ? "it exited: "
+                    : end < 0 || end == AGENTC_LOST ? agentc_last_error(r->ac)
+                    : end == AGENTC_TIMEOUT         ? "no ready signal in time"
+                                                    : "no ready signal",
                     end == AGENTC_EXITED ? (int)(n > 300 ? 300 : n) : 0,
                     r->sink.err.buf.buf ? r->sink.err.buf.buf : "");
             goto fail;
@@ -380,9 +380,8 @@ int pools_start(struct pools *ps, bool ready_default, struct sbx_error **err)
 
     pthread_mutex_lock(&ps->lock);
     if (!ps->running && ps->rt->settings->pool_size > 0 && ps->rt->settings->pool_max > 0) {
-        int e;
-
         sigset_t all, old;
+        int e;
 
         ps->prime = ready_default;
         /* signals are the front end's (a server waits for SIGTERM in one
@@ -473,10 +472,6 @@ bool pool_take(struct run *r)
         }
         pthread_cond_signal(&ps->wake);
     }
-    if (b)
-        ps->taken++;
-    else
-        ps->missed++;
     pthread_mutex_unlock(&ps->lock);
     if (!b)
         return false;
