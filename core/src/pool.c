@@ -27,7 +27,11 @@
  * to stdout and to stderr. A line on its stdin, the program's file name
  * relative to the workspace, says go; the rest of stdin is the program's,
  * and from then on it behaves as `language.run` would (output, exit
- * status, stdin). End of stdin instead of a line: it exits 0.
+ * status, stdin). End of stdin instead of a line: it exits 0. An
+ * interpreter that ended while it waited (its exit report came before the
+ * run's staging replies) is not used: the run starts the program in that
+ * sandbox as a cold run would. One that dies in the instant between the
+ * staging and the go is reported as the run's outcome.
  */
 #include <errno.h>
 #include <inttypes.h>
