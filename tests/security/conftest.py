@@ -319,3 +319,15 @@ def proc_limits(pid):
     for line in read_text("/proc/%d/limits" % pid).splitlines()[1:]:
         out[line[:26].strip()] = line[26:].split()[:2]
     return out
+
+
+def proc_mounts(pid):
+    """(mount point, per-mount options, fstype, super options) of each
+    mount in pid's mount namespace, from the host."""
+    out = []
+    for line in read_text("/proc/%d/mountinfo" % pid).splitlines():
+        pre, _, post = line.partition(" - ")
+        f = pre.split()
+        fstype, _src, sopts = post.split()[:3]
+        out.append((f[4], f[5].split(","), fstype, sopts.split(",")))
+    return out

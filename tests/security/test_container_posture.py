@@ -14,7 +14,7 @@ import pytest
 
 from conftest import (BACKEND, CONTAINER, CONTAINER_NAMESPACES, ENV_BY_LANG, HOLD, MARK_KEY, MIB,
                       SANDBOX_GID, SANDBOX_UID, engine_container_of, live_run,
-                      proc_environ, proc_limits, proc_tasks, read_text, run_lang,
+                      proc_environ, proc_limits, proc_mounts, proc_tasks, read_text, run_lang,
                       task_status, fd_targets)
 
 pytestmark = pytest.mark.skipif(not CONTAINER, reason="container backends only (the local "
@@ -197,16 +197,6 @@ def test_rlimits_and_cgroup_limits_from_the_host():
     assert live.result["status"] == "ok", live.result
 
 
-def _mounts(pid):
-    out = []
-    for line in read_text("/proc/%d/mountinfo" % pid).splitlines():
-        pre, _, post = line.partition(" - ")
-        f = pre.split()
-        fstype, _src, sopts = post.split()[:3]
-        out.append((f[4], f[5].split(","), fstype, sopts.split(",")))
-    return out
-
-
 @pytest.mark.xfail(BACKEND == "podman", strict=True,
                    reason="Podman's read-only-tmpfs default mounts /var/tmp and /run as "
                           "sandbox-writable tmpfs without a size: only the memory cgroup bounds "
@@ -219,7 +209,7 @@ def test_every_writable_mount_is_bounded_or_not_the_sandboxs():
     with live_run(HOLD["python"]) as live:
         engine_container_of(live)
         pid = live.pid
-        mounts = _mounts(pid)
+        mounts = proc_mounts(pid)
         owners = {m[0]: os.stat("/proc/%d/root%s" % (pid, m[0])) for m in mounts
                   if "rw" in m[1] and m[2] not in ("proc", "devpts", "mqueue", "sysfs", "cgroup",
                                                    "cgroup2")}

@@ -10,7 +10,8 @@ import pytest
 
 from conftest import (BACKEND, CONTAINER, ENV_BY_LANG, HOLD, HOST_UID_OF_SANDBOX, MARK_KEY, MIB,
                       OWNER_RE, ROOT, SANDBOX_GID, SANDBOX_UID, live_run, ppid_of, proc_environ,
-                      proc_limits, proc_status, proc_tasks, read_text, task_status, fd_targets)
+                      proc_limits, proc_mounts, proc_status, proc_tasks, read_text,
+                      task_status, fd_targets)
 
 pytestmark = pytest.mark.skipif(
     CONTAINER, reason="the local jails' posture (a user namespace with one uid mapped, the "
@@ -181,18 +182,6 @@ def test_rlimits_and_cgroup_are_the_configured_ones():
     assert live.result["status"] == "ok", live.result
 
 
-def _mounts(pid):
-    """(mount point, per-mount options, fstype, super options) of each
-    mount in pid's mount namespace, from the host."""
-    out = []
-    for line in read_text("/proc/%d/mountinfo" % pid).splitlines():
-        pre, _, post = line.partition(" - ")
-        f = pre.split()
-        fstype, _src, sopts = post.split()[:3]
-        out.append((f[4], f[5].split(","), fstype, sopts.split(",")))
-    return out
-
-
 # Device nodes bound from the host: writing to them writes to the device.
 DEV_NODES = {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"}
 
@@ -210,7 +199,7 @@ def test_every_writable_mount_is_bounded(read_only):
     writable tmpfs without a size would be RAM the program could fill past
     every limit wherever no memory cgroup counts it."""
     with live_run(HOLD["python"], extra_env={"SANDBOX_READ_ONLY": read_only}) as live:
-        mounts = _mounts(live.pid)
+        mounts = proc_mounts(live.pid)
     assert live.result["status"] == "ok", live.result
     assert {m[0] for m in mounts} >= {"/", "/usr", "/proc", "/dev", "/tmp", "/workspace"}, mounts
     writable = [m for m in mounts if "rw" in m[1]]
