@@ -485,9 +485,31 @@ static int store_session(struct ctx *c, const struct yamltree_node *n, void *obj
     return store_driver(c, n, &((struct manifest_lang *)obj)->session);
 }
 
+static int store_feed(struct ctx *c, const struct yamltree_node *n, void *obj)
+{
+    struct manifest_session *d = obj;
+
+    if (strcmp(n->value, "source") == 0)
+        d->feed_source = true;
+    else if (strcmp(n->value, "name") != 0)
+        return fail_at(c, n, "key 'feed' must be 'name' or 'source'");
+    return 0;
+}
+
+static const struct key_desc prestart_keys[] = {
+        {"run", YAMLTREE_SEQ, KEY_REQUIRED | KEY_NONEMPTY, SESSION(run), MR_ANY, NULL},
+        {"driver", YAMLTREE_SCALAR, KEY_REQUIRED, SESSION(driver), MR_FILE, NULL},
+        {"feed", YAMLTREE_SCALAR, 0, 0, MR_ANY, store_feed},
+};
+
 static int store_prestart(struct ctx *c, const struct yamltree_node *n, void *obj)
 {
-    return store_driver(c, n, &((struct manifest_lang *)obj)->prestart);
+    struct manifest_lang *l = obj;
+
+    l->prestart = calloc(1, sizeof(*l->prestart));
+    if (!l->prestart)
+        return oom(c);
+    return apply_schema(c, n, prestart_keys, ARRAY_SIZE(prestart_keys), l->prestart);
 }
 
 static int store_support_path(struct ctx *c, const struct yamltree_node *n, void *obj)

@@ -77,8 +77,9 @@ struct manifest_install {
  * the element "{driver}" replaced by the text of the file `driver` beside
  * the manifest; it speaks the protocol of core/src/session.c. */
 struct manifest_session {
-    char **run;   /* argv template, at least one element */
-    char *driver; /* a file name beside the manifest */
+    char **run;       /* argv template, at least one element */
+    char *driver;     /* a file name beside the manifest */
+    bool feed_source; /* prestart only, feed: source (pool.c) */
 };
 
 /* A file of the language staged in every sandbox before the program

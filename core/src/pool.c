@@ -27,7 +27,11 @@
  * to stdout and to stderr. A line on its stdin, the program's file name
  * relative to the workspace, says go; the rest of stdin is the program's,
  * and from then on it behaves as `language.run` would (output, exit
- * status, stdin). End of stdin instead of a line: it exits 0. An
+ * status, stdin). End of stdin instead of a line: it exits 0. With
+ * `feed: source` the interpreter reads its program from stdin (R's
+ * --file): the driver's text is its first input, and a run sends the
+ * program's text and end of input; such an interpreter's program cannot
+ * also have stdin, so a run with stdin data ends it unused (run.c). An
  * interpreter that ended while it waited (its exit report came before the
  * run's staging replies) is not used: the run starts the program in that
  * sandbox as a cold run would. One that dies in the instant between the
@@ -170,11 +174,13 @@ static struct pbox *pbox_make(struct pools *ps, struct pool *p, struct sbx_error
                 sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
                 goto fail;
             }
-        free(driver);
         end = agentc_start(r->ac, argv, r->env, now_ms() + SETUP_TIMEOUT_MS, &r->sink, &ex);
+        /* feed: source reads its driver, then the program, from stdin */
         if (end == 0)
-            end = agentc_converse(r->ac, READY_HEAD, NULL, 0, now_ms() + SETUP_TIMEOUT_MS, &r->sink,
-                    &status, &ex);
+            end = agentc_converse(r->ac, READY_HEAD, pre->feed_source ? driver : NULL,
+                    pre->feed_source ? len : 0, now_ms() + SETUP_TIMEOUT_MS, &r->sink, &status,
+                    &ex);
+        free(driver);
         if (end != AGENTC_MARKED) {
             size_t n = r->sink.err.buf.len;
 

@@ -772,14 +772,17 @@ int engine_output(struct run *r, struct sbx_error **err)
 }
 
 /* A pooled box (pool.c): staged, then the program; a pre-started
- * interpreter is told its name and fed stdin, unless this run's plan is
- * not the one it was started for (a build, a mode). */
+ * interpreter is told its name and fed stdin (or, feed: source, given the
+ * program's text), unless this run's plan is not the one it was started
+ * for (a build, a mode, stdin data it could not tell from its program). */
 static int pooled_phases(
         struct run *r, int *ret_end, struct agentc_exit *ex, struct sbx_error **err)
 {
     const struct sbx_request *q = r->req;
     size_t nlen = strlen(r->plan->source_name), len;
+    const struct manifest_session *pre;
     cleanup_free char *buf = NULL;
+    const char *feed;
     int end;
 
     r->ex->warm = true;
@@ -791,7 +794,9 @@ static int pooled_phases(
     }
     if (r->prestarted && agentc_take_idle_exit(r->ac))
         r->prestarted = false; /* it ended while it waited: the box is still good */
-    if (r->prestarted && (r->plan->build || r->plan->mode || r->warm)) {
+    pre = r->lang->m->lang->prestart;
+    if (r->prestarted &&
+            (r->plan->build || r->plan->mode || r->warm || (pre->feed_source && q->stdin_len))) {
         struct agentc_exit kx;
 
         /* not this run's program: end the interpreter, run as a cold box would */
@@ -803,6 +808,10 @@ static int pooled_phases(
     }
     if (!r->prestarted)
         return engine_programs(r, ret_end, ex, err);
+    if (pre->feed_source) {
+        feed = q->code, len = q->code_len;
+        goto go;
+    }
     len = nlen + 1 + q->stdin_len;
     if (!(buf = malloc(len)))
         return sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
@@ -810,10 +819,12 @@ static int pooled_phases(
     buf[nlen] = '\n';
     if (q->stdin_len)
         memcpy(buf + nlen + 1, q->stdin_data, q->stdin_len);
+    feed = buf;
+go:
     r->ran = true;
     mark(r, "staged");
     phase(r, "running");
-    end = agentc_finish(r->ac, buf, len, now_ms() + (int64_t)r->policy.wall_time_ms, &r->sink, ex);
+    end = agentc_finish(r->ac, feed, len, now_ms() + (int64_t)r->policy.wall_time_ms, &r->sink, ex);
     if (end < 0)
         return sbx_error_set(err, SBX_E_BACKEND, 0, "%s", agentc_last_error(r->ac));
     mark(r, "program ended");

@@ -28,9 +28,9 @@ import mcptest  # noqa: E402  (tests/mcp: the JSON-RPC client)
 
 pytestmark = pytest.mark.contract
 
-COMM = {"python": "python3", "javascript": "node"}
+COMM = {"python": "python3", "javascript": "node", "r": "R"}
 TRIVIAL = {"python": "pass", "javascript": "0"}
-LANGS = ["python", "javascript"]
+LANGS = ["python", "javascript", "r"]
 
 
 class Server:
@@ -87,6 +87,8 @@ def server():
 def skip_unless_image_has(lang):
     if CONTAINER and lang != "python" and lang != "javascript":
         pytest.skip("the %s test image has no %s" % (BACKEND, lang))
+    if lang == "r" and not CONTAINER and not shutil.which("Rscript"):
+        pytest.skip("R is not installed here")
 
 
 # --------------------------------------------------------------------------
@@ -113,6 +115,12 @@ process.chdir('/tmp');
 cp.spawn('sleep', ['300'], {detached: true, stdio: 'ignore'}).unref();
 console.log('left');
 """,
+    "r": r"""
+writeLines("x", "left.txt"); writeLines("x", "/tmp/left-tmp")
+Sys.setenv(SBX_LEFT = "1"); sbx_left <- 1; setwd("/tmp")
+system("setsid sleep 300 >/dev/null 2>&1 </dev/null &")
+cat("left\n")
+""",
 }
 LOOK = {
     "python": r"""
@@ -129,6 +137,13 @@ console.log(fs.existsSync('left.txt'), fs.existsSync('/tmp/left-tmp'), 'SBX_LEFT
 console.log(fs.readdirSync('/proc').filter(p => /^[0-9]+$/.test(p))
             .map(p => fs.readFileSync('/proc/' + p + '/comm', 'utf8').trim())
             .filter(c => c === 'sleep').length === 0);
+""",
+    "r": r"""
+cat(file.exists("left.txt"), file.exists("/tmp/left-tmp"), Sys.getenv("SBX_LEFT") != "",
+    exists("sbx_left"), getwd(), "\n")
+comm <- sapply(list.files("/proc", pattern = "^[0-9]+$", full.names = TRUE),
+               function(d) tryCatch(readLines(file.path(d, "comm")), error = function(e) ""))
+cat(!any(comm == "sleep"), "\n", sep = "")
 """,
 }
 
@@ -221,6 +236,24 @@ SAME = {
          "if (process.argv[2] === 'child') { console.log('child', process.execArgv); }\n"
          "else { cp.fork(__filename, ['child']).on('exit', c => console.log('forked', c)); }", ""),
         ("let x = ;", ""),
+    ],
+    # R reads its program from a pipe (langs/r/prestart.R): commandArgs()
+    # names /dev/fd/3 there, so no program here prints it
+    "r": [
+        ("x <- 1:3\nx\nprint(ls(all.names = TRUE))\nprint(search())\n"
+         "print(c(interactive(), getwd(), is.null(.Last.value)))", ""),
+        ("e <- Sys.getenv()\nprint(e[names(e) != 'R_SESSION_TMPDIR'])", ""),
+        ("print(readLines(file('stdin')))", "line one\nline two"),
+        ("print(readLines(file('stdin')))", ""),
+        ("cat('bye\\n'); quit(status = 3)", ""),
+        ("f <- function() stop('boom')\ng <- function() f()\ng()", ""),
+        ("y <- c(1,\n  2 3)", ""),
+        ("warning('w1')\nfor (i in 1:2) warning(i)\nh <- function() warning('in h')\nh()", ""),
+        (".Last <- function() cat('at last\\n')\n"
+         "reg.finalizer(globalenv(), function(e) cat('finalized\\n'), onexit = TRUE)\n"
+         "cat('main\\n')", ""),
+        ("plot(1:10)\nprint(dev.cur())", ""),
+        ("tools::pskill(Sys.getpid(), 9)", ""),
     ],
 }
 FIELDS = ("status", "exit_code", "limit", "stdout", "stderr", "artifacts")

@@ -427,6 +427,30 @@ static void test_modes_and_address_space(void **state)
             "/x/t.yaml:9:18: ", "key 'address_space' must be a size");
 }
 
+/* language.prestart: feed is 'name' (the default) or 'source'. */
+static void test_prestart_feed(void **state)
+{
+#define PRE LHEAD "  prestart:\n    run: [x, \"{driver}\"]\n    driver: x-pre.x\n"
+    static const char name[] = PRE, source[] = PRE "    feed: source\n",
+                      bad[] = PRE "    feed: file\n";
+    struct manifest *m = parse_ok(name, strlen(name));
+
+    (void)state;
+    assert_false(m->lang->prestart->feed_source);
+    assert_null(m->lang->session);
+    manifest_free(m);
+    m = parse_ok(source, strlen(source));
+    assert_true(m->lang->prestart->feed_source);
+    assert_string_equal(m->lang->prestart->driver, "x-pre.x");
+    manifest_free(m);
+    expect_error("bad feed", bad, sizeof(bad) - 1,
+            "/x/t.yaml:12:11: ", "key 'feed' must be 'name' or 'source'");
+    expect_error("feed on a session", LHEAD "  session: {run: [x], driver: d.x, feed: source}\n",
+            sizeof(LHEAD "  session: {run: [x], driver: d.x, feed: source}\n") - 1,
+            "/x/t.yaml:9:", "unknown key 'feed'");
+#undef PRE
+}
+
 static void test_malformed(void **state)
 {
     int failures = 0;
@@ -581,6 +605,7 @@ int main(void)
             cmocka_unit_test(test_language),
             cmocka_unit_test(test_data_only_language),
             cmocka_unit_test(test_modes_and_address_space),
+            cmocka_unit_test(test_prestart_feed),
             cmocka_unit_test(test_size_boundary),
             cmocka_unit_test(test_free_null),
             cmocka_unit_test(test_malformed),
