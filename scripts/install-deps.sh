@@ -10,7 +10,7 @@ set -eu
 PACKAGES="
   gcc g++ make cmake ninja-build pkg-config
   libltdl-dev libjson-c-dev libyaml-dev libcurl4-openssl-dev libcmocka-dev libseccomp-dev
-  libmicrohttpd-dev libssl-dev
+  libmicrohttpd-dev nettle-dev
   bubblewrap passt python3 python3-pytest python3-pip procps
   libnl-route-3-200
   ruby r-base-core

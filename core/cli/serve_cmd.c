@@ -103,6 +103,11 @@ int cmd_serve(int argc, char **argv)
         }
         sock = sock_buf;
     }
+    if (http && mcp_http_open() < 0) {
+        free(sock_buf);
+        return EXIT_TOOL;
+    }
+    cli_runtime_opts.only_default_backend = true; /* it runs no other */
     if (sbx_runtime_new_opts(&cli_runtime_opts, &rt, &err) < 0 || sbx_runtime_check(rt, &err) < 0) {
         fprintf(stderr, "llm-sandbox: cannot serve: %s\n", err->msg);
         sbx_error_free(err);

@@ -22,6 +22,9 @@
  * JSON-RPC message cap, sessions are capped and the oldest idle one is
  * dropped past the cap.
  *
+ * libmicrohttpd (and the TLS library under it) is opened only for --http
+ * (mcp_http_open, before the runtime's threads exist).
+ *
  * Threads: libmicrohttpd runs a thread per connection; handlers may block
  * while a tool call runs. The session table has one mutex; each exchange
  * has its own mutex and condition for its messages.
@@ -43,6 +46,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dlib.h"
 #include "jsonrpc.h"
 #include "mcp.h"
 #include "serve.h"
@@ -215,25 +219,60 @@ static bool token_ok(const char *want, const char *auth)
     return diff == 0 && m == n;
 }
 
+static DLSYM_PROTOTYPE(MHD_add_response_header);
+static DLSYM_PROTOTYPE(MHD_create_response_from_buffer);
+static DLSYM_PROTOTYPE(MHD_create_response_from_callback);
+static DLSYM_PROTOTYPE(MHD_destroy_response);
+static DLSYM_PROTOTYPE(MHD_get_connection_info);
+static DLSYM_PROTOTYPE(MHD_get_daemon_info);
+static DLSYM_PROTOTYPE(MHD_lookup_connection_value);
+static DLSYM_PROTOTYPE(MHD_queue_response);
+static DLSYM_PROTOTYPE(MHD_start_daemon);
+static DLSYM_PROTOTYPE(MHD_stop_daemon);
+
+static const struct dlib_sym mhd_syms[] = {
+        DLSYM_ARG(MHD_add_response_header),
+        DLSYM_ARG(MHD_create_response_from_buffer),
+        DLSYM_ARG(MHD_create_response_from_callback),
+        DLSYM_ARG(MHD_destroy_response),
+        DLSYM_ARG(MHD_get_connection_info),
+        DLSYM_ARG(MHD_get_daemon_info),
+        DLSYM_ARG(MHD_lookup_connection_value),
+        DLSYM_ARG(MHD_queue_response),
+        DLSYM_ARG(MHD_start_daemon),
+        DLSYM_ARG(MHD_stop_daemon),
+};
+
+static struct dlib mhd_lib = DLIB_INIT(SBX_MHD_SONAME, "MCP over HTTP (--http)", mhd_syms);
+
+int mcp_http_open(void)
+{
+    if (dlib_open(&mhd_lib) < 0) {
+        fprintf(stderr, "llm-sandbox: %s\n", mhd_lib.error);
+        return -1;
+    }
+    return 0;
+}
+
 static enum MHD_Result respond(struct MHD_Connection *c, unsigned status, const char *type,
         const char *body, const char *session)
 {
-    struct MHD_Response *r = MHD_create_response_from_buffer(
+    struct MHD_Response *r = sym_MHD_create_response_from_buffer(
             strlen(body), (void *)(uintptr_t)body, MHD_RESPMEM_MUST_COPY);
     enum MHD_Result ret;
 
     if (!r)
         return MHD_NO;
     if (type)
-        MHD_add_response_header(r, "Content-Type", type);
+        sym_MHD_add_response_header(r, "Content-Type", type);
     if (session)
-        MHD_add_response_header(r, "Mcp-Session-Id", session);
+        sym_MHD_add_response_header(r, "Mcp-Session-Id", session);
     if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
-        MHD_add_response_header(r, "Allow", "POST, DELETE");
+        sym_MHD_add_response_header(r, "Allow", "POST, DELETE");
     if (status == MHD_HTTP_UNAUTHORIZED)
-        MHD_add_response_header(r, "WWW-Authenticate", "Bearer");
-    ret = MHD_queue_response(c, status, r);
-    MHD_destroy_response(r);
+        sym_MHD_add_response_header(r, "WWW-Authenticate", "Bearer");
+    ret = sym_MHD_queue_response(c, status, r);
+    sym_MHD_destroy_response(r);
     return ret;
 }
 
@@ -407,17 +446,17 @@ static enum MHD_Result answer(
         return MHD_NO;
     st->x = x;
     atomic_fetch_add(&x->refs, 1);
-    r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, sse_read, st, sse_free);
+    r = sym_MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, sse_read, st, sse_free);
     if (!r) {
         sse_free(st);
         return MHD_NO;
     }
-    MHD_add_response_header(r, "Content-Type", "text/event-stream");
-    MHD_add_response_header(r, "Cache-Control", "no-cache");
+    sym_MHD_add_response_header(r, "Content-Type", "text/event-stream");
+    sym_MHD_add_response_header(r, "Cache-Control", "no-cache");
     if (session)
-        MHD_add_response_header(r, "Mcp-Session-Id", session);
-    ret = MHD_queue_response(c, MHD_HTTP_OK, r);
-    MHD_destroy_response(r);
+        sym_MHD_add_response_header(r, "Mcp-Session-Id", session);
+    ret = sym_MHD_queue_response(c, MHD_HTTP_OK, r);
+    sym_MHD_destroy_response(r);
     return ret;
 }
 
@@ -425,7 +464,7 @@ static enum MHD_Result answer(
 
 static const char *header(struct MHD_Connection *c, const char *name)
 {
-    return MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
+    return sym_MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
 }
 
 /* Host/Origin (DNS rebinding) and the bearer token. NULL when fine. */
@@ -582,7 +621,7 @@ static bool modern_start(struct http *h, struct MHD_Connection *c, struct exchan
     if (!x->conn)
         return false;
     if (request) {
-        ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        ci = sym_MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
         x->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         x->sock_fd = ci && x->wake_fd >= 0 ? ci->connect_fd : -1;
     }
@@ -811,6 +850,8 @@ int mcp_serve_http(struct sbx_runtime *rt, const struct mcp_options *opt, const 
                 addr);
         return -1;
     }
+    if (mcp_http_open() < 0)
+        return -1;
     h.token = sbx_runtime_http_token(rt);
     if (!h.loopback && !h.token) {
         fprintf(stderr,
@@ -832,8 +873,8 @@ int mcp_serve_http(struct sbx_runtime *rt, const struct mcp_options *opt, const 
     if (mcp_server_new(rt, opt, &h.s, NULL) < 0)
         return -1;
     v6 = ss.ss_family == AF_INET6;
-    d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-                                 MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0),
+    d = sym_MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+                                     MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0),
             0, NULL, NULL, handler, &h, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
             MHD_OPTION_NOTIFY_COMPLETED, completed, &h, MHD_OPTION_CONNECTION_LIMIT, (unsigned)256,
             MHD_OPTION_END);
@@ -842,7 +883,7 @@ int mcp_serve_http(struct sbx_runtime *rt, const struct mcp_options *opt, const 
         mcp_server_free(h.s);
         return -1;
     }
-    info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+    info = sym_MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
     fprintf(stderr, "llm-sandbox: MCP over HTTP at http://%.*s:%u/mcp\n",
             (int)(strrchr(addr, ':') - addr), addr, info ? info->port : 0);
     wait_for_signal();
@@ -855,7 +896,7 @@ int mcp_serve_http(struct sbx_runtime *rt, const struct mcp_options *opt, const 
     for (struct exchange *x = h.modern; x; x = x->next)
         mcp_conn_cancel(x->conn);
     pthread_mutex_unlock(&h.lock);
-    MHD_stop_daemon(d);
+    sym_MHD_stop_daemon(d);
     for (size_t i = 0; i < MAX_SESSIONS; i++)
         mcp_conn_free(h.sessions[i].conn);
     mcp_server_free(h.s);

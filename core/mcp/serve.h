@@ -15,6 +15,9 @@ int mcp_serve_stdio(struct sbx_runtime *rt, const struct mcp_options *opt);
 /* addr: "127.0.0.1:8080", "[::1]:8080", "localhost:0" (any free port; the
  * URL is printed on stderr). Runs until SIGINT or SIGTERM. */
 int mcp_serve_http(struct sbx_runtime *rt, const struct mcp_options *opt, const char *addr);
+/* Open libmicrohttpd, which only --http needs (core/dl/dlib.h), before any
+ * other thread exists: 0, or -1 after saying why on stderr. */
+int mcp_http_open(void);
 /* A unix stream socket at path (sbx_socket_path() gives the default): a
  * connection, with its own initialize, per client of the same user (or
  * root), up to 64 at once. Runs until SIGINT or SIGTERM, then removes the

@@ -15,7 +15,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
+#include <nettle/sha2.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,42 +41,37 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-static void hash_str(EVP_MD_CTX *md, const char *tag, const char *s)
+static void hash_str(struct sha256_ctx *md, const char *tag, const char *s)
 {
-    EVP_DigestUpdate(md, tag, strlen(tag) + 1);
-    EVP_DigestUpdate(md, s ? s : "", s ? strlen(s) + 1 : 1);
+    sha256_update(md, strlen(tag) + 1, (const uint8_t *)tag);
+    sha256_update(md, s ? strlen(s) + 1 : 1, (const uint8_t *)(s ? s : ""));
 }
 
 int deps_key(const char *lang, const char *version, const struct manifest_install *in,
         char *const *libs, size_t n_libs, char out[65])
 {
     const char **sorted = calloc(n_libs + 1, sizeof(*sorted));
-    EVP_MD_CTX *md = EVP_MD_CTX_new();
-    unsigned char dig[32];
-    unsigned int dlen = 0;
+    struct sha256_ctx md;
+    uint8_t dig[SHA256_DIGEST_SIZE];
 
-    if (!sorted || !md) {
-        free(sorted);
-        EVP_MD_CTX_free(md);
+    if (!sorted)
         return SBX_E_NOMEM;
-    }
     for (size_t i = 0; i < n_libs; i++)
         sorted[i] = libs[i];
     qsort(sorted, n_libs, sizeof(*sorted), cmp_str);
-    EVP_DigestInit_ex(md, EVP_sha256(), NULL);
-    hash_str(md, "format", "llm-sandbox dependency set 1");
-    hash_str(md, "language", lang);
-    hash_str(md, "version", version);
+    sha256_init(&md);
+    hash_str(&md, "format", "llm-sandbox dependency set 1");
+    hash_str(&md, "language", lang);
+    hash_str(&md, "version", version);
     for (size_t i = 0; i < in->n_steps; i++)
         for (char **a = in->steps[i].run; *a; a++)
-            hash_str(md, i == 0 && a == in->steps[i].run ? "step0" : "arg", *a);
+            hash_str(&md, i == 0 && a == in->steps[i].run ? "step0" : "arg", *a);
     for (char **e = in->env; *e; e++)
-        hash_str(md, "env", *e);
+        hash_str(&md, "env", *e);
     for (size_t i = 0; i < n_libs; i++)
         if (i == 0 || strcmp(sorted[i], sorted[i - 1]) != 0)
-            hash_str(md, "library", sorted[i]);
-    EVP_DigestFinal_ex(md, dig, &dlen);
-    EVP_MD_CTX_free(md);
+            hash_str(&md, "library", sorted[i]);
+    sha256_digest(&md, sizeof(dig), dig);
     free(sorted);
     for (int i = 0; i < 32; i++)
         snprintf(out + 2 * i, 3, "%02x", dig[i]);

@@ -10,6 +10,8 @@
  * time, so no byte of the stream that follows is buffered where poll(2) on
  * the socket cannot see it. Through TLS, decrypted bytes may wait in the
  * TLS library: the channel is then only as pollable as the socket.
+ * libcurl is opened by http_open(), which the loader calls for a plugin
+ * whose manifest says it uses HTTP (core/dl/dlib.h says why).
  * Does no policy decisions; error convention: struct sbx_err (plugin.h).
  */
 #include "http.h"
@@ -25,6 +27,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "dlib.h"
 #include "error.h"
 
 #define HEAD_MAX 8192
@@ -35,16 +38,49 @@ struct sbx_conn {
     bool tls;
 };
 
-static pthread_once_t global_once = PTHREAD_ONCE_INIT;
+static DLSYM_PROTOTYPE(curl_global_init);
+static DLSYM_PROTOTYPE(curl_easy_init);
+static DLSYM_PROTOTYPE(curl_easy_setopt);
+static DLSYM_PROTOTYPE(curl_easy_perform);
+static DLSYM_PROTOTYPE(curl_easy_getinfo);
+static DLSYM_PROTOTYPE(curl_easy_cleanup);
+static DLSYM_PROTOTYPE(curl_easy_strerror);
+static DLSYM_PROTOTYPE(curl_easy_recv);
+static DLSYM_PROTOTYPE(curl_easy_send);
+static DLSYM_PROTOTYPE(curl_slist_append);
+static DLSYM_PROTOTYPE(curl_slist_free_all);
 
-static void global_init(void)
-{
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-}
+static const struct dlib_sym curl_syms[] = {
+        DLSYM_ARG(curl_global_init),
+        DLSYM_ARG(curl_easy_init),
+        DLSYM_ARG(curl_easy_setopt),
+        DLSYM_ARG(curl_easy_perform),
+        DLSYM_ARG(curl_easy_getinfo),
+        DLSYM_ARG(curl_easy_cleanup),
+        DLSYM_ARG(curl_easy_strerror),
+        DLSYM_ARG(curl_easy_recv),
+        DLSYM_ARG(curl_easy_send),
+        DLSYM_ARG(curl_slist_append),
+        DLSYM_ARG(curl_slist_free_all),
+};
 
-void http_global_init(void)
+static struct dlib curl_lib = DLIB_INIT(SBX_CURL_SONAME, "HTTP for plugins", curl_syms);
+static bool curl_ready; /* set once, on the main thread, before workers exist */
+
+int http_open(struct sbx_err *err)
 {
-    pthread_once(&global_once, global_init);
+    CURLcode rc;
+
+    if (curl_ready)
+        return 0;
+    if (dlib_open(&curl_lib) < 0)
+        return sbx_err_fill(err, SBX_E_UNAVAILABLE, ENOSYS, "%s", curl_lib.error);
+    rc = sym_curl_global_init(CURL_GLOBAL_DEFAULT);
+    if (rc != CURLE_OK)
+        return sbx_err_fill(
+                err, SBX_E_INTERNAL, EIO, "curl_global_init: %s", sym_curl_easy_strerror(rc));
+    curl_ready = true;
+    return 0;
 }
 
 struct xfer {
@@ -108,7 +144,7 @@ static int set_endpoint(CURL *c, const struct sbx_http *req, bool *ret_tls, stru
         if (ep[7] != '/')
             return sbx_err_fill(err, SBX_E_INVALID, EINVAL,
                     "endpoint '%s': a unix socket needs an absolute path", ep);
-        curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, ep + 7);
+        sym_curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, ep + 7);
     } else if (strncmp(ep, "tcp://", 6) == 0) {
         host = ep + 6;
         if (req->tls_dir)
@@ -124,7 +160,7 @@ static int set_endpoint(CURL *c, const struct sbx_http *req, bool *ret_tls, stru
     n = snprintf(url, sizeof(url), "%s://%.*s%s", scheme, (int)strcspn(host, "/"), host, req->path);
     if (n < 0 || (size_t)n >= sizeof(url))
         return sbx_err_fill(err, SBX_E_INVALID, EINVAL, "http: URL too long");
-    curl_easy_setopt(c, CURLOPT_URL, url);
+    sym_curl_easy_setopt(c, CURLOPT_URL, url);
     if (strcmp(scheme, "https") == 0) {
         *ret_tls = true;
         if (req->tls_dir) {
@@ -133,12 +169,12 @@ static int set_endpoint(CURL *c, const struct sbx_http *req, bool *ret_tls, stru
 
             for (int i = 0; i < 3; i++)
                 snprintf(p[i], sizeof(p[i]), "%s/%s", req->tls_dir, f[i]);
-            curl_easy_setopt(c, CURLOPT_CAINFO, p[0]);
-            curl_easy_setopt(c, CURLOPT_SSLCERT, p[1]);
-            curl_easy_setopt(c, CURLOPT_SSLKEY, p[2]);
+            sym_curl_easy_setopt(c, CURLOPT_CAINFO, p[0]);
+            sym_curl_easy_setopt(c, CURLOPT_SSLCERT, p[1]);
+            sym_curl_easy_setopt(c, CURLOPT_SSLKEY, p[2]);
         }
-        curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
-        curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
+        sym_curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
+        sym_curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
     }
     return 0;
 }
@@ -149,31 +185,37 @@ static int curl_fail(CURLcode rc, const struct sbx_http *req, bool aborted, stru
         return sbx_err_fill(err, SBX_E_CANCELLED, ECANCELED, "cancelled");
     if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST)
         return sbx_err_fill(err, SBX_E_UNAVAILABLE, ECONNREFUSED, "cannot connect to '%s': %s",
-                req->endpoint, curl_easy_strerror(rc));
+                req->endpoint, sym_curl_easy_strerror(rc));
     if (aborted)
         return sbx_err_fill(err, SBX_E_CANCELLED, ECANCELED, "%s %s: stopped by the receiver",
                 req->method, req->path);
     return sbx_err_fill(err, SBX_E_BACKEND, rc == CURLE_OPERATION_TIMEDOUT ? ETIMEDOUT : EIO,
-            "%s %s on '%s': %s", req->method, req->path, req->endpoint, curl_easy_strerror(rc));
+            "%s %s on '%s': %s", req->method, req->path, req->endpoint, sym_curl_easy_strerror(rc));
 }
 
 static CURL *easy_new(const struct sbx_http *req, bool *ret_tls, struct sbx_err *err)
 {
-    CURL *c = curl_easy_init();
+    CURL *c;
 
+    if (!curl_ready) {
+        sbx_err_fill(err, SBX_E_UNSUPPORTED, ENOSYS,
+                "HTTP is not open: the plugin's manifest must say 'requires: {host: [http]}'");
+        return NULL;
+    }
+    c = sym_curl_easy_init();
     if (!c) {
         sbx_err_fill(err, SBX_E_NOMEM, ENOMEM, "curl_easy_init failed");
         return NULL;
     }
     if (set_endpoint(c, req, ret_tls, err) < 0) {
-        curl_easy_cleanup(c);
+        sym_curl_easy_cleanup(c);
         return NULL;
     }
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    sym_curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    sym_curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
     if (req->timeout_ms > 0)
-        curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)req->timeout_ms);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+        sym_curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)req->timeout_ms);
+    sym_curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
     return c;
 }
 
@@ -194,28 +236,28 @@ int http_request(const struct sbx_http *req, struct sbx_http_resp *resp, struct 
     c = easy_new(req, &tls, err);
     if (!c)
         return err->rc;
-    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, req->method);
+    sym_curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, req->method);
     if (req->body || strcmp(req->method, "POST") == 0 || strcmp(req->method, "PUT") == 0) {
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, req->body ? req->body : "");
-        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
+        sym_curl_easy_setopt(c, CURLOPT_POSTFIELDS, req->body ? req->body : "");
+        sym_curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
     } else if (strcmp(req->method, "HEAD") == 0) {
-        curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+        sym_curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
     }
     snprintf(ct, sizeof(ct), "Content-Type: %s",
             req->content_type ? req->content_type : "application/json");
-    hdr = curl_slist_append(hdr, ct);
-    hdr = curl_slist_append(hdr, "Expect:");
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_write);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &x);
-    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
-    curl_easy_setopt(c, CURLOPT_XFERINFODATA, &x);
-    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-    rc = curl_easy_perform(c);
+    hdr = sym_curl_slist_append(hdr, ct);
+    hdr = sym_curl_slist_append(hdr, "Expect:");
+    sym_curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
+    sym_curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_write);
+    sym_curl_easy_setopt(c, CURLOPT_WRITEDATA, &x);
+    sym_curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+    sym_curl_easy_setopt(c, CURLOPT_XFERINFODATA, &x);
+    sym_curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    rc = sym_curl_easy_perform(c);
     if (rc == CURLE_OK)
-        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp->status);
-    curl_easy_cleanup(c);
-    curl_slist_free_all(hdr);
+        sym_curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp->status);
+    sym_curl_easy_cleanup(c);
+    sym_curl_slist_free_all(hdr);
     return rc == CURLE_OK ? 0 : curl_fail(rc, req, x.aborted, err);
 }
 
@@ -248,7 +290,7 @@ static int send_all(struct sbx_conn *cn, const char *p, size_t len, const struct
 {
     while (len > 0) {
         size_t n = 0;
-        CURLcode rc = curl_easy_send(cn->curl, p, len, &n);
+        CURLcode rc = sym_curl_easy_send(cn->curl, p, len, &n);
 
         if (rc == CURLE_AGAIN) {
             if (wait_sock(cn, POLLOUT, end, req, err) < 0)
@@ -257,7 +299,7 @@ static int send_all(struct sbx_conn *cn, const char *p, size_t len, const struct
         }
         if (rc != CURLE_OK)
             return sbx_err_fill(err, SBX_E_BACKEND, EIO, "%s %s: %s", req->method, req->path,
-                    curl_easy_strerror(rc));
+                    sym_curl_easy_strerror(rc));
         p += n, len -= n;
     }
     return 0;
@@ -277,7 +319,7 @@ static int read_head(struct sbx_conn *cn, char *head, const struct timespec *end
         if (o + 1 >= HEAD_MAX)
             return sbx_err_fill(
                     err, SBX_E_BACKEND, EPROTO, "%s: response head too long", req->path);
-        rc = curl_easy_recv(cn->curl, head + o, 1, &n);
+        rc = sym_curl_easy_recv(cn->curl, head + o, 1, &n);
         if (rc == CURLE_AGAIN) {
             if (wait_sock(cn, POLLIN, end, req, err) < 0)
                 return err->rc;
@@ -285,7 +327,7 @@ static int read_head(struct sbx_conn *cn, char *head, const struct timespec *end
         }
         if (rc != CURLE_OK || n == 0)
             return sbx_err_fill(err, SBX_E_BACKEND, EPROTO, "%s %s: connection closed: %s",
-                    req->method, req->path, curl_easy_strerror(rc));
+                    req->method, req->path, sym_curl_easy_strerror(rc));
         o += n;
     }
     head[o] = '\0';
@@ -306,7 +348,7 @@ static void read_some(
         want = len - 1;
     while (o < want && left_ms(end) > 0) {
         size_t n = 0;
-        CURLcode rc = curl_easy_recv(cn->curl, out + o, want - o, &n);
+        CURLcode rc = sym_curl_easy_recv(cn->curl, out + o, want - o, &n);
         struct pollfd p = {.fd = cn->fd, .events = POLLIN};
 
         if (rc == CURLE_AGAIN && poll(&p, 1, 1000) >= 0)
@@ -340,10 +382,10 @@ int http_upgrade(const struct sbx_http *req, struct sbx_conn **ret_conn, struct 
         free(cn), free(head);
         return err->rc;
     }
-    curl_easy_setopt(cn->curl, CURLOPT_CONNECT_ONLY, 1L);
-    rc = curl_easy_perform(cn->curl);
+    sym_curl_easy_setopt(cn->curl, CURLOPT_CONNECT_ONLY, 1L);
+    rc = sym_curl_easy_perform(cn->curl);
     if (rc == CURLE_OK)
-        rc = curl_easy_getinfo(cn->curl, CURLINFO_ACTIVESOCKET, &s);
+        rc = sym_curl_easy_getinfo(cn->curl, CURLINFO_ACTIVESOCKET, &s);
     if (rc != CURLE_OK || s == CURL_SOCKET_BAD)
         r = curl_fail(rc, req, false, err);
     cn->fd = (int)s;
@@ -384,7 +426,7 @@ int http_conn_fd(struct sbx_conn *c)
 int64_t http_conn_read(struct sbx_conn *c, void *buf, size_t len)
 {
     size_t n = 0;
-    CURLcode rc = curl_easy_recv(c->curl, buf, len, &n);
+    CURLcode rc = sym_curl_easy_recv(c->curl, buf, len, &n);
 
     if (rc == CURLE_OK)
         return (int64_t)n;
@@ -395,7 +437,7 @@ int64_t http_conn_read(struct sbx_conn *c, void *buf, size_t len)
 int64_t http_conn_write(struct sbx_conn *c, const void *buf, size_t len)
 {
     size_t n = 0;
-    CURLcode rc = curl_easy_send(c->curl, buf, len, &n);
+    CURLcode rc = sym_curl_easy_send(c->curl, buf, len, &n);
 
     if (rc == CURLE_OK)
         return (int64_t)n;
@@ -415,7 +457,7 @@ int http_conn_shutdown_write(struct sbx_conn *c)
 void http_conn_free(struct sbx_conn *c)
 {
     if (c) {
-        curl_easy_cleanup(c->curl);
+        sym_curl_easy_cleanup(c->curl);
         free(c);
     }
 }

@@ -10,8 +10,10 @@
 
 #include <llm-sandbox/plugin.h>
 
-/* Once, before any worker thread starts (curl_global_init). */
-void http_global_init(void);
+/* Open libcurl and call curl_global_init: on the main thread, before any
+ * worker starts (STYLE C1); the loader does, for a plugin whose manifest
+ * lists requires.host: [http]. Until then every request fails. */
+int http_open(struct sbx_err *err);
 
 int http_request(const struct sbx_http *req, struct sbx_http_resp *resp, struct sbx_err *err);
 int http_upgrade(const struct sbx_http *req, struct sbx_conn **ret_conn, struct sbx_err *err);

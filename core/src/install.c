@@ -13,7 +13,7 @@
 #include <inttypes.h>
 #include <json-c/json.h>
 #include <limits.h>
-#include <openssl/evp.h>
+#include <nettle/sha2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -663,13 +663,13 @@ oom:
 
 #define BUILD_OUTPUT_MAX (64u << 20) /* larger outputs are not cached */
 
-static void md_str(EVP_MD_CTX *md, const char *tag, const void *data, size_t len)
+static void md_str(struct sha256_ctx *md, const char *tag, const void *data, size_t len)
 {
     uint64_t n = len;
 
-    EVP_DigestUpdate(md, tag, strlen(tag) + 1);
-    EVP_DigestUpdate(md, &n, sizeof(n));
-    EVP_DigestUpdate(md, data, len);
+    sha256_update(md, strlen(tag) + 1, (const uint8_t *)tag);
+    sha256_update(md, sizeof(n), (const uint8_t *)&n);
+    sha256_update(md, len, data);
 }
 
 /* Everything a build's outputs depend on: the toolchain, the expanded
@@ -678,15 +678,12 @@ static void md_str(EVP_MD_CTX *md, const char *tag, const void *data, size_t len
 static int build_key(const struct run *r, char out[65])
 {
     const struct manifest_lang *ml = r->lang->m->lang;
-    EVP_MD_CTX *md = EVP_MD_CTX_new();
-    unsigned char dig[32];
-    unsigned int dlen = 0;
+    struct sha256_ctx ctx, *md = &ctx;
+    uint8_t dig[SHA256_DIGEST_SIZE];
     char tool[PATH_MAX + 96];
 
-    if (!md)
-        return SBX_E_NOMEM;
     toolchain_id(r, tool, sizeof(tool));
-    EVP_DigestInit_ex(md, EVP_sha256(), NULL);
+    sha256_init(md);
     md_str(md, "format", "llm-sandbox build 1", 19);
     md_str(md, "backend", r->backend->name, strlen(r->backend->name));
     md_str(md, "language", r->lang->name, strlen(r->lang->name));
@@ -705,8 +702,7 @@ static int build_key(const struct run *r, char out[65])
         md_str(md, "data", r->req->files[i].data, r->req->files[i].len);
     }
     md_str(md, "deps", r->deps ? r->deps->dir : "", r->deps ? strlen(r->deps->dir) : 0);
-    EVP_DigestFinal_ex(md, dig, &dlen);
-    EVP_MD_CTX_free(md);
+    sha256_digest(md, sizeof(dig), dig);
     for (int i = 0; i < 32; i++)
         snprintf(out + 2 * i, 3, "%02x", dig[i]);
     return 0;

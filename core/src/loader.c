@@ -10,7 +10,11 @@
  * problem (bad manifest, missing library or symbol, ABI mismatch, duplicate
  * name, failed init) marks that one plugin broken with a message; nothing
  * here stops the other plugins or the core. Runs once, on the main thread,
- * before workers exist (libltdl is not meant for threads).
+ * before workers exist (libltdl is not meant for threads). A server opens
+ * only its own backend's library (sbx_runtime_opts.only_default_backend):
+ * the others stay PLUGIN_UNLOADED, with their manifests read. libcurl is
+ * opened here, before the library of a plugin that says requires.host:
+ * [http].
  */
 #include <dirent.h>
 #include <dlfcn.h>
@@ -24,6 +28,7 @@
 #include "cleanup.h"
 #include "dynbuf.h"
 #include "error.h"
+#include "http.h"
 #include "log.h"
 #include "manifest.h"
 #include "runtime.h"
@@ -176,6 +181,9 @@ static int open_library(struct sbx_runtime *rt, struct plugin *pl)
         return plugin_fail(pl, "library %s: %s", path, strerror(errno));
     if (!S_ISREG(st.st_mode))
         return plugin_fail(pl, "library %s is not a regular file", path);
+    sbx_err_init(&perr);
+    if (strv_contains(pl->m->host_services, "http") && http_open(&perr) < 0)
+        return plugin_fail(pl, "%s", perr.msg);
     h = lt_dlopen(path);
     if (!h) {
         const char *lterr = lt_dlerror();
@@ -243,6 +251,18 @@ static void plugin_load(struct sbx_runtime *rt, struct plugin *pl, bool builtin_
         if (pl->m->kind == SBX_KIND_BACKEND)
             plugin_fail(pl, "a backend needs a library");
         return; /* a data-only language */
+    }
+    if (pl->m->kind == SBX_KIND_BACKEND && rt->only_default_backend &&
+            !names_match(pl, rt->settings->backend)) {
+        /* what it would map (libcurl, libarchive, TLS) stays out of an
+         * idle server; `llm-sandbox plugins` opens every one */
+        pl->state = PLUGIN_UNLOADED;
+        if (asprintf(&pl->error,
+                    "not loaded by this server, which runs backend '%s' (BACKEND); "
+                    "'llm-sandbox plugins' checks it",
+                    rt->settings->backend) < 0)
+            pl->error = NULL;
+        return;
     }
     open_library(rt, pl);
 }

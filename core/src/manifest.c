@@ -148,6 +148,7 @@ static int store_binaries(struct ctx *c, const struct yamltree_node *seq, void *
 static const struct key_desc requires_keys[] = {
         {"binaries", YAMLTREE_SEQ, 0, 0, MR_ANY, store_binaries},
         {"kernel", YAMLTREE_SEQ, 0, offsetof(struct manifest, kernel_features), MR_KERNEL, NULL},
+        {"host", YAMLTREE_SEQ, 0, offsetof(struct manifest, host_services), MR_HOST, NULL},
 };
 
 static int store_requires(struct ctx *c, const struct yamltree_node *n, void *obj)
@@ -701,9 +702,9 @@ static int check_kind_rules(
 /* Vectors the header calls "may be empty" are never NULL. */
 static int fill_defaults(struct ctx *c, struct manifest *m)
 {
-    char ***v[] = {&m->aliases, &m->kernel_features, m->lang ? &m->lang->extensions : NULL,
-            m->lang ? &m->lang->env : NULL, m->lang ? &m->lang->host_paths : NULL,
-            m->lang ? &m->lang->docs.use_cases : NULL,
+    char ***v[] = {&m->aliases, &m->kernel_features, &m->host_services,
+            m->lang ? &m->lang->extensions : NULL, m->lang ? &m->lang->env : NULL,
+            m->lang ? &m->lang->host_paths : NULL, m->lang ? &m->lang->docs.use_cases : NULL,
             m->lang ? &m->lang->docs.preinstalled : NULL};
 
     for (size_t i = 0; i < ARRAY_SIZE(v); i++) {
@@ -866,6 +867,7 @@ struct manifest *manifest_free(struct manifest *m)
     }
     free(m->binaries);
     strv_free(m->kernel_features);
+    strv_free(m->host_services);
     lang_free(m->lang);
     free(m);
     return NULL;

@@ -132,6 +132,7 @@ struct manifest {
     struct manifest_binary *binaries; /* requires.binaries */
     size_t n_binaries;
     char **kernel_features;     /* requires.kernel: user_namespaces, seccomp, cgroups */
+    char **host_services;       /* requires.host: http (the loader opens libcurl) */
     struct manifest_lang *lang; /* kind == SBX_KIND_LANGUAGE, else NULL */
 };
 

@@ -151,6 +151,7 @@ const char *manifest_check_value(enum manifest_rule rule, const char *s)
         return is_template(s) ? NULL : "an argument whose '{' starts a placeholder like {name}";
     case MR_IMAGE: return is_image(s) ? NULL : "an image name of 1 to 255 bytes without spaces";
     case MR_REGEX: return check_regex(s);
+    case MR_HOST: return strcmp(s, "http") == 0 ? NULL : "'http' (the one host service)";
     }
     return "valid";
 }

@@ -21,6 +21,7 @@ enum manifest_rule {
     MR_TEMPLATE,    /* an argv element with {placeholders} */
     MR_IMAGE,       /* a container image name */
     MR_REGEX,       /* a POSIX ERE with a group and no {m,n} */
+    MR_HOST,        /* a host service: http */
 };
 
 /* NULL when s satisfies rule, else what it must be (the end of a message

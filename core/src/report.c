@@ -27,7 +27,7 @@
 #include "settings.h"
 #include "util.h"
 
-static const char *const state_names[] = {"ok", "broken", "shadowed", "disabled"};
+static const char *const state_names[] = {"ok", "broken", "shadowed", "disabled", "unloaded"};
 static const char *const level_names[] = {"none", "fallback", "full"};
 
 static struct json_object *strv_json(char *const *v)

@@ -156,6 +156,7 @@ int sbx_runtime_new_opts(
     if (!rt)
         return sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
     rt->audit_fd = -1;
+    rt->only_default_backend = opts && opts->only_default_backend;
     if (settings_load_file(opts ? opts->config_path : NULL, &rt->settings, err) < 0) {
         sbx_runtime_free(rt);
         return sbx_error_wrap(err, "configuration");
@@ -186,7 +187,6 @@ int sbx_runtime_new_opts(
         sbx_runtime_free(rt);
         return sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
     }
-    http_global_init(); /* before plugins and workers (STYLE C1) */
     cgo.allow_v1 = rt->settings->cgroup_v1;
     cgo.allow_v2 = rt->settings->cgroup_v2;
     if (cg_service_new(&cgo, &rt->cg, err) < 0 || loader_load_all(rt, err) < 0) {
@@ -256,6 +256,8 @@ static int pick_backend(struct run *r)
         r->backend = pl;
         return 0;
     }
+    if (pl && pl->state == PLUGIN_UNLOADED)
+        return refuse(r, "backend '%s': %s", name, pl->error ? pl->error : "not loaded");
     if (pl)
         return refuse(r, "backend '%s' is installed but broken: %s; available: %s", name,
                 pl->error ? pl->error : "unknown error", avail && *avail ? avail : "none");

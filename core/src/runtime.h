@@ -38,6 +38,7 @@ enum plugin_state {
     PLUGIN_BROKEN = 1,   /* manifest, library, ABI or init failed: see error */
     PLUGIN_SHADOWED = 2, /* an earlier directory has a plugin of this name */
     PLUGIN_DISABLED = 3, /* a language left out by LLM_SANDBOX_LANGUAGES */
+    PLUGIN_UNLOADED = 4, /* a backend a server does not run: library not opened */
 };
 
 struct plugin {
@@ -72,6 +73,7 @@ struct sbx_runtime {
     char owner[48]; /* "p<pid>t<starttime>": names cgroups and boxes */
     atomic_uint_fast64_t seq;
     bool ltdl_ready;
+    bool only_default_backend;        /* sbx_runtime_opts */
     int audit_fd;                     /* LLM_SANDBOX_AUDIT_LOG, opened for appending, or -1 */
     struct sessions *sessions;        /* session.c's registry */
     struct artifact_store *artifacts; /* artifacts.c: one-shot runs' files, for a while */

@@ -371,6 +371,25 @@ def test_unknown_resource(server):
     assert err["error"]["data"]["uri"] == "sandbox://nothing"
 
 
+def test_a_server_maps_only_what_its_backend_needs(server):
+    """A server opens its own backend's library only: the bubblewrap server
+    maps no libcurl, libmicrohttpd, TLS or libarchive (what the container
+    backends and --http need), and lists the other backends as unloaded."""
+    with open("/proc/%d/maps" % server.pid) as f:
+        maps = f.read()
+    for lib in ("libcurl", "libmicrohttpd", "libssl", "libcrypto", "libgnutls", "libarchive",
+                "docker.so"):
+        assert lib not in maps, lib
+    assert "bwrap.so" in maps
+    r = server.call_tool("list_backends", {})
+    backends = {b["name"]: b for b in r["result"]["structuredContent"]["backends"]}
+    assert backends["bwrap"]["status"] == "ok" and "controls" in backends["bwrap"], backends
+    if "docker" in backends:  # built with the docker plugin (libarchive found)
+        d = backends["docker"]
+        assert d["status"] == "unloaded" and "controls" not in d, d
+        assert "this server, which runs backend 'bwrap'" in d["error"], d
+
+
 # --------------------------------------------------------------------------
 # What sandboxed code prints
 

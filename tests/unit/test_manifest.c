@@ -61,7 +61,8 @@ static const char backend_yaml[] = "# the bwrap backend\n"
                                    "    - name: bwrap\n"
                                    "      min_version: 0.4.0\n"
                                    "    - name: /usr/bin/true\n"
-                                   "  kernel: [user_namespaces, seccomp]\n";
+                                   "  kernel: [user_namespaces, seccomp]\n"
+                                   "  host: [http]\n";
 
 static const char language_yaml[] =
         "name: python\n"
@@ -136,6 +137,7 @@ static void test_backend(void **state)
     assert_string_equal(m->binaries[1].name, "/usr/bin/true");
     assert_null(m->binaries[1].min_version);
     assert_strv(m->kernel_features, (const char *const[]){"user_namespaces", "seccomp", NULL});
+    assert_strv(m->host_services, (const char *const[]){"http", NULL});
     assert_null(m->lang);
     assert_null(manifest_free(m));
 }
@@ -253,6 +255,8 @@ static const struct bad_case bad_cases[] = {
                 P "1:7: ", "key 'name' must be a name"},
         {"bad alias name", HEAD "aliases: [ok, 9lives]\n",
                 P "7:15: ", "each entry of 'aliases' must be a name"},
+        {"bad host service", HEAD "requires:\n  host: [http, ftp]\n",
+                P "8:16: ", "each entry of 'host' must be 'http' (the one host service)"},
         {"bad kind", "name: t\nkind: frontend\n",
                 P "2:7: ", "key 'kind' must be 'backend' or 'language'"},
         {"library with '/'", "name: t\nkind: backend\nversion: 1.0\nabi: 1.0\nlibrary: lib/t.so\n",

@@ -180,6 +180,9 @@ int sbx_runtime_new(struct sbx_runtime **ret_rt, struct sbx_error **err);
 /* Options for sbx_runtime_new_opts(); zero-initialise. */
 struct sbx_runtime_opts {
     const char *config_path; /* YAML config file, or NULL: LLM_SANDBOX_CONFIG, if set */
+    /* open only the configured backend's library (a server, which runs no
+     * other); the others are listed with status "unloaded" */
+    bool only_default_backend;
 };
 /* sbx_runtime_new() with options (opts may be NULL). */
 int sbx_runtime_new_opts(
