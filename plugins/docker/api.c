@@ -84,7 +84,7 @@ int dk_api(struct dk_state *st, const struct dk_call *c, long *ret_status,
     struct json_object *j = NULL;
     int r;
 
-    snprintf(path, sizeof(path), "%s%s", DK_API, c->path);
+    snprintf(path, sizeof(path), "%s%s", c->libpod ? DK_LIBPOD_API : DK_API, c->path);
     if (c->body)
         text = json_object_to_json_string_ext(c->body, JSON_C_TO_STRING_PLAIN);
     struct sbx_http req = {.size = sizeof(req),

@@ -103,6 +103,47 @@ int dk_probe(void *state, struct sbx_caps *caps, struct sbx_err *err)
     return 0;
 }
 
+/* The container's own cgroup namespace: Docker says so in its inspect
+ * (CgroupnsMode). Podman's compatible API takes CgroupnsMode, but Podman 4.3
+ * (Debian 12) ignores it and keeps the host's namespace on cgroup v1 (where
+ * containers.conf cannot change it either): its own inspect's CgroupMode
+ * tells what was made. Refused unless the operator accepted the host's
+ * namespace for Podman (setting allow_host_cgroupns). */
+static int verify_cgroupns(
+        struct dk_state *st, const char *id, struct json_object *hc, struct sbx_err *err)
+{
+    struct json_object *j = NULL, *lhc, *v;
+    const char *got = NULL;
+    char path[128];
+    int r = 0;
+
+    if (!st->podman && json_object_object_get_ex(hc, "CgroupnsMode", &v))
+        got = json_object_get_string(v);
+    if (st->podman) {
+        snprintf(path, sizeof(path), "/containers/%s/json", id);
+        struct dk_call c = {.method = "GET", .path = path, .libpod = true};
+        r = dk_api(st, &c, NULL, &j, err);
+        if (r == 0 && json_object_object_get_ex(j, "HostConfig", &lhc) &&
+                json_object_object_get_ex(lhc, "CgroupMode", &v))
+            got = json_object_get_string(v);
+    }
+    if (r == 0 && got && strcmp(got, "host") == 0 && st->podman &&
+            dk_setting_true(st, "allow_host_cgroupns", false))
+        st->h->log(st->h, SBX_LOG_WARN,
+                "container %.12s shares the host's cgroup namespace (allow_host_cgroupns)", id);
+    else if (r == 0 && (!got || strcmp(got, "private") != 0))
+        r = dk_fail(err, SBX_E_UNSUPPORTED, 0,
+                "the %s daemon did not give the container its own cgroup namespace (it has "
+                "'%s'); refusing to run%s",
+                st->name, got ? got : "",
+                st->podman
+                        ? " (Podman 4.3, as in Debian 12, ignores CgroupnsMode on cgroup v1: set "
+                          "LLM_SANDBOX_PODMAN_ALLOW_HOST_CGROUPNS=true to accept the host's)"
+                        : "");
+    json_object_put(j);
+    return r;
+}
+
 /* Read the container back: every hardening setting must have stuck
  * (daemons drop what the host cannot do, sometimes with only a warning). */
 int dk_verify(struct dk_state *st, const char *id, const struct sbx_policy *p, struct sbx_err *err)
@@ -134,6 +175,8 @@ int dk_verify(struct dk_state *st, const char *id, const struct sbx_policy *p, s
                     "the %s daemon did not keep %s=%lld (it has %lld); refusing to run", st->name,
                     checks[i].key, (long long)checks[i].want, (long long)got);
     }
+    if (r == 0)
+        r = verify_cgroupns(st, id, hc, err);
     json_object_put(j);
     return r;
 }

@@ -17,6 +17,9 @@
  *   memory_bytes           HostConfig.Memory and MemorySwap (RAM and swap together)
  *   cpu_millicores         HostConfig.NanoCpus (0: no quota)
  *   pids_max               HostConfig.PidsLimit
+ *   namespaces             HostConfig.CgroupnsMode "private" (on cgroup v1 the engines'
+ *                          default is the host's); dk_verify refuses a container that
+ *                          did not get one
  *   network off / host     HostConfig.NetworkMode "none" / "host" (operator override)
  *   network registries,    NetworkMode "none" and the core's proxy socket bound read-only
  *   allowlist              at SBX_PROXY_SOCKET (HostConfig.Mounts, Type bind); the agent
@@ -180,6 +183,7 @@ static struct json_object *host_config(const struct dk_input *in, const char *pr
 
     json_object_object_add(hc, "NetworkMode",
             json_object_new_string(p->network == SBX_NET_HOST ? "host" : "none"));
+    add_str(hc, "CgroupnsMode", "private");
     json_object_object_add(hc, "ReadonlyRootfs", json_object_new_boolean(p->read_only_system != 0));
     json_object_object_add(hc, "CapDrop", str_array(drop));
     json_object_array_add(sec, json_object_new_string("no-new-privileges"));

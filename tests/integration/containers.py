@@ -30,6 +30,7 @@ PODMAN_SOCK = RUN + "/podman.sock"
 PODMAN_PID = RUN + "/podman.pid"
 PODMAN_ROOT = LIB + "/podman"
 PODMAN_RUNROOT = RUN + "/podman-run"
+PODMAN_HOST_CGROUPNS = "LLM_SANDBOX_PODMAN_ALLOW_HOST_CGROUPNS"
 
 _proc = None
 
@@ -41,6 +42,10 @@ def client_env(backend):
         env["DOCKER_HOST"] = "unix://" + DOCKER_SOCK
     else:
         env["CONTAINER_HOST"] = "unix://" + PODMAN_SOCK
+        # Podman 4.3 on this cgroup v1 host keeps the host's cgroup
+        # namespace whatever the compatible API asks, which the plugin
+        # refuses unless told otherwise (test_containers.py tests the refusal)
+        env[PODMAN_HOST_CGROUPNS] = "true"
     return env
 
 
