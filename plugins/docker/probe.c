@@ -129,7 +129,7 @@ static int verify_cgroupns(
     }
     if (r == 0 && got && strcmp(got, "host") == 0 && st->podman &&
             dk_setting_true(st, "allow_host_cgroupns", false))
-        st->h->log(st->h, SBX_LOG_WARN,
+        st->h->log(st->h, SBX_LOG_INFO,
                 "container %.12s shares the host's cgroup namespace (allow_host_cgroupns)", id);
     else if (r == 0 && (!got || strcmp(got, "private") != 0))
         r = dk_fail(err, SBX_E_UNSUPPORTED, 0,
@@ -142,6 +142,23 @@ static int verify_cgroupns(
                         : "");
     json_object_put(j);
     return r;
+}
+
+/* Each tmpfs asked for is there with its size (an unsized tmpfs is bounded
+ * only by the memory limit). */
+static int verify_tmpfs(struct dk_state *st, struct json_object *hc, struct sbx_err *err)
+{
+    const char *paths[] = {"/workspace", "/tmp", "/var/tmp", "/run"};
+    struct json_object *t = NULL, *v;
+
+    json_object_object_get_ex(hc, "Tmpfs", &t);
+    for (size_t i = 0; i < (st->podman ? 4u : 2u); i++)
+        if (!json_object_object_get_ex(t, paths[i], &v) ||
+                !strstr(json_object_get_string(v), "size="))
+            return dk_fail(err, SBX_E_UNSUPPORTED, 0,
+                    "the %s daemon did not keep the sized tmpfs at %s; refusing to run", st->name,
+                    paths[i]);
+    return 0;
 }
 
 /* Read the container back: every hardening setting must have stuck
@@ -175,6 +192,8 @@ int dk_verify(struct dk_state *st, const char *id, const struct sbx_policy *p, s
                     "the %s daemon did not keep %s=%lld (it has %lld); refusing to run", st->name,
                     checks[i].key, (long long)checks[i].want, (long long)got);
     }
+    if (r == 0)
+        r = verify_tmpfs(st, hc, err);
     if (r == 0)
         r = verify_cgroupns(st, id, hc, err);
     json_object_put(j);
