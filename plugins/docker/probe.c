@@ -7,8 +7,10 @@
  * start it when a limit did not stick (run.c), since no probe here can
  * create a container without a language's image (dk_verify, below).
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "docker.h"
 
@@ -80,6 +82,24 @@ static void fill_caps(struct dk_state *st, struct json_object *info, struct sbx_
     cap(caps, SBX_CTL_UNPRIVILEGED, SBX_ENF_FULL, "User is the core's sandbox uid, never 0");
 }
 
+/* TLS verification on: Docker's three files, each readable, before any
+ * connection (curl's own error for a missing one names none). */
+static int tls_files(struct dk_state *st, struct sbx_err *err)
+{
+    const char *names[] = {"ca.pem", "cert.pem", "key.pem"};
+    char path[600];
+
+    for (size_t i = 0; st->tls_dir[0] && i < 3; i++) {
+        snprintf(path, sizeof(path), "%s/%s", st->tls_dir, names[i]);
+        if (access(path, R_OK) < 0)
+            return dk_fail(err, SBX_E_INVALID, errno,
+                    "TLS verification is on (DOCKER_TLS_VERIFY) but %s is not readable: %s "
+                    "(DOCKER_CERT_PATH must hold ca.pem, cert.pem and key.pem)",
+                    path, strerror(errno));
+    }
+    return 0;
+}
+
 int dk_probe(void *state, struct sbx_caps *caps, struct sbx_err *err)
 {
     struct dk_state *st = state;
@@ -87,10 +107,20 @@ int dk_probe(void *state, struct sbx_caps *caps, struct sbx_err *err)
     struct dk_call ping = {.method = "GET", .path = "/_ping", .timeout_ms = 10000};
     struct dk_call c = {.method = "GET", .path = "/info", .timeout_ms = 30000};
 
+    if (tls_files(st, err) < 0)
+        return err->rc;
     if (dk_api(st, &ping, NULL, NULL, err) < 0) {
         char why[sizeof(err->msg)];
 
         snprintf(why, sizeof(why), "%s", err->msg);
+        /* curl's detail without "GET /v1.41/_ping on '<endpoint>': " (the
+         * message has room for 255 bytes) */
+        const char *detail = strstr(why, "': ");
+
+        if (st->tls_dir[0])
+            return dk_fail(err, SBX_E_UNAVAILABLE, err->sys_errno,
+                    "no %s daemon answers over TLS at %s with DOCKER_CERT_PATH '%s': %s", st->name,
+                    st->endpoint, st->tls_dir, detail ? detail + 3 : why);
         return dk_fail(err, SBX_E_UNAVAILABLE, err->sys_errno,
                 "no %s daemon answers (%s); start it or set %s", st->name, why,
                 st->podman ? "CONTAINER_HOST" : "DOCKER_HOST");
