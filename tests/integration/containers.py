@@ -140,7 +140,7 @@ def start(backend, source_dir):
         _kill_pidfile(PODMAN_PID)
         argv = cli(backend) + ["system", "service", "--time=0", "unix://" + PODMAN_SOCK]
     _proc = subprocess.Popen(argv, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
-                             start_new_session=True)
+                             start_new_session=True, cwd=RUN)
     if backend == "podman":
         with open(PODMAN_PID, "w") as f:
             f.write(str(_proc.pid))
