@@ -9,8 +9,10 @@ difference. A benchmark, not a test: timings on shared machines are noisy.
 usage: bench/overhead.py [--runs N] [--bin PATH] [--backend NAME]
 
 Container backends (docker, podman) find their daemon and images through
-DOCKER_HOST / CONTAINER_HOST and SANDBOX_IMAGE_<LANG>, passed through from
-the environment; each run there is a one-shot cold container.
+DOCKER_HOST / CONTAINER_HOST, SANDBOX_IMAGE_<LANG> and LLM_SANDBOX_*
+settings (LLM_SANDBOX_PODMAN_ALLOW_HOST_CGROUPNS=true for Podman 4.3 on
+cgroup v1), passed through from the environment; each run there is a
+one-shot cold container.
 """
 import argparse
 import os
@@ -43,7 +45,8 @@ def main():
     a = ap.parse_args()
     env = {"PATH": "/usr/bin:/bin", "BACKEND": a.backend}
     env.update({k: v for k, v in os.environ.items()
-                if k in ("DOCKER_HOST", "CONTAINER_HOST") or k.startswith("SANDBOX_IMAGE_")})
+                if k in ("DOCKER_HOST", "CONTAINER_HOST") or
+                k.startswith(("SANDBOX_IMAGE_", "LLM_SANDBOX_"))})
     sandbox = [a.bin, "run", "--language", "python", "--code", "pass"]
     bare = ["/usr/bin/python3", "-c", "pass"]
     for _ in range(5):  # warm the page cache

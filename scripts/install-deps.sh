@@ -16,7 +16,7 @@ PACKAGES="
   ruby r-base-core
   python3-matplotlib python3-seaborn python3-plotly r-cran-ggplot2
   clang clang-format libclang-rt-14-dev valgrind
-  libarchive-dev docker.io podman debootstrap
+  libarchive-dev docker.io podman debootstrap curl openssl
 "
 
 # The other toolchains the language plugins use, from Debian unless this

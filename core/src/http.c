@@ -179,18 +179,23 @@ static int set_endpoint(CURL *c, const struct sbx_http *req, bool *ret_tls, stru
     return 0;
 }
 
-static int curl_fail(CURLcode rc, const struct sbx_http *req, bool aborted, struct sbx_err *err)
+/* why: curl's error buffer (its detail, such as which certificate did not
+ * verify), or "" for curl's generic text of rc. */
+static int curl_fail(
+        CURLcode rc, const char *why, const struct sbx_http *req, bool aborted, struct sbx_err *err)
 {
+    const char *text = why && why[0] ? why : sym_curl_easy_strerror(rc);
+
     if (rc == CURLE_ABORTED_BY_CALLBACK && cancelled(req->cancel_fd))
         return sbx_err_fill(err, SBX_E_CANCELLED, ECANCELED, "cancelled");
     if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST)
         return sbx_err_fill(err, SBX_E_UNAVAILABLE, ECONNREFUSED, "cannot connect to '%s': %s",
-                req->endpoint, sym_curl_easy_strerror(rc));
+                req->endpoint, text);
     if (aborted)
         return sbx_err_fill(err, SBX_E_CANCELLED, ECANCELED, "%s %s: stopped by the receiver",
                 req->method, req->path);
     return sbx_err_fill(err, SBX_E_BACKEND, rc == CURLE_OPERATION_TIMEDOUT ? ETIMEDOUT : EIO,
-            "%s %s on '%s': %s", req->method, req->path, req->endpoint, sym_curl_easy_strerror(rc));
+            "%s %s on '%s': %s", req->method, req->path, req->endpoint, text);
 }
 
 static CURL *easy_new(const struct sbx_http *req, bool *ret_tls, struct sbx_err *err)
@@ -223,7 +228,7 @@ int http_request(const struct sbx_http *req, struct sbx_http_resp *resp, struct 
 {
     struct xfer x = {.req = req, .resp = resp};
     struct curl_slist *hdr = NULL;
-    char ct[160];
+    char ct[160], why[CURL_ERROR_SIZE] = "";
     bool tls;
     CURLcode rc;
     CURL *c;
@@ -253,12 +258,13 @@ int http_request(const struct sbx_http *req, struct sbx_http_resp *resp, struct 
     sym_curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
     sym_curl_easy_setopt(c, CURLOPT_XFERINFODATA, &x);
     sym_curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    sym_curl_easy_setopt(c, CURLOPT_ERRORBUFFER, why);
     rc = sym_curl_easy_perform(c);
     if (rc == CURLE_OK)
         sym_curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp->status);
     sym_curl_easy_cleanup(c);
     sym_curl_slist_free_all(hdr);
-    return rc == CURLE_OK ? 0 : curl_fail(rc, req, x.aborted, err);
+    return rc == CURLE_OK ? 0 : curl_fail(rc, why, req, x.aborted, err);
 }
 
 static int64_t left_ms(const struct timespec *end)
@@ -364,7 +370,7 @@ int http_upgrade(const struct sbx_http *req, struct sbx_conn **ret_conn, struct 
 {
     struct sbx_conn *cn = calloc(1, sizeof(*cn));
     struct timespec end;
-    char *head = malloc(HEAD_MAX);
+    char *head = malloc(HEAD_MAX), why[CURL_ERROR_SIZE] = "";
     curl_socket_t s = CURL_SOCKET_BAD;
     long status = 0;
     int n, r = 0;
@@ -383,11 +389,13 @@ int http_upgrade(const struct sbx_http *req, struct sbx_conn **ret_conn, struct 
         return err->rc;
     }
     sym_curl_easy_setopt(cn->curl, CURLOPT_CONNECT_ONLY, 1L);
+    sym_curl_easy_setopt(cn->curl, CURLOPT_ERRORBUFFER, why);
     rc = sym_curl_easy_perform(cn->curl);
     if (rc == CURLE_OK)
         rc = sym_curl_easy_getinfo(cn->curl, CURLINFO_ACTIVESOCKET, &s);
     if (rc != CURLE_OK || s == CURL_SOCKET_BAD)
-        r = curl_fail(rc, req, false, err);
+        r = curl_fail(rc, why, req, false, err);
+    sym_curl_easy_setopt(cn->curl, CURLOPT_ERRORBUFFER, NULL); /* why is on this stack */
     cn->fd = (int)s;
     n = snprintf(head, HEAD_MAX,
             "%s %s HTTP/1.1\r\nHost: docker\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n"

@@ -84,7 +84,7 @@ int dk_api(struct dk_state *st, const struct dk_call *c, long *ret_status,
     struct json_object *j = NULL;
     int r;
 
-    snprintf(path, sizeof(path), "%s%s", DK_API, c->path);
+    snprintf(path, sizeof(path), "%s%s", c->libpod ? DK_LIBPOD_API : DK_API, c->path);
     if (c->body)
         text = json_object_to_json_string_ext(c->body, JSON_C_TO_STRING_PLAIN);
     struct sbx_http req = {.size = sizeof(req),
@@ -101,6 +101,8 @@ int dk_api(struct dk_state *st, const struct dk_call *c, long *ret_status,
     if (!resp.body)
         return dk_fail(err, SBX_E_NOMEM, ENOMEM, "out of memory");
     r = h->http_request(h, &req, &resp, err);
+    while (r == 0 && resp.len && strchr(" \r\n", resp.body[resp.len - 1])) /* for messages */
+        resp.body[--resp.len] = '\0';
     if (r == 0 && resp.truncated)
         r = dk_fail(err, SBX_E_LIMIT, 0, "%s %s: the answer exceeds %u bytes", c->method, c->path,
                 RESP_CAP);

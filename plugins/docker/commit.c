@@ -30,7 +30,7 @@
 #include "docker.h"
 #include "translate.h"
 
-static bool setting_true(struct dk_state *st, const char *key, bool dflt)
+bool dk_setting_true(struct dk_state *st, const char *key, bool dflt)
 {
     const char *v = st->h->setting(st->h, key);
 
@@ -41,12 +41,12 @@ static bool setting_true(struct dk_state *st, const char *key, bool dflt)
 
 bool dk_commit_enabled(struct dk_state *st)
 {
-    return setting_true(st, "commit_container", false);
+    return dk_setting_true(st, "commit_container", false);
 }
 
 bool dk_keep_template(struct dk_state *st)
 {
-    return setting_true(st, "keep_template", true);
+    return dk_setting_true(st, "keep_template", true);
 }
 
 static bool image_exists(struct dk_state *st, const char *ref)

@@ -15,7 +15,10 @@
 
 #include <llm-sandbox/plugin.h>
 
-#define DK_API          "/v1.41" /* Docker 20.10; Podman 4's compatible API says the same */
+#define DK_API "/v1.41" /* Docker 20.10; Podman 4's compatible API says the same */
+#define DK_LIBPOD_API                                                                              \
+    "/v4.0.0/libpod" /* Podman's own API (4 and later), for what the                               \
+                      * compatible one does not tell */
 #define DK_LABEL        "org.llm-sandbox.owner"
 #define DK_LABEL_RUN    "org.llm-sandbox.run"
 #define DK_LABEL_SOURCE "org.llm-sandbox.source" /* a set volume's host directory */
@@ -47,6 +50,7 @@ struct dk_call {
     size_t raw_len;
     int64_t timeout_ms;
     bool missing_ok; /* 404 is an answer, not an error */
+    bool libpod;     /* path is under DK_LIBPOD_API (Podman only) */
 };
 int dk_api(struct dk_state *st, const struct dk_call *c, long *ret_status,
         struct json_object **ret_json, struct sbx_err *err);
@@ -106,6 +110,8 @@ int dk_fill_container(struct dk_state *st, const char *image, const char *volume
  * KEEP_TEMPLATE (keep_template, default true). */
 #define DK_COMMIT_REPO "llm-sandbox-commit"
 bool dk_commit_enabled(struct dk_state *st);
+/* A boolean setting (true, 1, yes), dflt when unset. */
+bool dk_setting_true(struct dk_state *st, const char *key, bool dflt);
 bool dk_keep_template(struct dk_state *st);
 /* The image holding image plus dir at /deps, made once (labelled, a new
  * tag of DK_COMMIT_REPO): its reference in ret_ref. */

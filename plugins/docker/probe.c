@@ -7,8 +7,10 @@
  * start it when a limit did not stick (run.c), since no probe here can
  * create a container without a language's image (dk_verify, below).
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "docker.h"
 
@@ -80,6 +82,24 @@ static void fill_caps(struct dk_state *st, struct json_object *info, struct sbx_
     cap(caps, SBX_CTL_UNPRIVILEGED, SBX_ENF_FULL, "User is the core's sandbox uid, never 0");
 }
 
+/* TLS verification on: Docker's three files, each readable, before any
+ * connection (curl's own error for a missing one names none). */
+static int tls_files(struct dk_state *st, struct sbx_err *err)
+{
+    const char *names[] = {"ca.pem", "cert.pem", "key.pem"};
+    char path[600];
+
+    for (size_t i = 0; st->tls_dir[0] && i < 3; i++) {
+        snprintf(path, sizeof(path), "%s/%s", st->tls_dir, names[i]);
+        if (access(path, R_OK) < 0)
+            return dk_fail(err, SBX_E_INVALID, errno,
+                    "TLS verification is on (DOCKER_TLS_VERIFY) but %s is not readable: %s "
+                    "(DOCKER_CERT_PATH must hold ca.pem, cert.pem and key.pem)",
+                    path, strerror(errno));
+    }
+    return 0;
+}
+
 int dk_probe(void *state, struct sbx_caps *caps, struct sbx_err *err)
 {
     struct dk_state *st = state;
@@ -87,10 +107,20 @@ int dk_probe(void *state, struct sbx_caps *caps, struct sbx_err *err)
     struct dk_call ping = {.method = "GET", .path = "/_ping", .timeout_ms = 10000};
     struct dk_call c = {.method = "GET", .path = "/info", .timeout_ms = 30000};
 
+    if (tls_files(st, err) < 0)
+        return err->rc;
     if (dk_api(st, &ping, NULL, NULL, err) < 0) {
         char why[sizeof(err->msg)];
 
         snprintf(why, sizeof(why), "%s", err->msg);
+        /* curl's detail without "GET /v1.41/_ping on '<endpoint>': " (the
+         * message has room for 255 bytes) */
+        const char *detail = strstr(why, "': ");
+
+        if (st->tls_dir[0])
+            return dk_fail(err, SBX_E_UNAVAILABLE, err->sys_errno,
+                    "no %s daemon answers over TLS at %s with DOCKER_CERT_PATH '%s': %s", st->name,
+                    st->endpoint, st->tls_dir, detail ? detail + 3 : why);
         return dk_fail(err, SBX_E_UNAVAILABLE, err->sys_errno,
                 "no %s daemon answers (%s); start it or set %s", st->name, why,
                 st->podman ? "CONTAINER_HOST" : "DOCKER_HOST");
@@ -100,6 +130,64 @@ int dk_probe(void *state, struct sbx_caps *caps, struct sbx_err *err)
     fill_caps(st, info, caps);
     json_object_put(info);
     dk_sweep(st);
+    return 0;
+}
+
+/* The container's own cgroup namespace: Docker says so in its inspect
+ * (CgroupnsMode). Podman's compatible API takes CgroupnsMode, but Podman 4.3
+ * (Debian 12) ignores it and keeps the host's namespace on cgroup v1 (where
+ * containers.conf cannot change it either): its own inspect's CgroupMode
+ * tells what was made. Refused unless the operator accepted the host's
+ * namespace for Podman (setting allow_host_cgroupns). */
+static int verify_cgroupns(
+        struct dk_state *st, const char *id, struct json_object *hc, struct sbx_err *err)
+{
+    struct json_object *j = NULL, *lhc, *v;
+    const char *got = NULL;
+    char path[128];
+    int r = 0;
+
+    if (!st->podman && json_object_object_get_ex(hc, "CgroupnsMode", &v))
+        got = json_object_get_string(v);
+    if (st->podman) {
+        snprintf(path, sizeof(path), "/containers/%s/json", id);
+        struct dk_call c = {.method = "GET", .path = path, .libpod = true};
+        r = dk_api(st, &c, NULL, &j, err);
+        if (r == 0 && json_object_object_get_ex(j, "HostConfig", &lhc) &&
+                json_object_object_get_ex(lhc, "CgroupMode", &v))
+            got = json_object_get_string(v);
+    }
+    if (r == 0 && got && strcmp(got, "host") == 0 && st->podman &&
+            dk_setting_true(st, "allow_host_cgroupns", false))
+        st->h->log(st->h, SBX_LOG_INFO,
+                "container %.12s shares the host's cgroup namespace (allow_host_cgroupns)", id);
+    else if (r == 0 && (!got || strcmp(got, "private") != 0))
+        r = dk_fail(err, SBX_E_UNSUPPORTED, 0,
+                "the %s daemon did not give the container its own cgroup namespace (it has "
+                "'%s'); refusing to run%s",
+                st->name, got ? got : "",
+                st->podman
+                        ? " (Podman 4.3, as in Debian 12, ignores CgroupnsMode on cgroup v1: set "
+                          "LLM_SANDBOX_PODMAN_ALLOW_HOST_CGROUPNS=true to accept the host's)"
+                        : "");
+    json_object_put(j);
+    return r;
+}
+
+/* Each tmpfs asked for is there with its size (an unsized tmpfs is bounded
+ * only by the memory limit). */
+static int verify_tmpfs(struct dk_state *st, struct json_object *hc, struct sbx_err *err)
+{
+    const char *paths[] = {"/workspace", "/tmp", "/var/tmp", "/run"};
+    struct json_object *t = NULL, *v;
+
+    json_object_object_get_ex(hc, "Tmpfs", &t);
+    for (size_t i = 0; i < (st->podman ? 4u : 2u); i++)
+        if (!json_object_object_get_ex(t, paths[i], &v) ||
+                !strstr(json_object_get_string(v), "size="))
+            return dk_fail(err, SBX_E_UNSUPPORTED, 0,
+                    "the %s daemon did not keep the sized tmpfs at %s; refusing to run", st->name,
+                    paths[i]);
     return 0;
 }
 
@@ -134,6 +222,10 @@ int dk_verify(struct dk_state *st, const char *id, const struct sbx_policy *p, s
                     "the %s daemon did not keep %s=%lld (it has %lld); refusing to run", st->name,
                     checks[i].key, (long long)checks[i].want, (long long)got);
     }
+    if (r == 0)
+        r = verify_tmpfs(st, hc, err);
+    if (r == 0)
+        r = verify_cgroupns(st, id, hc, err);
     json_object_put(j);
     return r;
 }

@@ -13,10 +13,15 @@
  *   read_only_system       HostConfig.ReadonlyRootfs
  *   workspace_bytes        HostConfig.Tmpfs /workspace and /tmp (size=, exec, nosuid,
  *                          nodev), HostConfig.ShmSize; each at most 3/4 of memory_bytes
- *                          (tmpfs is RAM charged to the memory limit, as for bwrap)
+ *                          (tmpfs is RAM charged to the memory limit, as for bwrap);
+ *                          Podman: also /var/tmp and /run (16 MiB at most; its own
+ *                          would be unsized)
  *   memory_bytes           HostConfig.Memory and MemorySwap (RAM and swap together)
  *   cpu_millicores         HostConfig.NanoCpus (0: no quota)
  *   pids_max               HostConfig.PidsLimit
+ *   namespaces             HostConfig.CgroupnsMode "private" (on cgroup v1 the engines'
+ *                          default is the host's); dk_verify refuses a container that
+ *                          did not get one
  *   network off / host     HostConfig.NetworkMode "none" / "host" (operator override)
  *   network registries,    NetworkMode "none" and the core's proxy socket bound read-only
  *   allowlist              at SBX_PROXY_SOCKET (HostConfig.Mounts, Type bind); the agent
@@ -48,6 +53,8 @@
 #include "docker.h"
 
 #define DK_NPROC 16384
+/* Podman's /var/tmp and /run: nothing of ours uses them */
+#define DK_RUN_BYTES (16u << 20)
 
 static struct json_object *str_array(const char *const *v)
 {
@@ -169,6 +176,22 @@ static struct json_object *mounts(const struct dk_input *in)
     return a;
 }
 
+/* Podman mounts a tmpfs of its own, unsized, at /var/tmp and /run of a
+ * read-only root (its read-only-tmpfs default, which the compatible API
+ * cannot turn off). Ours replace them, sized: /run root's; /var/tmp ends up
+ * 1777 whatever its mode= says (Podman's), so it says so. Docker mounts
+ * neither (both are the image's, read-only). */
+static void podman_tmpfs(struct json_object *tmpfs, uint64_t t)
+{
+    char opt[96];
+    uint64_t n = t < DK_RUN_BYTES ? t : DK_RUN_BYTES;
+
+    snprintf(opt, sizeof(opt), "rw,noexec,nosuid,nodev,size=%" PRIu64 ",mode=1777", n);
+    add_str(tmpfs, "/var/tmp", opt);
+    snprintf(opt, sizeof(opt), "rw,noexec,nosuid,nodev,size=%" PRIu64 ",mode=0755", n);
+    add_str(tmpfs, "/run", opt);
+}
+
 static struct json_object *host_config(const struct dk_input *in, const char *profile)
 {
     const struct sbx_policy *p = in->policy;
@@ -180,6 +203,7 @@ static struct json_object *host_config(const struct dk_input *in, const char *pr
 
     json_object_object_add(hc, "NetworkMode",
             json_object_new_string(p->network == SBX_NET_HOST ? "host" : "none"));
+    add_str(hc, "CgroupnsMode", "private");
     json_object_object_add(hc, "ReadonlyRootfs", json_object_new_boolean(p->read_only_system != 0));
     json_object_object_add(hc, "CapDrop", str_array(drop));
     json_object_array_add(sec, json_object_new_string("no-new-privileges"));
@@ -200,6 +224,8 @@ static struct json_object *host_config(const struct dk_input *in, const char *pr
     add_str(tmpfs, "/workspace", opt);
     snprintf(opt, sizeof(opt), "rw,exec,nosuid,nodev,size=%" PRIu64 ",mode=1777", t);
     add_str(tmpfs, "/tmp", opt);
+    if (in->podman)
+        podman_tmpfs(tmpfs, t);
     json_object_object_add(hc, "Tmpfs", tmpfs);
     json_object_object_add(hc, "Ulimits", ulimits(in));
     json_object_object_add(hc, "ShmSize", json_object_new_int64((int64_t)t));

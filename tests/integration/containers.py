@@ -13,8 +13,11 @@ the daemon from outside; the plugin itself speaks the Engine API.
 """
 import os
 import signal
+import socket
 import subprocess
 import time
+
+import tlscerts
 
 RUN = "/run/llm-sandbox-test"
 LIB = "/var/lib/llm-sandbox-test"
@@ -26,10 +29,16 @@ MISSING_LANGS = ("go", "cpp", "java", "r")
 
 DOCKER_SOCK = RUN + "/docker.sock"
 DOCKER_PID = RUN + "/docker.pid"
+# The docker daemon's second listener: TLS with client certificates on
+# loopback (test_docker_tls.py); TLS_DIRS names the certificate directories.
+DOCKER_TLS = RUN + "/tls"
+DOCKER_TLS_PORT = None
+TLS_DIRS = {}
 PODMAN_SOCK = RUN + "/podman.sock"
 PODMAN_PID = RUN + "/podman.pid"
 PODMAN_ROOT = LIB + "/podman"
 PODMAN_RUNROOT = RUN + "/podman-run"
+PODMAN_HOST_CGROUPNS = "LLM_SANDBOX_PODMAN_ALLOW_HOST_CGROUPNS"
 
 _proc = None
 
@@ -41,6 +50,10 @@ def client_env(backend):
         env["DOCKER_HOST"] = "unix://" + DOCKER_SOCK
     else:
         env["CONTAINER_HOST"] = "unix://" + PODMAN_SOCK
+        # Podman 4.3 on this cgroup v1 host keeps the host's cgroup
+        # namespace whatever the compatible API asks, which the plugin
+        # refuses unless told otherwise (test_containers.py tests the refusal)
+        env[PODMAN_HOST_CGROUPNS] = "true"
     return env
 
 
@@ -96,6 +109,23 @@ def _ensure_image(backend, source_dir):
     subprocess.run(cli(backend) + ["import", tar, IMAGE], check=True, capture_output=True)
 
 
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _tls_args():
+    """A TLS listener on a free loopback port (the unix socket stays plain)."""
+    global DOCKER_TLS_PORT, TLS_DIRS
+    TLS_DIRS = tlscerts.make(DOCKER_TLS)
+    DOCKER_TLS_PORT = _free_port()
+    srv = TLS_DIRS["server"]
+    return ["--host", "tcp://127.0.0.1:%d" % DOCKER_TLS_PORT, "--tlsverify",
+            "--tlscacert", srv + "/ca.pem", "--tlscert", srv + "/cert.pem",
+            "--tlskey", srv + "/key.pem"]
+
+
 def start(backend, source_dir):
     global _proc
     os.makedirs(RUN, exist_ok=True)
@@ -105,12 +135,12 @@ def start(backend, source_dir):
         _kill_pidfile(DOCKER_PID)
         argv = ["dockerd", "--host", "unix://" + DOCKER_SOCK, "--data-root", LIB + "/docker",
                 "--exec-root", RUN + "/docker-exec", "--pidfile", DOCKER_PID,
-                "--bridge", "none", "--iptables=false", "--ip-masq=false"]
+                "--bridge", "none", "--iptables=false", "--ip-masq=false"] + _tls_args()
     else:
         _kill_pidfile(PODMAN_PID)
         argv = cli(backend) + ["system", "service", "--time=0", "unix://" + PODMAN_SOCK]
     _proc = subprocess.Popen(argv, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
-                             start_new_session=True)
+                             start_new_session=True, cwd=RUN)
     if backend == "podman":
         with open(PODMAN_PID, "w") as f:
             f.write(str(_proc.pid))

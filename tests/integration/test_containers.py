@@ -150,3 +150,33 @@ def test_keep_template_false_removes_the_images_made_for_the_run():
     left = images("llm-sandbox-agent")
     assert len(left) == len(kept) - 1 and set(left) < set(kept), (kept, left)
     assert image_id(containers.IMAGE)
+
+
+CGROUP_SELF = "print(open('/proc/self/cgroup').read(), end='')"
+
+
+@pytest.mark.skipif(BACKEND != "podman", reason="Docker honours CgroupnsMode (the next test)")
+def test_host_cgroup_namespace_is_refused_unless_accepted():
+    """Podman 4.3 keeps the host's cgroup namespace on cgroup v1 whatever
+    the compatible API asks: the plugin reads its own inspect and refuses
+    to run there unless the operator accepted it (the fixture does, for
+    the other tests). Where Podman does give the container its own
+    namespace, the run is fine without the setting."""
+    res = code(CGROUP_SELF, extra_env={containers.PODMAN_HOST_CGROUPNS: None})
+    if res["status"] == "ok":
+        assert all(line.endswith(":/") for line in res["stdout"].splitlines()), res
+        return
+    assert res["status"] == "error" and res["exit_code"] is None, res
+    assert "did not give the container its own cgroup namespace (it has 'host')" \
+        in res["message"], res
+    assert containers.PODMAN_HOST_CGROUPNS in res["message"], res
+    assert res["stdout"] == "", res
+    assert containers.leftover(BACKEND) == []
+
+
+@pytest.mark.skipif(BACKEND != "docker", reason="Podman 4.3 ignores CgroupnsMode (above)")
+def test_own_cgroup_namespace_on_docker():
+    res = code(CGROUP_SELF)
+    assert res["status"] == "ok", res
+    lines = res["stdout"].splitlines()
+    assert lines and all(line.endswith(":/") for line in lines), res

@@ -49,14 +49,6 @@ def cache():
     assert not os.path.exists(d)
 
 
-def needs_npm():
-    """Debian's node carries no npm, and debootstrap cannot add npm's four
-    hundred packages to the container test image: the javascript installs
-    are tested on the local backends only."""
-    if CONTAINER:
-        pytest.skip("the %s test image has no npm (scripts/container-test-image.sh)" % BACKEND)
-
-
 def run(cache_dir, lang, src, libs, *args, env=None):
     extra = {"LLM_SANDBOX_CACHE_DIR": cache_dir}
     extra.update(env or {})
@@ -108,7 +100,6 @@ def test_same_set_whatever_the_order(cache):
 
 
 def test_javascript_commonjs_and_module(cache):
-    needs_npm()
     cjs = 'const n = require("is-number"); const _ = require("lodash");\n' \
           'console.log(n(5), _.chunk([1, 2, 3, 4], 2).length);\n'
     esm = 'import n from "is-number"; import _ from "lodash";\n' \
@@ -302,7 +293,6 @@ def test_concurrent_installs_of_one_set_build_it_once(cache):
 
 
 def test_least_recently_used_set_evicted(cache):
-    needs_npm()
     env = {"LLM_SANDBOX_CACHE_MAX": "10M"}
     assert_installed(run(cache, "python", "import pyfiglet\nprint(1)\n", ["pyfiglet"], env=env),
                      "1\n")

@@ -265,7 +265,7 @@ def test_writes_outside_the_workspace_do_not_reach_the_host(lang, planted):
     # the system is read-only, the sandbox's own /tmp and /dev/shm work
     inside = ("overwrite", "via_proc_root", "via_self_root", "create", "symlink", "unlink",
               "etc_passwd", "usr", "var_tmp")
-    if BACKEND == "podman":  # its own /var/tmp tmpfs (test_container_posture.py)
+    if BACKEND == "podman":  # its own /var/tmp tmpfs, sized (test_container_posture.py)
         inside = tuple(k for k in inside if k not in ("create", "symlink", "var_tmp"))
     for k in inside:
         assert out[k] != "done", (k, out)
