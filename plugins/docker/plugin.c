@@ -26,8 +26,17 @@ static int dk_init(
             ep           ? ep
             : st->podman ? "unix:///run/podman/podman.sock"
                          : "unix:///var/run/docker.sock");
-    if (tls && strcmp(tls, "0") != 0 && tls[0])
-        snprintf(st->tls_dir, sizeof(st->tls_dir), "%s", certs ? certs : "/root/.docker");
+    /* as the docker CLI: any value turns verification on, even "0"; the
+     * certificates default to ~/.docker */
+    if (tls && tls[0]) {
+        const char *home = getenv("HOME");
+
+        if (certs)
+            snprintf(st->tls_dir, sizeof(st->tls_dir), "%s", certs);
+        else
+            snprintf(st->tls_dir, sizeof(st->tls_dir), "%s/.docker",
+                    home && home[0] == '/' ? home : "/root");
+    }
     pthread_mutex_init(&st->lock, NULL);
     *ret_state = st;
     return 0;

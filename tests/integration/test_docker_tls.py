@@ -4,6 +4,8 @@ DOCKER_CERT_PATH): the private daemon (containers.py) also listens on a
 loopback port with --tlsverify and throwaway certificates (tlscerts.py).
 A run works with the right client directory; every wrong one fails before
 anything runs, with an error that says why."""
+import os
+
 import pytest
 
 import containers
@@ -19,10 +21,20 @@ def tls_env(cert_dir, verify="1"):
             "DOCKER_CERT_PATH": containers.TLS_DIRS.get(cert_dir, cert_dir)}
 
 
-def test_a_run_over_tls():
-    res = code("print(6*7)", extra_env=tls_env("client"))
+@pytest.mark.parametrize("verify", ["1", "0"])  # any value turns it on, as for the docker CLI
+def test_a_run_over_tls(verify):
+    res = code("print(6*7)", extra_env=tls_env("client", verify))
     assert res["status"] == "ok" and res["stdout"] == "42\n", res
     assert res["backend"] == "docker", res
+
+
+def test_the_certificates_default_to_home_docker(tmp_path):
+    os.symlink(containers.TLS_DIRS["client"], str(tmp_path / ".docker"))
+    env = tls_env("client")
+    del env["DOCKER_CERT_PATH"]
+    env["HOME"] = str(tmp_path)
+    res = code("print(6*7)", extra_env=env)
+    assert res["status"] == "ok" and res["stdout"] == "42\n", res
 
 
 def refused(env):
