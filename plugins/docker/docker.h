@@ -20,6 +20,9 @@
 #define DK_LABEL_RUN    "org.llm-sandbox.run"
 #define DK_LABEL_SOURCE "org.llm-sandbox.source" /* a set volume's host directory */
 #define DK_AGENT_REPO   "llm-sandbox-agent"
+#define DK_REAP_FAILED  16 /* removals to try again at unload */
+
+struct dk_box;
 
 struct dk_state {
     const struct sbx_host *h;
@@ -29,6 +32,13 @@ struct dk_state {
     bool podman;
     bool swap_limit;      /* the daemon can limit memory+swap */
     pthread_mutex_t lock; /* serialises making agent images */
+    /* reaper.c: closed boxes whose containers are still to be removed */
+    pthread_mutex_t reap_lock;
+    pthread_cond_t reap_cond;
+    struct dk_box *reap_head, **reap_tail;
+    pthread_t reaper;
+    bool reaper_on, reap_stop;
+    char reap_failed[DK_REAP_FAILED][80]; /* container ids whose removal failed */
 };
 
 /* Fill err (if not NULL) and return rc. */
@@ -69,7 +79,9 @@ struct dk_cg {
     int64_t pids_max, oom_kills; /* the highest counts seen */
 };
 void dk_cg_open(struct dk_cg *c, const struct dk_state *st, int pid);
-void dk_cg_sample(struct dk_cg *c);
+/* Read the counters again: true when the memory counter was read (the
+ * cgroup still exists), so the counts include everything until now. */
+bool dk_cg_sample(struct dk_cg *c);
 void dk_cg_close(struct dk_cg *c);
 
 /* volume.c: the core's directories (spec->mounts) as named volumes. A

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "docker.h"
+#include "box.h"
 
 static int dk_init(
         const struct sbx_host *h, const char *name, void **ret_state, struct sbx_err *err)
@@ -29,6 +29,7 @@ static int dk_init(
     if (tls && strcmp(tls, "0") != 0 && tls[0])
         snprintf(st->tls_dir, sizeof(st->tls_dir), "%s", certs ? certs : "/root/.docker");
     pthread_mutex_init(&st->lock, NULL);
+    dk_reaper_init(st);
     *ret_state = st;
     return 0;
 }
@@ -37,6 +38,7 @@ static void dk_fini(void *state)
 {
     struct dk_state *st = state;
 
+    dk_reaper_stop(st); /* every container removed before the plugin goes */
     pthread_mutex_destroy(&st->lock);
     free(st);
 }

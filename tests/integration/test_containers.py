@@ -7,6 +7,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -15,6 +16,10 @@ import pytest
 import conftest
 import containers
 from conftest import BACKEND, CONTAINER, SBX_BIN, clean_env, code
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "mcp"))
+import mcptest  # noqa: E402  (tests/mcp: the JSON-RPC client)
 
 pytestmark = [pytest.mark.contract,
               pytest.mark.skipif(not CONTAINER, reason="container backends only")]
@@ -28,6 +33,52 @@ def test_missing_image_is_a_clear_error():
     assert "image 'llm-sandbox-test/missing:1' is not present" in res["message"], res
     assert "pulling it failed" in res["message"], res
     assert res["stdout"] == "", res
+
+
+FORK_UNTIL_REFUSED = """
+import os, sys, time
+n = 0
+try:
+    while True:
+        if os.fork() == 0:
+            time.sleep(60)
+            os._exit(0)
+        n += 1
+except OSError as e:
+    print(n, e.errno)
+    sys.exit(1)
+"""
+
+
+def test_outcomes_are_decided_before_the_removal():
+    """A result returns once the program's exit is known; its container is
+    stopped and removed afterwards (plugins/docker/close.c, reaper.c). The
+    outcome still comes out exact (OOM and pids from the cgroup counters
+    sampled while the program ran), on warm runs too, and when the server
+    has exited no container is left."""
+    s = mcptest.Server(env=clean_env({"LLM_SANDBOX_POOL": "2", "LLM_SANDBOX_PIDS": "32"}))
+
+    def run(src):
+        r = s.call_tool("execute_code", {"language": "python", "code": src}, timeout=120)
+        return r["result"]["structuredContent"]
+    try:
+        s.initialize()
+        for i in range(3):
+            res = run("print(%d)" % i)
+            assert res["status"] == "ok" and res["stdout"] == "%d\n" % i, res
+        res = run("raise SystemExit(3)")
+        assert res["status"] == "error" and res["exit_code"] == 3 and res["limit"] is None, res
+        res = run("x = bytearray(2 * 1024**3)\nprint('survived', len(x))")
+        assert res["status"] == "oom" and res["limit"] == "memory", res
+        assert res["exit_code"] == 137, res
+        res = run(FORK_UNTIL_REFUSED)
+        assert res["status"] == "error" and res["exit_code"] == 1, res
+        assert res["limit"] == "pids", res
+        res = run("print(4)")
+        assert res["status"] == "ok" and res["limit"] is None, res
+    finally:
+        assert s.finish(timeout=120) == 0
+    assert containers.leftover(BACKEND) == []
 
 
 def test_container_dies_with_a_killed_server_and_is_swept():
