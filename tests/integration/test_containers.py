@@ -35,6 +35,17 @@ def test_missing_image_is_a_clear_error():
     assert res["stdout"] == "", res
 
 
+def test_network_registries_for_a_program_is_refused_by_the_policy():
+    """Only library installs get the filtering proxy: a program asking for
+    network 'registries' is refused before any container exists, naming
+    the control, even when the network ceiling would allow it."""
+    for mode in ("registries", "allowlist"):
+        res = code("print(1)", "--network", mode, extra_env={"LLM_SANDBOX_NETWORK": "on"})
+        assert res["status"] == "refused", res
+        assert "network '%s' (control network_%s)" % (mode, mode) in res["message"], res
+        assert res["stdout"] == "", res
+
+
 FORK_UNTIL_REFUSED = """
 import os, sys, time
 n = 0
