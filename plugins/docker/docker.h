@@ -62,13 +62,18 @@ int dk_api(struct dk_state *st, const struct dk_call *c, long *ret_status,
         struct json_object **ret_json, struct sbx_err *err);
 /* Percent-encode s into out for a URL query or path segment. */
 bool dk_escape(const char *s, char *out, size_t len);
+/* How a missing image may be fetched. */
+struct dk_fetch {
+    int cancel_fd; /* a pull stops when it becomes readable, or -1 */
+    bool no_pull;  /* a probe: SBX_E_UNAVAILABLE instead of a pull */
+    bool pulled;   /* set: the image was pulled for this call */
+};
 /* The image to run for a box: ensure `image` is present (pulled with
- * progress when missing), then the derived image holding the agent at
- * DK_AGENT (made once per image and agent; read-only root filesystems
- * cannot receive it at run time). A pull stops when cancel_fd (or -1)
- * becomes readable. *ret_pulled: whether image was pulled for this call. */
-int dk_agent_image(struct dk_state *st, const char *image, int cancel_fd, char *ret_ref, size_t len,
-        bool *ret_pulled, struct sbx_err *err);
+ * progress when missing, as f allows), then the derived image holding the
+ * agent at DK_AGENT (made once per image and agent; read-only root
+ * filesystems cannot receive it at run time). */
+int dk_agent_image(struct dk_state *st, const char *image, struct dk_fetch *f, char *ret_ref,
+        size_t len, struct sbx_err *err);
 /* Remove containers whose owner instance (label) is a dead process here. */
 void dk_sweep(struct dk_state *st);
 

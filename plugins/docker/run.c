@@ -173,10 +173,12 @@ static int prepare(struct dk_box *b, const struct sbx_box_spec *spec, const char
         size_t len, struct sbx_err *err)
 {
     const char *set = dk_commit_enabled(b->st) ? deps_set(spec) : NULL;
-    bool pulled = false;
-    int r = dk_agent_image(b->st, image, spec->cancel_fd, ref, len, &pulled, err);
+    struct dk_fetch f = {.cancel_fd = spec->cancel_fd,
+            .no_pull = SBX_HAS_FIELD(struct sbx_box_spec, spec, flags) &&
+                       (spec->flags & SBX_BOX_PROBE)};
+    int r = dk_agent_image(b->st, image, &f, ref, len, err);
 
-    if (pulled)
+    if (f.pulled)
         snprintf(b->release[0], sizeof(b->release[0]), "%s", image);
     if (r == 0)
         snprintf(b->release[1], sizeof(b->release[1]), "%s", ref);

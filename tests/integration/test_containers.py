@@ -24,15 +24,46 @@ import mcptest  # noqa: E402  (tests/mcp: the JSON-RPC client)
 pytestmark = [pytest.mark.contract,
               pytest.mark.skipif(not CONTAINER, reason="container backends only")]
 
+# A registry on this machine's loopback, port 1: a pull of it is refused at
+# once, and nothing leaves the machine (no name lookup, no registry).
+MISSING = "127.0.0.1:1/llm-sandbox-test/missing:1"
+
 
 def test_missing_image_is_a_clear_error():
-    """No registry is reachable here: the pull fails, and the run says which
-    image and why, without running anything."""
-    res = code("print(1)", extra_env={"SANDBOX_IMAGE_PYTHON": "llm-sandbox-test/missing:1"})
+    """The pull fails, and the run says which image and why, without
+    running anything."""
+    res = code("print(1)", extra_env={"SANDBOX_IMAGE_PYTHON": MISSING})
     assert res["status"] == "error" and res["exit_code"] is None, res
-    assert "image 'llm-sandbox-test/missing:1' is not present" in res["message"], res
+    assert "image '%s' is not present" % MISSING in res["message"], res
     assert "pulling it failed" in res["message"], res
     assert res["stdout"] == "", res
+
+
+def test_a_probe_pulls_nothing_and_the_first_run_pulls():
+    """A server probes every language's version at start-up, in a sandbox.
+    For a language whose image is missing that probe pulls nothing: the
+    server starts and answers (the version is unknown), and the first run
+    of the language pulls, failing here with the clear error."""
+    s = mcptest.Server(env=clean_env({"SANDBOX_IMAGE_RUBY": MISSING,
+                                      "LLM_SANDBOX_LOG_LEVEL": "info"}))
+    try:
+        s.initialize()
+        # answered once ruby's probe is done (describe.c waits for it)
+        d = s.call_tool("get_language_details", {"language": "ruby"}, timeout=120)
+        assert "result" in d and not d["result"].get("isError"), d
+        r = s.call_tool("execute_code", {"language": "ruby", "code": "puts 1"}, timeout=120)
+        res = r["result"]["structuredContent"]
+        assert res["status"] == "error" and res["exit_code"] is None, res
+        assert "image '%s' is not present" % MISSING in res["message"], res
+        assert "pulling it failed" in res["message"], res
+        ok = s.call_tool("execute_code", {"language": "python", "code": "print(2)"}, timeout=120)
+        assert ok["result"]["structuredContent"]["stdout"] == "2\n", ok
+    finally:
+        assert s.finish(timeout=60) == 0
+    log = bytes(s.stderr).decode(errors="replace")
+    # one pull (the run's); the probe's would have been logged the same way
+    pulls = [ln for ln in log.splitlines() if MISSING in ln and "is not here; pulling it" in ln]
+    assert len(pulls) == 1, log
 
 
 def test_network_registries_for_a_program_is_refused_by_the_policy():
