@@ -130,12 +130,16 @@ int dk_commit_image(struct dk_state *st, const char *image, const char *dir, con
         char *ret_ref, size_t len, struct sbx_err *err);
 /* Remove an image unless a container uses it (KEEP_TEMPLATE=false). */
 void dk_image_release(struct dk_state *st, const char *ref);
-/* Copy each writable volume, as container cid left it, into its host
- * directory. */
-int dk_volumes_collect(
-        struct dk_state *st, const char *cid, const struct dk_vols *v, struct sbx_err *err);
 /* Remove the writable volumes; free the names. */
 void dk_volumes_close(struct dk_state *st, struct dk_vols *v);
+/* An unlinked temporary file in /var/tmp (O_TMPFILE), or -1 with err. */
+int dk_tmpfile_fd(struct sbx_err *err);
+#define DK_FILL_MS (10 * 60 * 1000) /* moving a set's tar either way */
+
+/* setread.c: copy each writable volume, as container cid left it, into
+ * its host directory. */
+int dk_volumes_collect(
+        struct dk_state *st, const char *cid, const struct dk_vols *v, struct sbx_err *err);
 
 extern const struct sbx_backend_ops dk_ops;
 
