@@ -14,6 +14,7 @@
 #include <json-c/json.h>
 #include <limits.h>
 #include <openssl/evp.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -404,6 +405,35 @@ static int install_repo(const struct run *r, char ***env, char **ret_dir)
     return 0;
 }
 
+/* A container backend's image, by its ID (the backend's image_id, ABI
+ * 1.3), appended to the toolchain's identity: the image's toolchain is the
+ * one that installs, and a name can be re-tagged to another image. */
+static int image_identity(const struct run *r, char *tool, size_t len, struct sbx_error **err)
+{
+    const struct sbx_backend_ops *ops = r->backend->desc->backend;
+    struct sbx_box_spec spec;
+    struct sbx_err perr;
+    char id[160];
+    size_t n = strlen(tool);
+
+    if (ops->size < offsetof(struct sbx_backend_ops, image_id) + sizeof(ops->image_id) ||
+            !ops->image_id)
+        return 0;
+    memset(&spec, 0, sizeof(spec));
+    spec.size = sizeof(spec);
+    spec.policy = &r->policy;
+    spec.id = "image-id";
+    spec.language = r->lang->name;
+    spec.image = r->lang->m->lang->image;
+    spec.cancel_fd = r->req->cancel ? r->req->cancel->fd : -1;
+    sbx_err_init(&perr);
+    if (ops->image_id(r->backend->pstate, &spec, id, sizeof(id), &perr) < 0)
+        return sbx_error_from_plugin(err, &perr, r->backend->name);
+    id[sizeof(id) - 1] = '\0';
+    snprintf(tool + n, len - n, " image %s", id);
+    return 0;
+}
+
 /* The set's key: everything that decides what the install produces. */
 static int install_key(const struct run *r, const struct manifest_install *in, const char *tool,
         char *const *hosts, char *const *env, char *key)
@@ -494,6 +524,14 @@ int prepare_libraries(struct run *r, struct sbx_error **err)
     if (rc == 0)
         rc = install_env(r, &env);
     toolchain_id(r, tool, sizeof(tool));
+    if (rc == 0 && image_identity(r, tool, sizeof(tool), &e) < 0) {
+        r->ex->status = SBX_STATUS_ERROR;
+        r->ex->message = strdup(e->msg);
+        sbx_error_free(e);
+        strv_free(hosts);
+        strv_free(env);
+        return 1;
+    }
     if (rc == 0) /* the key sees the repository as named, before install_repo() */
         rc = install_key(r, in, tool, hosts, env, key);
     if (rc == 0)

@@ -184,9 +184,8 @@ static int pull(struct dk_state *st, const char *image, int cancel_fd, struct sb
     return 0;
 }
 
-/* The image's ID, pulling the image when missing (as f allows). */
-static int image_id(struct dk_state *st, const char *image, struct dk_fetch *f, char *id,
-        size_t len, struct sbx_err *err)
+int dk_image_id(struct dk_state *st, const char *image, struct dk_fetch *f, char *id, size_t len,
+        struct sbx_err *err)
 {
     char esc[1024], path[1100];
     struct json_object *j = NULL, *v;
@@ -397,7 +396,7 @@ int dk_agent_image(struct dk_state *st, const char *image, struct dk_fetch *f, c
     int r;
 
     f->pulled = false;
-    r = image_id(st, image, f, id, sizeof(id), err);
+    r = dk_image_id(st, image, f, id, sizeof(id), err);
     if (r == 0)
         r = read_agent(st, &agent, &agent_len, &hash, err);
     if (r < 0)

@@ -68,6 +68,9 @@ struct dk_fetch {
     bool no_pull;  /* a probe: SBX_E_UNAVAILABLE instead of a pull */
     bool pulled;   /* set: the image was pulled for this call */
 };
+/* The image's ID (inspect), pulling the image when missing (as f allows). */
+int dk_image_id(struct dk_state *st, const char *image, struct dk_fetch *f, char *id, size_t len,
+        struct sbx_err *err);
 /* The image to run for a box: ensure `image` is present (pulled with
  * progress when missing, as f allows), then the derived image holding the
  * agent at DK_AGENT (made once per image and agent; read-only root
@@ -153,5 +156,7 @@ int64_t dk_box_read(void *box, void *buf, size_t len);
 int64_t dk_box_write(void *box, const void *buf, size_t len);
 int dk_box_kill(void *box);
 int dk_box_close(void *box, struct sbx_box_stats *stats, struct sbx_err *err);
+int dk_box_image_id(void *state, const struct sbx_box_spec *spec, char *ret_id, size_t len,
+        struct sbx_err *err);
 
 #endif

@@ -51,7 +51,8 @@ const struct sbx_backend_ops dk_ops = {.size = sizeof(struct sbx_backend_ops),
         .box_write = dk_box_write,
         .box_write_fd = dk_box_write_fd,
         .box_kill = dk_box_kill,
-        .box_close = dk_box_close};
+        .box_close = dk_box_close,
+        .image_id = dk_box_image_id};
 
 static const char *const names[] = {"docker", "podman", NULL};
 

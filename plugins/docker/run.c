@@ -51,6 +51,20 @@ static const char *pick_image(struct dk_state *st, const struct sbx_box_spec *sp
     return v ? v : spec->image;
 }
 
+int dk_box_image_id(
+        void *state, const struct sbx_box_spec *spec, char *ret_id, size_t len, struct sbx_err *err)
+{
+    struct dk_state *st = state;
+    const char *image = pick_image(st, spec);
+    struct dk_fetch f = {.cancel_fd = spec->cancel_fd};
+
+    if (!image || !*image)
+        return dk_fail(err, SBX_E_INVALID, 0,
+                "language '%s' names no image; set SANDBOX_IMAGE_%s or its manifest's image",
+                spec->language, spec->language);
+    return dk_image_id(st, image, &f, ret_id, len, err);
+}
+
 /* Podman opens the profile by path on its host (a local service): hand it
  * /proc/<our pid>/fd/<memfd>, open until the box is closed. */
 static int seccomp_memfd(

@@ -189,6 +189,53 @@ def test_libraries_arrive_as_a_volume_and_leave_with_their_set():
     assert volumes() == before
 
 
+def test_a_set_is_keyed_by_the_image_id_not_its_name():
+    """A set is built with its image's own toolchain, so its key holds the
+    image's ID (the backend's image_id, by inspect), not the name: the same
+    image under the same name reuses its set; the name re-tagged to another
+    image installs a set of its own."""
+    d = tempfile.mkdtemp(prefix="llm-sandbox-test-cache-", dir="/var/tmp")
+    os.chmod(d, 0o755)
+    tag, vols = "llm-sandbox-test/retag:1", volumes()
+    env = {"LLM_SANDBOX_CACHE_DIR": d, "SANDBOX_IMAGE_PYTHON": tag}
+    src = "import six\nprint(six.__name__)\n"
+    made = []
+    try:
+        subprocess.run(containers.cli(BACKEND) + ["tag", containers.IMAGE, tag], check=True,
+                       capture_output=True)
+        first = code(src, "--libraries", "six", extra_env=env)
+        assert first["status"] == "ok" and first["install"]["cached"] is False, first
+        again = code(src, "--libraries", "six", extra_env=env)
+        assert again["status"] == "ok" and again["install"]["cached"] is True, again
+        # the same name, another image: the test image with one label more
+        cid = subprocess.run(containers.cli(BACKEND) + ["create", containers.IMAGE, "true"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+        subprocess.run(containers.cli(BACKEND) + ["commit", "--change",
+                                                   "LABEL org.llm-sandbox.test=retag", cid, tag],
+                       check=True, capture_output=True)
+        subprocess.run(containers.cli(BACKEND) + ["rm", "-f", cid], capture_output=True)
+        made.append(image_id(tag))
+        assert made[0] != image_id(containers.IMAGE)
+        other = code(src, "--libraries", "six", extra_env=env)
+        assert other["status"] == "ok" and other["stdout"] == "six\n", other
+        assert other["install"]["cached"] is False, "a set of another image was reused: %r" % (
+            other,)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+        subprocess.run(containers.cli(BACKEND) + ["rmi", tag], capture_output=True)
+        for i in made:  # and the agent image derived from it
+            hexid = i.split(":")[-1][:16]
+            for ref in subprocess.run(containers.cli(BACKEND) + [
+                    "images", "--format", "{{.Repository}}:{{.Tag}}", "llm-sandbox-agent"],
+                    capture_output=True, text=True).stdout.split():
+                if ref.split(":")[-1].startswith(hexid):
+                    subprocess.run(containers.cli(BACKEND) + ["rmi", ref], capture_output=True)
+            subprocess.run(containers.cli(BACKEND) + ["rmi", i], capture_output=True)
+    res = code("print(1)")  # its probe sweeps copies of sets that are gone
+    assert res["status"] == "ok", res
+    assert volumes() == vols
+
+
 def images(repo):
     r = subprocess.run(containers.cli(BACKEND) + ["images", "-q", "--no-trunc", repo],
                        capture_output=True, text=True, check=True)

@@ -405,6 +405,13 @@ struct sbx_backend_ops {
     int (*box_kill)(void *box);
     /* Destroy the box and everything in it; report stats. Frees box. */
     int (*box_close)(void *box, struct sbx_box_stats *stats, struct sbx_err *err);
+    /* ABI 1.3, optional (NULL, or not covered by size, when the backend has
+     * no images): the identity of the image a box of spec would run (a
+     * container image's ID, fetched first when missing, as box_open would),
+     * NUL-terminated into ret_id. The core keys dependency sets by it, so an
+     * image re-tagged under the same name gets sets of its own. */
+    int (*image_id)(void *state, const struct sbx_box_spec *spec, char *ret_id, size_t len,
+            struct sbx_err *err);
 };
 
 /* ------------------------------------------------------------------------ */
