@@ -405,16 +405,20 @@ static int install_repo(const struct run *r, char ***env, char **ret_dir)
     return 0;
 }
 
+static void md_str(EVP_MD_CTX *md, const char *tag, const void *data, size_t len);
+
 /* A container backend's image, by its ID (the backend's image_id, ABI
- * 1.3), appended to the toolchain's identity: the image's toolchain is the
- * one that installs, and a name can be re-tagged to another image. */
-static int image_identity(const struct run *r, char *tool, size_t len, struct sbx_error **err)
+ * 1.3), folded into the set's key: the image's toolchain is the one that
+ * installs, and a name can be re-tagged to another image. */
+static int key_image(const struct run *r, char key[65], struct sbx_error **err)
 {
     const struct sbx_backend_ops *ops = r->backend->desc->backend;
     struct sbx_box_spec spec;
     struct sbx_err perr;
+    unsigned char dig[32];
+    unsigned int dlen = 0;
     char id[160];
-    size_t n = strlen(tool);
+    EVP_MD_CTX *md;
 
     if (ops->size < offsetof(struct sbx_backend_ops, image_id) + sizeof(ops->image_id) ||
             !ops->image_id)
@@ -430,7 +434,15 @@ static int image_identity(const struct run *r, char *tool, size_t len, struct sb
     if (ops->image_id(r->backend->pstate, &spec, id, sizeof(id), &perr) < 0)
         return sbx_error_from_plugin(err, &perr, r->backend->name);
     id[sizeof(id) - 1] = '\0';
-    snprintf(tool + n, len - n, " image %s", id);
+    if (!(md = EVP_MD_CTX_new()))
+        return sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
+    EVP_DigestInit_ex(md, EVP_sha256(), NULL);
+    md_str(md, "set", key, strlen(key));
+    md_str(md, "image", id, strlen(id));
+    EVP_DigestFinal_ex(md, dig, &dlen);
+    EVP_MD_CTX_free(md);
+    for (unsigned int i = 0; i < dlen && i < 32; i++)
+        snprintf(key + 2 * i, 3, "%02x", dig[i]);
     return 0;
 }
 
@@ -524,14 +536,6 @@ int prepare_libraries(struct run *r, struct sbx_error **err)
     if (rc == 0)
         rc = install_env(r, &env);
     toolchain_id(r, tool, sizeof(tool));
-    if (rc == 0 && image_identity(r, tool, sizeof(tool), &e) < 0) {
-        r->ex->status = SBX_STATUS_ERROR;
-        r->ex->message = strdup(e->msg);
-        sbx_error_free(e);
-        strv_free(hosts);
-        strv_free(env);
-        return 1;
-    }
     if (rc == 0) /* the key sees the repository as named, before install_repo() */
         rc = install_key(r, in, tool, hosts, env, key);
     if (rc == 0)
@@ -546,6 +550,16 @@ int prepare_libraries(struct run *r, struct sbx_error **err)
                 rc == SBX_E_INVALID ? "LLM_SANDBOX_%s_INSTALL_HOSTS or _INSTALL_ENV is malformed"
                                     : "the %s repository must be https:// or a file:// directory",
                 r->lang->name);
+    }
+    /* after the request's own refusals: resolving may pull the image */
+    if (key_image(r, key, &e) < 0) {
+        r->ex->status = SBX_STATUS_ERROR;
+        r->ex->message = strdup(e->msg);
+        sbx_error_free(e);
+        strv_free(hosts);
+        strv_free(env);
+        free(repo);
+        return 1;
     }
     r->ex->has_install = true;
     phase(r, "installing");
