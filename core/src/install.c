@@ -14,6 +14,7 @@
 #include <json-c/json.h>
 #include <limits.h>
 #include <nettle/sha2.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -404,6 +405,43 @@ static int install_repo(const struct run *r, char ***env, char **ret_dir)
     return 0;
 }
 
+static void md_str(struct sha256_ctx *md, const char *tag, const void *data, size_t len);
+
+/* A container backend's image, by its ID (the backend's image_id, ABI
+ * 1.3), folded into the set's key: the image's toolchain is the one that
+ * installs, and a name can be re-tagged to another image. */
+static int key_image(const struct run *r, char key[65], struct sbx_error **err)
+{
+    const struct sbx_backend_ops *ops = r->backend->desc->backend;
+    struct sbx_box_spec spec;
+    struct sbx_err perr;
+    uint8_t dig[SHA256_DIGEST_SIZE];
+    struct sha256_ctx md;
+    char id[160];
+
+    if (ops->size < offsetof(struct sbx_backend_ops, image_id) + sizeof(ops->image_id) ||
+            !ops->image_id)
+        return 0;
+    memset(&spec, 0, sizeof(spec));
+    spec.size = sizeof(spec);
+    spec.policy = &r->policy;
+    spec.id = "image-id";
+    spec.language = r->lang->name;
+    spec.image = r->lang->m->lang->image;
+    spec.cancel_fd = r->req->cancel ? r->req->cancel->fd : -1;
+    sbx_err_init(&perr);
+    if (ops->image_id(r->backend->pstate, &spec, id, sizeof(id), &perr) < 0)
+        return sbx_error_from_plugin(err, &perr, r->backend->name);
+    id[sizeof(id) - 1] = '\0';
+    sha256_init(&md);
+    md_str(&md, "set", key, strlen(key));
+    md_str(&md, "image", id, strlen(id));
+    sha256_digest(&md, sizeof(dig), dig);
+    for (size_t i = 0; i < sizeof(dig); i++)
+        snprintf(key + 2 * i, 3, "%02x", dig[i]);
+    return 0;
+}
+
 /* The set's key: everything that decides what the install produces. */
 static int install_key(const struct run *r, const struct manifest_install *in, const char *tool,
         char *const *hosts, char *const *env, char *key)
@@ -508,6 +546,16 @@ int prepare_libraries(struct run *r, struct sbx_error **err)
                 rc == SBX_E_INVALID ? "LLM_SANDBOX_%s_INSTALL_HOSTS or _INSTALL_ENV is malformed"
                                     : "the %s repository must be https:// or a file:// directory",
                 r->lang->name);
+    }
+    /* after the request's own refusals: resolving may pull the image */
+    if (key_image(r, key, &e) < 0) {
+        r->ex->status = SBX_STATUS_ERROR;
+        r->ex->message = strdup(e->msg);
+        sbx_error_free(e);
+        strv_free(hosts);
+        strv_free(env);
+        free(repo);
+        return 1;
     }
     r->ex->has_install = true;
     phase(r, "installing");

@@ -130,7 +130,8 @@ static int check_descriptor(struct plugin *pl, const struct sbx_plugin *d)
             found = found || strcmp(*n, m->name) == 0;
         if (!found)
             return plugin_fail(pl, "library does not serve backend '%s'", m->name);
-        if (!d->backend || d->backend->size < sizeof(struct sbx_backend_ops) ||
+        /* ABI 1.3 appended the optional image_id */
+        if (!d->backend || d->backend->size < offsetof(struct sbx_backend_ops, image_id) ||
                 !d->backend->probe || !d->backend->box_open || !d->backend->box_read ||
                 !d->backend->box_write || !d->backend->box_poll_fd || !d->backend->box_write_fd ||
                 !d->backend->box_kill || !d->backend->box_close)

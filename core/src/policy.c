@@ -76,6 +76,17 @@ static void set_u64(void *base, size_t off, uint64_t v)
     memcpy((char *)base + off, &v, sizeof(v));
 }
 
+static enum sbx_control network_control(uint32_t net)
+{
+    switch (net) {
+    case SBX_NET_REGISTRIES: return SBX_CTL_NET_REGISTRIES;
+    case SBX_NET_ALLOWLIST: return SBX_CTL_NET_ALLOWLIST;
+    case SBX_NET_ON: return SBX_CTL_NET_ON;
+    case SBX_NET_HOST: return SBX_CTL_NET_HOST;
+    default: return SBX_CTL_NET_OFF;
+    }
+}
+
 int policy_resolve(const struct settings *s, const struct sbx_req_limits *req,
         struct sbx_policy *ret, uint32_t *ret_explicit, struct sbx_error **err)
 {
@@ -107,6 +118,13 @@ int policy_resolve(const struct settings *s, const struct sbx_req_limits *req,
             return sbx_error_set_field(err, SBX_E_INVALID, "network",
                     "network '%s' must be one of off, registries, allowlist, on, host",
                     req->network ? req->network : "");
+        /* only an install box gets the filtering proxy (install.c); a
+         * program's box would be refused by the backend when opened */
+        if (net == SBX_NET_REGISTRIES || net == SBX_NET_ALLOWLIST)
+            return sbx_error_set_field(err, SBX_E_UNSUPPORTED, "network",
+                    "network '%s' (control %s) is offered only to library installs in this "
+                    "version; a program gets no filtering proxy: use network 'off' or 'on'",
+                    req->network, control_names[network_control((uint32_t)net)]);
         if ((uint32_t)net > s->ceilings.network)
             return sbx_error_set_field(err, SBX_E_UNSUPPORTED, "network",
                     "network '%s' is wider than the configured '%s'", req->network,
@@ -117,17 +135,6 @@ int policy_resolve(const struct settings *s, const struct sbx_req_limits *req,
     *ret = p;
     *ret_explicit = explicit_mask;
     return 0;
-}
-
-static enum sbx_control network_control(uint32_t net)
-{
-    switch (net) {
-    case SBX_NET_REGISTRIES: return SBX_CTL_NET_REGISTRIES;
-    case SBX_NET_ALLOWLIST: return SBX_CTL_NET_ALLOWLIST;
-    case SBX_NET_ON: return SBX_CTL_NET_ON;
-    case SBX_NET_HOST: return SBX_CTL_NET_HOST;
-    default: return SBX_CTL_NET_OFF;
-    }
 }
 
 static int refuse(struct sbx_error **err, enum sbx_control c, const char *backend,

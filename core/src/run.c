@@ -444,6 +444,7 @@ int open_box(struct run *r, struct sbx_error **err)
         spec.n_mounts = r->n_mounts;
     }
     spec.proxy_socket = r->proxy_sock;
+    spec.flags = r->probe_argv ? SBX_BOX_PROBE : 0; /* probing pulls no image */
     sbx_err_init(&perr);
     if (r->backend->desc->backend->box_open(r->backend->pstate, &spec, &r->box, &perr) < 0)
         return sbx_error_from_plugin(err, &perr, r->backend->name);

@@ -186,9 +186,8 @@ static int pull(struct dk_state *st, const char *image, int cancel_fd, struct sb
     return 0;
 }
 
-/* The image's ID, pulling the image when missing. */
-static int image_id(struct dk_state *st, const char *image, int cancel_fd, char *id, size_t len,
-        bool *pulled, struct sbx_err *err)
+int dk_image_id(struct dk_state *st, const char *image, struct dk_fetch *f, char *id, size_t len,
+        struct sbx_err *err)
 {
     char esc[1024], path[1100];
     struct json_object *j = NULL, *v;
@@ -200,9 +199,14 @@ static int image_id(struct dk_state *st, const char *image, int cancel_fd, char 
     snprintf(path, sizeof(path), "/images/%s/json", esc);
     struct dk_call c = {.method = "GET", .path = path, .missing_ok = true};
     r = dk_api(st, &c, &status, &j, err);
-    if (r == 0 && status == 404) {
-        *pulled = true;
-        r = pull(st, image, cancel_fd, err);
+    if (r == 0 && status == 404 && f->no_pull)
+        r = dk_fail(err, SBX_E_UNAVAILABLE, 0,
+                "image '%s' is not present on the %s daemon (a probe pulls nothing; the first "
+                "run pulls it)",
+                image, st->name);
+    else if (r == 0 && status == 404) {
+        f->pulled = true;
+        r = pull(st, image, f->cancel_fd, err);
         if (r == 0) {
             json_object_put(j);
             j = NULL;
@@ -383,8 +387,8 @@ static int make_agent_image(struct dk_state *st, const char *base, const char *t
     return r;
 }
 
-int dk_agent_image(struct dk_state *st, const char *image, int cancel_fd, char *ret_ref, size_t len,
-        bool *ret_pulled, struct sbx_err *err)
+int dk_agent_image(struct dk_state *st, const char *image, struct dk_fetch *f, char *ret_ref,
+        size_t len, struct sbx_err *err)
 {
     char id[160], tag[64], ref[128], esc[200], path[300], *agent = NULL;
     const char *hex;
@@ -393,8 +397,8 @@ int dk_agent_image(struct dk_state *st, const char *image, int cancel_fd, char *
     long status = 0;
     int r;
 
-    *ret_pulled = false;
-    r = image_id(st, image, cancel_fd, id, sizeof(id), ret_pulled, err);
+    f->pulled = false;
+    r = dk_image_id(st, image, f, id, sizeof(id), err);
     if (r == 0)
         r = read_agent(st, &agent, &agent_len, &hash, err);
     if (r < 0)

@@ -106,7 +106,7 @@ static int64_t flat_key(int fd, const char *key)
     return -1;
 }
 
-void dk_cg_sample(struct dk_cg *c)
+bool dk_cg_sample(struct dk_cg *c)
 {
     int64_t pids = flat_key(c->pids_fd, "max"), ooms = flat_key(c->mem_fd, "oom_kill");
 
@@ -114,6 +114,7 @@ void dk_cg_sample(struct dk_cg *c)
         c->pids_max = pids;
     if (ooms > c->oom_kills)
         c->oom_kills = ooms;
+    return ooms >= 0;
 }
 
 void dk_cg_close(struct dk_cg *c)

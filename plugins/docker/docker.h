@@ -23,6 +23,9 @@
 #define DK_LABEL_RUN    "org.llm-sandbox.run"
 #define DK_LABEL_SOURCE "org.llm-sandbox.source" /* a set volume's host directory */
 #define DK_AGENT_REPO   "llm-sandbox-agent"
+#define DK_REAP_FAILED  16 /* removals to try again at unload */
+
+struct dk_box;
 
 struct dk_state {
     const struct sbx_host *h;
@@ -32,6 +35,13 @@ struct dk_state {
     bool podman;
     bool swap_limit;      /* the daemon can limit memory+swap */
     pthread_mutex_t lock; /* serialises making agent images */
+    /* reaper.c: closed boxes whose containers are still to be removed */
+    pthread_mutex_t reap_lock;
+    pthread_cond_t reap_cond;
+    struct dk_box *reap_head, **reap_tail;
+    pthread_t reaper;
+    bool reaper_on, reap_stop;
+    char reap_failed[DK_REAP_FAILED][80]; /* container ids whose removal failed */
 };
 
 /* Fill err (if not NULL) and return rc. */
@@ -56,13 +66,21 @@ int dk_api(struct dk_state *st, const struct dk_call *c, long *ret_status,
         struct json_object **ret_json, struct sbx_err *err);
 /* Percent-encode s into out for a URL query or path segment. */
 bool dk_escape(const char *s, char *out, size_t len);
+/* How a missing image may be fetched. */
+struct dk_fetch {
+    int cancel_fd; /* a pull stops when it becomes readable, or -1 */
+    bool no_pull;  /* a probe: SBX_E_UNAVAILABLE instead of a pull */
+    bool pulled;   /* set: the image was pulled for this call */
+};
+/* The image's ID (inspect), pulling the image when missing (as f allows). */
+int dk_image_id(struct dk_state *st, const char *image, struct dk_fetch *f, char *id, size_t len,
+        struct sbx_err *err);
 /* The image to run for a box: ensure `image` is present (pulled with
- * progress when missing), then the derived image holding the agent at
- * DK_AGENT (made once per image and agent; read-only root filesystems
- * cannot receive it at run time). A pull stops when cancel_fd (or -1)
- * becomes readable. *ret_pulled: whether image was pulled for this call. */
-int dk_agent_image(struct dk_state *st, const char *image, int cancel_fd, char *ret_ref, size_t len,
-        bool *ret_pulled, struct sbx_err *err);
+ * progress when missing, as f allows), then the derived image holding the
+ * agent at DK_AGENT (made once per image and agent; read-only root
+ * filesystems cannot receive it at run time). */
+int dk_agent_image(struct dk_state *st, const char *image, struct dk_fetch *f, char *ret_ref,
+        size_t len, struct sbx_err *err);
 /* Remove containers whose owner instance (label) is a dead process here. */
 void dk_sweep(struct dk_state *st);
 
@@ -73,7 +91,9 @@ struct dk_cg {
     int64_t pids_max, oom_kills; /* the highest counts seen */
 };
 void dk_cg_open(struct dk_cg *c, const struct dk_state *st, int pid);
-void dk_cg_sample(struct dk_cg *c);
+/* Read the counters again: true when the memory counter was read (the
+ * cgroup still exists), so the counts include everything until now. */
+bool dk_cg_sample(struct dk_cg *c);
 void dk_cg_close(struct dk_cg *c);
 
 /* volume.c: the core's directories (spec->mounts) as named volumes. A
@@ -119,12 +139,16 @@ int dk_commit_image(struct dk_state *st, const char *image, const char *dir, con
         char *ret_ref, size_t len, struct sbx_err *err);
 /* Remove an image unless a container uses it (KEEP_TEMPLATE=false). */
 void dk_image_release(struct dk_state *st, const char *ref);
-/* Copy each writable volume, as container cid left it, into its host
- * directory. */
-int dk_volumes_collect(
-        struct dk_state *st, const char *cid, const struct dk_vols *v, struct sbx_err *err);
 /* Remove the writable volumes; free the names. */
 void dk_volumes_close(struct dk_state *st, struct dk_vols *v);
+/* An unlinked temporary file in /var/tmp (O_TMPFILE), or -1 with err. */
+int dk_tmpfile_fd(struct sbx_err *err);
+#define DK_FILL_MS (10 * 60 * 1000) /* moving a set's tar either way */
+
+/* setread.c: copy each writable volume, as container cid left it, into
+ * its host directory. */
+int dk_volumes_collect(
+        struct dk_state *st, const char *cid, const struct dk_vols *v, struct sbx_err *err);
 
 extern const struct sbx_backend_ops dk_ops;
 
@@ -138,5 +162,7 @@ int64_t dk_box_read(void *box, void *buf, size_t len);
 int64_t dk_box_write(void *box, const void *buf, size_t len);
 int dk_box_kill(void *box);
 int dk_box_close(void *box, struct sbx_box_stats *stats, struct sbx_err *err);
+int dk_box_image_id(void *state, const struct sbx_box_spec *spec, char *ret_id, size_t len,
+        struct sbx_err *err);
 
 #endif

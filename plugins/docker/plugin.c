@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "docker.h"
+#include "box.h"
 
 static int dk_init(
         const struct sbx_host *h, const char *name, void **ret_state, struct sbx_err *err)
@@ -38,6 +38,7 @@ static int dk_init(
                     home && home[0] == '/' ? home : "/root");
     }
     pthread_mutex_init(&st->lock, NULL);
+    dk_reaper_init(st);
     *ret_state = st;
     return 0;
 }
@@ -46,6 +47,7 @@ static void dk_fini(void *state)
 {
     struct dk_state *st = state;
 
+    dk_reaper_stop(st); /* every container removed before the plugin goes */
     pthread_mutex_destroy(&st->lock);
     free(st);
 }
@@ -58,7 +60,8 @@ const struct sbx_backend_ops dk_ops = {.size = sizeof(struct sbx_backend_ops),
         .box_write = dk_box_write,
         .box_write_fd = dk_box_write_fd,
         .box_kill = dk_box_kill,
-        .box_close = dk_box_close};
+        .box_close = dk_box_close,
+        .image_id = dk_box_image_id};
 
 static const char *const names[] = {"docker", "podman", NULL};
 

@@ -7,8 +7,7 @@
  * (before start, so no byte is lost), start. The channel is the attach
  * connection: we write the agent's stdin; its stdout arrives multiplexed
  * (demux.c) with stderr, the agent's diagnostics, which we log.
- * Kill is the daemon's SIGKILL of the container (pid 1 and everything in
- * it); close waits for it to stop, reads OOMKilled and removes it.
+ * Kill and close are in close.c, the removal after a result in reaper.c.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -16,23 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "demux.h"
-#include "docker.h"
+#include "box.h"
 #include "translate.h"
-
-struct dk_box {
-    struct dk_state *st;
-    struct sbx_conn *conn;
-    struct dk_demux demux;
-    char id[80];    /* container id */
-    char diag[256]; /* the agent's last diagnostics */
-    size_t diag_len;
-    int seccomp_fd; /* Podman: the profile's memfd, or -1 */
-    struct dk_vols vols;
-    struct dk_cg cg;
-    /* KEEP_TEMPLATE=false: the pulled base, agent and committed images */
-    char release[3][160];
-};
 
 static int64_t conn_read(void *ctx, void *buf, size_t len)
 {
@@ -65,6 +49,20 @@ static const char *pick_image(struct dk_state *st, const struct sbx_box_spec *sp
     snprintf(key, sizeof(key), "image_%s", spec->language ? spec->language : "");
     v = st->h->setting(st->h, key);
     return v ? v : spec->image;
+}
+
+int dk_box_image_id(
+        void *state, const struct sbx_box_spec *spec, char *ret_id, size_t len, struct sbx_err *err)
+{
+    struct dk_state *st = state;
+    const char *image = pick_image(st, spec);
+    struct dk_fetch f = {.cancel_fd = spec->cancel_fd};
+
+    if (!image || !*image)
+        return dk_fail(err, SBX_E_INVALID, 0,
+                "language '%s' names no image; set SANDBOX_IMAGE_%s or its manifest's image",
+                spec->language, spec->language);
+    return dk_image_id(st, image, &f, ret_id, len, err);
 }
 
 /* Podman opens the profile by path on its host (a local service): hand it
@@ -146,23 +144,6 @@ static int create(
     return r;
 }
 
-/* A number (or boolean) of the container's State; -1 when unknown. */
-static int64_t inspect_state(struct dk_box *b, const char *key)
-{
-    struct sbx_err err = {.size = sizeof(err)};
-    struct json_object *j = NULL, *state, *v;
-    char path[128];
-    int64_t r = -1;
-
-    snprintf(path, sizeof(path), "/containers/%s/json", b->id);
-    struct dk_call c = {.method = "GET", .path = path};
-    if (dk_api(b->st, &c, NULL, &j, &err) == 0 && json_object_object_get_ex(j, "State", &state) &&
-            json_object_object_get_ex(state, key, &v))
-        r = json_object_get_int64(v);
-    json_object_put(j);
-    return r;
-}
-
 static int attach_and_start(struct dk_box *b, struct sbx_err *err)
 {
     const struct sbx_host *h = b->st->h;
@@ -185,7 +166,7 @@ static int attach_and_start(struct dk_box *b, struct sbx_err *err)
     struct dk_call c = {.method = "POST", .path = path};
     r = dk_api(b->st, &c, NULL, NULL, err);
     if (r == 0)
-        dk_cg_open(&b->cg, b->st, (int)inspect_state(b, "Pid"));
+        dk_cg_open(&b->cg, b->st, (int)dk_inspect_state(b, "Pid"));
     return r;
 }
 
@@ -206,10 +187,12 @@ static int prepare(struct dk_box *b, const struct sbx_box_spec *spec, const char
         size_t len, struct sbx_err *err)
 {
     const char *set = dk_commit_enabled(b->st) ? deps_set(spec) : NULL;
-    bool pulled = false;
-    int r = dk_agent_image(b->st, image, spec->cancel_fd, ref, len, &pulled, err);
+    struct dk_fetch f = {.cancel_fd = spec->cancel_fd,
+            .no_pull = SBX_HAS_FIELD(struct sbx_box_spec, spec, flags) &&
+                       (spec->flags & SBX_BOX_PROBE)};
+    int r = dk_agent_image(b->st, image, &f, ref, len, err);
 
-    if (pulled)
+    if (f.pulled)
         snprintf(b->release[0], sizeof(b->release[0]), "%s", image);
     if (r == 0)
         snprintf(b->release[1], sizeof(b->release[1]), "%s", ref);
@@ -279,7 +262,7 @@ int64_t dk_box_read(void *box, void *buf, size_t len)
     n = dk_demux_read(&b->demux, conn_read, b, buf, len, on_diag, b);
     /* the program's end arrives here while its cgroup still exists */
     if (n > 0)
-        dk_cg_sample(&b->cg);
+        b->cg_fresh = dk_cg_sample(&b->cg);
     return n;
 }
 
@@ -292,82 +275,4 @@ int64_t dk_box_write(void *box, const void *buf, size_t len)
         return -1;
     }
     return b->st->h->conn_write(b->conn, buf, len);
-}
-
-int dk_box_kill(void *box)
-{
-    struct dk_box *b = box;
-    struct sbx_err err = {.size = sizeof(err)};
-    char path[160];
-
-    /* The channel ends here (reads see its end): the daemon cannot finish
-     * killing a container whose output it is still copying to a socket we
-     * no longer read. */
-    if (b->conn)
-        b->st->h->conn_free(b->conn);
-    b->conn = NULL;
-    if (!b->id[0])
-        return 0;
-    snprintf(path, sizeof(path), "/containers/%s/kill?signal=KILL", b->id);
-    struct dk_call c = {.method = "POST", .path = path, .timeout_ms = 10000, .missing_ok = true};
-    /* 409: not running any more, which is what we want */
-    dk_api(b->st, &c, NULL, NULL, &err);
-    return 0;
-}
-
-/* Wait (bounded) for the container to stop; 1 when it did. */
-static int await_stop(struct dk_box *b, int64_t ms)
-{
-    struct sbx_err err = {.size = sizeof(err)};
-    char path[160];
-
-    snprintf(path, sizeof(path), "/containers/%s/wait?condition=not-running", b->id);
-    struct dk_call c = {.method = "POST", .path = path, .timeout_ms = ms, .missing_ok = true};
-    return dk_api(b->st, &c, NULL, NULL, &err) == 0;
-}
-
-int dk_box_close(void *box, struct sbx_box_stats *stats, struct sbx_err *err)
-{
-    struct dk_box *b = box;
-    const struct sbx_host *h = b->st->h;
-    char path[160];
-    int r = 0;
-
-    stats->oom_killed = stats->pids_limited = -1;
-    /* Close the attach connection first: its end is the agent's end of
-     * input (StdinOnce), and a daemon whose copy of the container's output
-     * is blocked on our unread socket cannot finish stopping it. */
-    bool attached = b->conn != NULL;
-
-    if (b->conn)
-        h->conn_free(b->conn);
-    b->conn = NULL;
-    if (b->id[0]) {
-        if (!attached || !await_stop(b, 2000)) {
-            dk_box_kill(b);
-            await_stop(b, 10000);
-        }
-        /* Podman's OOMKilled is pid 1's only: the cgroup counts the rest */
-        int64_t oom = inspect_state(b, "OOMKilled");
-
-        stats->oom_killed = oom == 1 || b->cg.oom_kills > 0 ? 1 : oom == 0 ? 0 : -1;
-        stats->pids_limited = b->cg.pids_fd >= 0 ? b->cg.pids_max > 0 : -1;
-        r = dk_volumes_collect(b->st, b->id, &b->vols, err);
-        snprintf(path, sizeof(path), "/containers/%s?force=1&v=1", b->id);
-        struct dk_call c = {.method = "DELETE", .path = path, .missing_ok = true};
-        struct sbx_err e2 = {.size = sizeof(e2)};
-
-        if (dk_api(b->st, &c, NULL, NULL, r < 0 ? &e2 : err) < 0 && r == 0)
-            r = err->rc;
-    }
-    dk_volumes_close(b->st, &b->vols);
-    dk_cg_close(&b->cg);
-    for (int i = 2; i >= 0 && !dk_keep_template(b->st); i--) /* children first */
-        dk_image_release(b->st, b->release[i]);
-    if (b->diag_len)
-        h->log(h, SBX_LOG_DEBUG, "agent: %s", b->diag);
-    if (b->seccomp_fd >= 0)
-        close(b->seccomp_fd);
-    free(b);
-    return r;
 }

@@ -139,6 +139,8 @@ static int demo_box_open(
     box->fd = h->proc_fd(box->proc, 1);
     (void)spec->reserved0;
     (void)spec->reserved1;
+    (void)spec->flags; /* ABI 1.3 */
+    (void)spec->reserved2;
     *ret_box = box;
     return SBX_OK;
 }
@@ -211,7 +213,7 @@ static int demo_prepare(void *state, const struct sbx_lang_job *job, const struc
 
 static const struct sbx_backend_ops demo_backend_ops = {(uint32_t)sizeof(struct sbx_backend_ops), 0,
         demo_probe, demo_box_open, demo_box_poll_fd, demo_box_read, demo_box_write,
-        demo_box_poll_fd, demo_box_kill, demo_box_close};
+        demo_box_poll_fd, demo_box_kill, demo_box_close, NULL};
 
 static const struct sbx_language_ops demo_language_ops = {
         (uint32_t)sizeof(struct sbx_language_ops), 0, demo_check_library, demo_prepare, NULL};

@@ -7,6 +7,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -16,18 +17,110 @@ import conftest
 import containers
 from conftest import BACKEND, CONTAINER, SBX_BIN, clean_env, code
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "mcp"))
+import mcptest  # noqa: E402  (tests/mcp: the JSON-RPC client)
+
 pytestmark = [pytest.mark.contract,
               pytest.mark.skipif(not CONTAINER, reason="container backends only")]
 
+# A registry on this machine's loopback, port 1: a pull of it is refused at
+# once, and nothing leaves the machine (no name lookup, no registry).
+MISSING = "127.0.0.1:1/llm-sandbox-test/missing:1"
+
 
 def test_missing_image_is_a_clear_error():
-    """No registry is reachable here: the pull fails, and the run says which
-    image and why, without running anything."""
-    res = code("print(1)", extra_env={"SANDBOX_IMAGE_PYTHON": "llm-sandbox-test/missing:1"})
+    """The pull fails, and the run says which image and why, without
+    running anything."""
+    res = code("print(1)", extra_env={"SANDBOX_IMAGE_PYTHON": MISSING})
     assert res["status"] == "error" and res["exit_code"] is None, res
-    assert "image 'llm-sandbox-test/missing:1' is not present" in res["message"], res
+    assert "image '%s' is not present" % MISSING in res["message"], res
     assert "pulling it failed" in res["message"], res
     assert res["stdout"] == "", res
+
+
+def test_a_probe_pulls_nothing_and_the_first_run_pulls():
+    """A server probes every language's version at start-up, in a sandbox.
+    For a language whose image is missing that probe pulls nothing: the
+    server starts and answers (the version is unknown), and the first run
+    of the language pulls, failing here with the clear error."""
+    s = mcptest.Server(env=clean_env({"SANDBOX_IMAGE_RUBY": MISSING,
+                                      "LLM_SANDBOX_LOG_LEVEL": "info"}))
+    try:
+        s.initialize()
+        # answered once ruby's probe is done (describe.c waits for it)
+        d = s.call_tool("get_language_details", {"language": "ruby"}, timeout=120)
+        assert "result" in d and not d["result"].get("isError"), d
+        r = s.call_tool("execute_code", {"language": "ruby", "code": "puts 1"}, timeout=120)
+        res = r["result"]["structuredContent"]
+        assert res["status"] == "error" and res["exit_code"] is None, res
+        assert "image '%s' is not present" % MISSING in res["message"], res
+        assert "pulling it failed" in res["message"], res
+        ok = s.call_tool("execute_code", {"language": "python", "code": "print(2)"}, timeout=120)
+        assert ok["result"]["structuredContent"]["stdout"] == "2\n", ok
+    finally:
+        assert s.finish(timeout=60) == 0
+    log = bytes(s.stderr).decode(errors="replace")
+    # one pull (the run's); the probe's would have been logged the same way
+    pulls = [ln for ln in log.splitlines() if MISSING in ln and "is not here; pulling it" in ln]
+    assert len(pulls) == 1, log
+
+
+def test_network_registries_for_a_program_is_refused_by_the_policy():
+    """Only library installs get the filtering proxy: a program asking for
+    network 'registries' is refused before any container exists, naming
+    the control, even when the network ceiling would allow it."""
+    for mode in ("registries", "allowlist"):
+        res = code("print(1)", "--network", mode, extra_env={"LLM_SANDBOX_NETWORK": "on"})
+        assert res["status"] == "refused", res
+        assert "network '%s' (control network_%s)" % (mode, mode) in res["message"], res
+        assert res["stdout"] == "", res
+
+
+FORK_UNTIL_REFUSED = """
+import os, sys, time
+n = 0
+try:
+    while True:
+        if os.fork() == 0:
+            time.sleep(60)
+            os._exit(0)
+        n += 1
+except OSError as e:
+    print(n, e.errno)
+    sys.exit(1)
+"""
+
+
+def test_outcomes_are_decided_before_the_removal():
+    """A result returns once the program's exit is known; its container is
+    stopped and removed afterwards (plugins/docker/close.c, reaper.c). The
+    outcome still comes out exact (OOM and pids from the cgroup counters
+    sampled while the program ran), on warm runs too, and when the server
+    has exited no container is left."""
+    s = mcptest.Server(env=clean_env({"LLM_SANDBOX_POOL": "2", "LLM_SANDBOX_PIDS": "32"}))
+
+    def run(src):
+        r = s.call_tool("execute_code", {"language": "python", "code": src}, timeout=120)
+        return r["result"]["structuredContent"]
+    try:
+        s.initialize()
+        for i in range(3):
+            res = run("print(%d)" % i)
+            assert res["status"] == "ok" and res["stdout"] == "%d\n" % i, res
+        res = run("raise SystemExit(3)")
+        assert res["status"] == "error" and res["exit_code"] == 3 and res["limit"] is None, res
+        res = run("x = bytearray(2 * 1024**3)\nprint('survived', len(x))")
+        assert res["status"] == "oom" and res["limit"] == "memory", res
+        assert res["exit_code"] == 137, res
+        res = run(FORK_UNTIL_REFUSED)
+        assert res["status"] == "error" and res["exit_code"] == 1, res
+        assert res["limit"] == "pids", res
+        res = run("print(4)")
+        assert res["status"] == "ok" and res["limit"] is None, res
+    finally:
+        assert s.finish(timeout=120) == 0
+    assert containers.leftover(BACKEND) == []
 
 
 def test_container_dies_with_a_killed_server_and_is_swept():
@@ -94,6 +187,53 @@ def test_libraries_arrive_as_a_volume_and_leave_with_their_set():
     res = code("print(1)")  # its probe sweeps copies of sets that are gone
     assert res["status"] == "ok", res
     assert volumes() == before
+
+
+def test_a_set_is_keyed_by_the_image_id_not_its_name():
+    """A set is built with its image's own toolchain, so its key holds the
+    image's ID (the backend's image_id, by inspect), not the name: the same
+    image under the same name reuses its set; the name re-tagged to another
+    image installs a set of its own."""
+    d = tempfile.mkdtemp(prefix="llm-sandbox-test-cache-", dir="/var/tmp")
+    os.chmod(d, 0o755)
+    tag, vols = "llm-sandbox-test/retag:1", volumes()
+    env = {"LLM_SANDBOX_CACHE_DIR": d, "SANDBOX_IMAGE_PYTHON": tag}
+    src = "import six\nprint(six.__name__)\n"
+    made = []
+    try:
+        subprocess.run(containers.cli(BACKEND) + ["tag", containers.IMAGE, tag], check=True,
+                       capture_output=True)
+        first = code(src, "--libraries", "six", extra_env=env)
+        assert first["status"] == "ok" and first["install"]["cached"] is False, first
+        again = code(src, "--libraries", "six", extra_env=env)
+        assert again["status"] == "ok" and again["install"]["cached"] is True, again
+        # the same name, another image: the test image with one label more
+        cid = subprocess.run(containers.cli(BACKEND) + ["create", containers.IMAGE, "true"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+        subprocess.run(containers.cli(BACKEND) + ["commit", "--change",
+                                                   "LABEL org.llm-sandbox.test=retag", cid, tag],
+                       check=True, capture_output=True)
+        subprocess.run(containers.cli(BACKEND) + ["rm", "-f", cid], capture_output=True)
+        made.append(image_id(tag))
+        assert made[0] != image_id(containers.IMAGE)
+        other = code(src, "--libraries", "six", extra_env=env)
+        assert other["status"] == "ok" and other["stdout"] == "six\n", other
+        assert other["install"]["cached"] is False, "a set of another image was reused: %r" % (
+            other,)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+        subprocess.run(containers.cli(BACKEND) + ["rmi", tag], capture_output=True)
+        for i in made:  # and the agent image derived from it
+            hexid = i.split(":")[-1][:16]
+            for ref in subprocess.run(containers.cli(BACKEND) + [
+                    "images", "--format", "{{.Repository}}:{{.Tag}}", "llm-sandbox-agent"],
+                    capture_output=True, text=True).stdout.split():
+                if ref.split(":")[-1].startswith(hexid):
+                    subprocess.run(containers.cli(BACKEND) + ["rmi", ref], capture_output=True)
+            subprocess.run(containers.cli(BACKEND) + ["rmi", i], capture_output=True)
+    res = code("print(1)")  # its probe sweeps copies of sets that are gone
+    assert res["status"] == "ok", res
+    assert volumes() == vols
 
 
 def images(repo):

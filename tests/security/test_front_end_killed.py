@@ -75,8 +75,14 @@ def test_sigkill_of_the_front_end_leaves_nothing(front):
         proc.wait(timeout=10)
         left = survivors(before, grace=5.0)
         assert not left, "outlived the %s's SIGKILL: %r" % (front, left)
-        if CONTAINER:  # the lifeline stopped it: the engine says so too
+        if CONTAINER:  # the lifeline stopped it: the engine says so too, once
+            # its state has followed the processes' end (dockerd learns of
+            # it from containerd a moment later; same grace as survivors)
+            deadline = time.monotonic() + 5.0
             running = [c["Name"] for c in engine_containers(owner) if c["State"]["Running"]]
+            while running and time.monotonic() < deadline:
+                time.sleep(0.1)
+                running = [c["Name"] for c in engine_containers(owner) if c["State"]["Running"]]
             assert not running, "containers outlived the %s's SIGKILL: %r" % (front, running)
     finally:
         if server:

@@ -202,6 +202,34 @@ static void test_resolve_refusals(void **state)
     refused(&r, SBX_E_UNSUPPORTED, "network", "wider than the configured 'off'");
     r.network = "sideways";
     refused(&r, SBX_E_INVALID, "network", "must be one of");
+    /* a program's box never gets the installs' proxy: refused here, not
+     * by the backend when the box is opened */
+    r.network = "registries";
+    refused(&r, SBX_E_UNSUPPORTED, "network", "control network_registries");
+    r.network = "allowlist";
+    refused(&r, SBX_E_UNSUPPORTED, "network", "control network_allowlist");
+}
+
+/* Even under a ceiling that is wide enough (LLM_SANDBOX_NETWORK=on). */
+static void test_resolve_registries_for_a_program(void **state)
+{
+    struct settings s;
+    struct sbx_req_limits r = {.set = SBX_REQ_NETWORK, .network = "registries"};
+    struct sbx_policy p;
+    struct sbx_error *e = NULL;
+    uint32_t mask = 0;
+
+    (void)state;
+    settings_init_defaults(&s);
+    s.ceilings.network = SBX_NET_ON;
+    assert_int_equal(policy_resolve(&s, &r, &p, &mask, &e), SBX_E_UNSUPPORTED);
+    assert_string_equal(e->field, "network");
+    assert_non_null(strstr(e->msg, "network 'registries' (control network_registries)"));
+    sbx_error_free(e);
+    e = NULL;
+    r.network = "on";
+    assert_int_equal(policy_resolve(&s, &r, &p, &mask, &e), 0);
+    assert_int_equal(p.network, SBX_NET_ON);
 }
 
 static struct sbx_caps full_caps(void)
@@ -279,6 +307,7 @@ int main(void)
             cmocka_unit_test_setup(test_env_allow, clear_env),
             cmocka_unit_test_setup(test_resolve_narrowing, clear_env),
             cmocka_unit_test_setup(test_resolve_refusals, clear_env),
+            cmocka_unit_test_setup(test_resolve_registries_for_a_program, clear_env),
             cmocka_unit_test_setup(test_check, clear_env),
     };
 

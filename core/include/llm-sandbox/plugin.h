@@ -26,7 +26,7 @@ extern "C" {
 #endif
 
 #define SBX_ABI_MAJOR           1
-#define SBX_ABI_MINOR           2
+#define SBX_ABI_MINOR           3
 #define SBX_PLUGIN_ENTRY_SYMBOL "sbx_plugin_entry_v1"
 
 #if defined(__GNUC__) || defined(__clang__)
@@ -360,6 +360,16 @@ struct sbx_box_spec {
      * its own with only loopback, and this socket at SBX_PROXY_SOCKET; the
      * core has the agent relay a loopback port to it. NULL otherwise. */
     const char *proxy_socket;
+    /* ABI 1.3 */
+    uint32_t flags; /* enum sbx_box_flags */
+    uint32_t reserved2;
+};
+
+enum sbx_box_flags {
+    /* The box only answers a probe (a language's version command): fetch
+     * nothing the host lacks (a container image); fail with
+     * SBX_E_UNAVAILABLE instead. The first real run fetches it. */
+    SBX_BOX_PROBE = 1u << 0,
 };
 
 /* Does a struct that starts with its size carry this field? (ABI minors
@@ -395,6 +405,13 @@ struct sbx_backend_ops {
     int (*box_kill)(void *box);
     /* Destroy the box and everything in it; report stats. Frees box. */
     int (*box_close)(void *box, struct sbx_box_stats *stats, struct sbx_err *err);
+    /* ABI 1.3, optional (NULL, or not covered by size, when the backend has
+     * no images): the identity of the image a box of spec would run (a
+     * container image's ID, fetched first when missing, as box_open would),
+     * NUL-terminated into ret_id. The core keys dependency sets by it, so an
+     * image re-tagged under the same name gets sets of its own. */
+    int (*image_id)(void *state, const struct sbx_box_spec *spec, char *ret_id, size_t len,
+            struct sbx_err *err);
 };
 
 /* ------------------------------------------------------------------------ */
