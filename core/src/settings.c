@@ -615,6 +615,8 @@ static int load_languages(struct settings *s, struct sbx_error **err)
 /* Fill s (defaults set, config read) from the environment and the file. */
 static int load(struct settings *s, struct sbx_error **err)
 {
+    const char *home;
+
     if (load_misc(s, err) < 0 || load_network(s, err) < 0 || load_env_allow(s, err) < 0 ||
             load_ids(s, err) < 0)
         return -1;
@@ -627,6 +629,10 @@ static int load(struct settings *s, struct sbx_error **err)
     if (load_list(s, "LLM_SANDBOX_PLUGIN_PATH", &s->plugin_path, ':') < 0 ||
             (!s->backend && !(s->backend = strdup("bwrap"))) ||
             (!s->language && !(s->language = strdup("python"))))
+        return sbx_error_set(err, SBX_E_NOMEM, 0, "out of memory");
+    home = secure_getenv("HOME");
+    if (asprintf(&s->docker_cert_default, "%s/.docker", home && home[0] == '/' ? home : "/root") <
+            0)
         return sbx_error_set(err, SBX_E_NOMEM, 0, "out of memory");
     return 0;
 }
@@ -715,6 +721,7 @@ struct settings *settings_free(struct settings *s)
     if (!s)
         return NULL;
     free(s->backend);
+    free(s->docker_cert_default);
     free(s->language);
     strv_free(s->plugin_path);
     strv_free(s->env_allow);
@@ -784,8 +791,12 @@ static const char *plugin_alias(const struct settings *s, const char *plugin, co
     size_t o;
 
     for (size_t i = 0; i < sizeof(aliases) / sizeof(aliases[0]); i++)
-        if (strcmp(plugin, aliases[i].plugin) == 0 && strcmp(key, aliases[i].key) == 0)
-            return lookup(s, aliases[i].name);
+        if (strcmp(plugin, aliases[i].plugin) == 0 && strcmp(key, aliases[i].key) == 0) {
+            const char *v = lookup(s, aliases[i].name);
+
+            /* Docker's client default: ~/.docker */
+            return v || strcmp(key, "cert_path") != 0 ? v : s->docker_cert_default;
+        }
     if (strncmp(key, "image_", 6) != 0 || strlen(key) > 64)
         return NULL;
     o = (size_t)snprintf(name, sizeof(name), "SANDBOX_IMAGE_");

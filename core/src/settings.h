@@ -40,13 +40,14 @@ struct settings {
     uint32_t sandbox_gid;       /* LLM_SANDBOX_GID */
     bool cgroup_v1;             /* LLM_SANDBOX_CGROUP=auto|v1|v2|off */
     bool cgroup_v2;
-    int log_level;            /* LLM_SANDBOX_LOG_LEVEL */
-    uint64_t max_code_bytes;  /* LLM_SANDBOX_MAX_CODE_BYTES, default 1 MiB */
-    uint64_t max_stdin_bytes; /* LLM_SANDBOX_MAX_STDIN_BYTES, default 16 MiB */
-    char *http_token;         /* LLM_SANDBOX_HTTP_TOKEN: bearer token for MCP over HTTP */
-    char *audit_log;          /* LLM_SANDBOX_AUDIT_LOG: file for one JSON line per call */
-    unsigned max_concurrent;  /* LLM_SANDBOX_MAX_CONCURRENT: tool calls at once, 0: CPUs */
-    char **languages;         /* LLM_SANDBOX_LANGUAGES: the only ones offered, or NULL: all */
+    int log_level;             /* LLM_SANDBOX_LOG_LEVEL */
+    uint64_t max_code_bytes;   /* LLM_SANDBOX_MAX_CODE_BYTES, default 1 MiB */
+    uint64_t max_stdin_bytes;  /* LLM_SANDBOX_MAX_STDIN_BYTES, default 16 MiB */
+    char *docker_cert_default; /* $HOME/.docker: DOCKER_CERT_PATH's default */
+    char *http_token;          /* LLM_SANDBOX_HTTP_TOKEN: bearer token for MCP over HTTP */
+    char *audit_log;           /* LLM_SANDBOX_AUDIT_LOG: file for one JSON line per call */
+    unsigned max_concurrent;   /* LLM_SANDBOX_MAX_CONCURRENT: tool calls at once, 0: CPUs */
+    char **languages;          /* LLM_SANDBOX_LANGUAGES: the only ones offered, or NULL: all */
     /* Dependency installs (deps.c) */
     char *cache_dir;             /* LLM_SANDBOX_CACHE_DIR, default /var/cache/llm-sandbox as
                                     root, else $XDG_CACHE_HOME/llm-sandbox (~/.cache/...) */

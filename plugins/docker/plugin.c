@@ -27,16 +27,9 @@ static int dk_init(
             : st->podman ? "unix:///run/podman/podman.sock"
                          : "unix:///var/run/docker.sock");
     /* as the docker CLI: any value turns verification on, even "0"; the
-     * certificates default to ~/.docker */
-    if (tls && tls[0]) {
-        const char *home = getenv("HOME");
-
-        if (certs)
-            snprintf(st->tls_dir, sizeof(st->tls_dir), "%s", certs);
-        else
-            snprintf(st->tls_dir, sizeof(st->tls_dir), "%s/.docker",
-                    home && home[0] == '/' ? home : "/root");
-    }
+     * certificates default to ~/.docker (the core's settings say so) */
+    if (tls && tls[0])
+        snprintf(st->tls_dir, sizeof(st->tls_dir), "%s", certs ? certs : "/root/.docker");
     pthread_mutex_init(&st->lock, NULL);
     dk_reaper_init(st);
     *ret_state = st;
