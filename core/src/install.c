@@ -442,6 +442,19 @@ static int key_image(const struct run *r, char key[65], struct sbx_error **err)
     return 0;
 }
 
+/* An install that could not start is the run's error: say why, free what
+ * was gathered for it. */
+static int install_error(struct run *r, struct sbx_error *e, char **hosts, char **env, char *repo)
+{
+    r->ex->status = SBX_STATUS_ERROR;
+    r->ex->message = strdup(e->msg);
+    sbx_error_free(e);
+    strv_free(hosts);
+    strv_free(env);
+    free(repo);
+    return 1;
+}
+
 /* The set's key: everything that decides what the install produces. */
 static int install_key(const struct run *r, const struct manifest_install *in, const char *tool,
         char *const *hosts, char *const *env, char *key)
@@ -548,27 +561,13 @@ int prepare_libraries(struct run *r, struct sbx_error **err)
                 r->lang->name);
     }
     /* after the request's own refusals: resolving may pull the image */
-    if (key_image(r, key, &e) < 0) {
-        r->ex->status = SBX_STATUS_ERROR;
-        r->ex->message = strdup(e->msg);
-        sbx_error_free(e);
-        strv_free(hosts);
-        strv_free(env);
-        free(repo);
-        return 1;
-    }
+    if (key_image(r, key, &e) < 0)
+        return install_error(r, e, hosts, env, repo);
     r->ex->has_install = true;
     phase(r, "installing");
     if (deps_open(s, r->lang->name, key, uid, gid, (int64_t)s->install_timeout_ms, &r->deps, &e) <
-            0) {
-        r->ex->status = SBX_STATUS_ERROR;
-        r->ex->message = strdup(e->msg);
-        sbx_error_free(e);
-        strv_free(hosts);
-        strv_free(env);
-        free(repo);
-        return 1;
-    }
+            0)
+        return install_error(r, e, hosts, env, repo);
     r->ex->install_cached = r->deps->ready;
     if (!r->deps->ready) {
         rc = proxy_start(r->deps->sock, hosts, uid, gid, &px, err);

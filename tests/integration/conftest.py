@@ -644,3 +644,20 @@ def canary6():
         pytest.skip("no IPv6 loopback on this host: %s" % e)
     yield c
     c.close()
+
+
+# A program that forks until refused (the pids limit): prints how many
+# children it made and the errno, exits 1.
+FORK_UNTIL_REFUSED = """
+import os, sys, time
+n = 0
+try:
+    while True:
+        if os.fork() == 0:
+            time.sleep(60)
+            os._exit(0)
+        n += 1
+except OSError as e:
+    print(n, e.errno)
+    sys.exit(1)
+"""

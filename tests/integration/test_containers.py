@@ -15,7 +15,7 @@ import pytest
 
 import conftest
 import containers
-from conftest import BACKEND, CONTAINER, SBX_BIN, clean_env, code
+from conftest import BACKEND, CONTAINER, FORK_UNTIL_REFUSED, SBX_BIN, clean_env, code
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "mcp"))
@@ -75,21 +75,6 @@ def test_network_registries_for_a_program_is_refused_by_the_policy():
         assert res["status"] == "refused", res
         assert "network '%s' (control network_%s)" % (mode, mode) in res["message"], res
         assert res["stdout"] == "", res
-
-
-FORK_UNTIL_REFUSED = """
-import os, sys, time
-n = 0
-try:
-    while True:
-        if os.fork() == 0:
-            time.sleep(60)
-            os._exit(0)
-        n += 1
-except OSError as e:
-    print(n, e.errno)
-    sys.exit(1)
-"""
 
 
 def test_outcomes_are_decided_before_the_removal():

@@ -11,8 +11,9 @@ import time
 import pytest
 
 import conftest
-from conftest import (BACKEND, CONTAINER, DEFAULT_FILE_SIZE, DEFAULT_OUTPUT_CAP, EXIT_TIMEOUT, MIB, ROOT, SBX_BIN,
-                      clean_env, code, expected_cli_rc, find_marked, new_mark)
+from conftest import (BACKEND, CONTAINER, DEFAULT_FILE_SIZE, DEFAULT_OUTPUT_CAP, EXIT_TIMEOUT,
+                      FORK_UNTIL_REFUSED, MIB, ROOT, SBX_BIN, clean_env, code, expected_cli_rc,
+                      find_marked, new_mark)
 
 MEMORY_FALLBACK = "memory limit enforced by a fallback: RLIMIT_AS"
 PIDS_FALLBACK = "pids limit enforced by a fallback: RLIMIT_NPROC"
@@ -134,21 +135,6 @@ def test_limits_seen_from_outside():
 
 
 # --- processes ----------------------------------------------------------------
-
-FORK_UNTIL_REFUSED = """
-import os, sys, time
-n = 0
-try:
-    while True:
-        if os.fork() == 0:
-            time.sleep(60)
-            os._exit(0)
-        n += 1
-except OSError as e:
-    print(n, e.errno)
-    sys.exit(1)
-"""
-
 
 def test_pids_limit():
     res = code(FORK_UNTIL_REFUSED, "--pids", "32", "--timeout", "20")
