@@ -11,6 +11,7 @@
  * gets its end of input and exits, and the next start-up's sweep
  * (dk_sweep) removes the stopped containers of the dead instance.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -75,8 +76,16 @@ void dk_reap(struct dk_box *b)
 
     b->next = NULL;
     pthread_mutex_lock(&st->reap_lock);
-    if (!st->reaper_on && !st->reap_stop)
+    if (!st->reaper_on && !st->reap_stop) {
+        sigset_t all, old;
+
+        /* no signal of the server's may land on this thread: it starts
+         * with all blocked, whichever thread started it */
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
         st->reaper_on = pthread_create(&st->reaper, NULL, reaper_main, st) == 0;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+    }
     if (st->reaper_on && !st->reap_stop) {
         *st->reap_tail = b;
         st->reap_tail = &b->next;
