@@ -37,6 +37,16 @@ def server_state(pid, settle=3.0):
         time.sleep(0.1)
 
 
+def reaped(pid, timeout=20.0):
+    """Container backends remove a run's container after its answer (the
+    docker plugin's reaper, with a connection to the engine open while it
+    waits): wait, bounded, until the engine lists none of this server's
+    containers (no pool here), so that its descriptors are its idle ones."""
+    deadline = time.monotonic() + timeout
+    while CONTAINER and engine_containers(owner_of(pid)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+
+
 def _server_sample(pid):
     st = {}
     for line in read_text("/proc/%d/status" % pid).splitlines():
@@ -72,12 +82,14 @@ def test_soak_returns_to_baseline(server):
     for i in range(20):  # warm up: allocator arenas, worker threads, caches
         one(i)
     procs = sandbox_uid_processes()
+    reaped(server.pid)
     base_server, base_host = server_state(server.pid), host_state(server.pid)
     t0 = time.monotonic()
     for i in range(SOAK_RUNS):
         one(i)
     elapsed = time.monotonic() - t0
     assert not survivors(procs), "processes left by the soak"
+    reaped(server.pid)
     now_server, now_host = server_state(server.pid), host_state(server.pid)
     assert now_server["fds"] == base_server["fds"], (base_server["fds"], now_server["fds"])
     assert now_server["threads"] == base_server["threads"], (base_server, now_server)
