@@ -37,7 +37,6 @@ int dlib_open(struct dlib *lib)
         }
         *lib->syms[i].fn = p;
     }
-    lib->handle = h;
     lib->state = 1;
 out:
     pthread_mutex_unlock(&lib->lock);

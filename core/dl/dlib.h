@@ -33,7 +33,6 @@ struct dlib {
     size_t n_syms;
     pthread_mutex_t lock;
     int state; /* 0 not tried, 1 open, -1 failed */
-    void *handle;
     char error[512];
 };
 

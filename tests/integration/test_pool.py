@@ -308,6 +308,18 @@ def test_warm_run_output_cap():
         s.finish()
 
 
+def test_r_runs_in_its_pre_started_interpreter(server):
+    """A warm R run is read by the R that waited (its one visible mark: it
+    reads its program from /dev/fd/3); one with stdin data starts R in its
+    ready sandbox as a cold run would (--file=main.R)."""
+    skip_unless_image_has("r")
+    args = "cat(grep('^--file=', commandArgs(), value = TRUE), '\\n', sep = '')"
+    sc = server.warm_run(args, "r")
+    assert sc["status"] == "ok" and sc["stdout"] == "--file=/dev/fd/3\n", sc
+    sc = server.warm_run(args, "r", stdin="data\n")
+    assert sc["status"] == "ok" and sc["stdout"] == "--file=main.R\n", sc
+
+
 def test_languages_without_an_interpreter_to_start_still_pool(server):
     """Ruby has no language.prestart: its pooled sandbox runs the program
     the usual way, and that is still a warm run."""
