@@ -382,6 +382,18 @@ def proc_status(pid):
     return out
 
 
+def proc_describe(pid):
+    """A process's state, command line and cgroup, for a failure message."""
+    out = [pid, proc_stat(pid)]
+    for name in ("cmdline", "cgroup"):
+        try:
+            with open("/proc/%d/%s" % (pid, name), "rb") as f:
+                out.append(f.read().replace(b"\0", b" ").decode("utf-8", "replace").strip())
+        except OSError as e:
+            out.append(str(e))
+    return out
+
+
 def proc_environ(pid):
     """The process's environment as a list of 'K=V', or None if unreadable."""
     try:

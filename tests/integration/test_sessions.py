@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import BACKEND, CONTAINER, clean_env, find_marked, new_mark
+from conftest import BACKEND, CONTAINER, clean_env, find_marked, new_mark, proc_describe
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "mcp"))
@@ -256,8 +256,12 @@ def test_sessions_are_isolated(client):
     assert client.run(a, "print(open('/tmp/tmp-a.txt').read())")["stdout"] == "A tmp\n"
     # from outside: the two interpreters live in different mount, pid and
     # ipc namespaces (and net, where the backend makes one)
-    interp = client.sandboxed("python3")
-    assert len(interp) == 2, interp
+    # (once, in CI on Docker, a third marked python3 was seen here: waited
+    # for, bounded, and described if it stays)
+    deadline = time.monotonic() + 5.0
+    while len(interp := client.sandboxed("python3")) != 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert len(interp) == 2, [proc_describe(p) for p in interp]
     for kind in ("mnt", "pid", "ipc", "uts"):
         views = {ns(p, kind) for p in interp}
         assert None not in views and len(views) == 2, (kind, views)
