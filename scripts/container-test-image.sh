@@ -4,8 +4,9 @@
 # Build (or reuse) the root filesystem tarball of the test image the docker
 # and podman integration tests import: Debian bookworm, minbase, with the
 # interpreters the contract tests run (no container registry is reachable,
-# so nothing is pulled), and npm from the npm registry's tarball. The tarball is cached outside the repository, keyed by the
-# SHA-256 of this recipe, so a second run on the same machine only reads it.
+# so nothing is pulled), and npm from the npm registry's tarball. The
+# tarball is cached outside the repository, keyed by the SHA-256 of this
+# recipe, so a second run on the same machine only reads it.
 #
 #   scripts/container-test-image.sh         prints the tarball's path
 #
@@ -32,7 +33,10 @@ TOP=${LLM_SANDBOX_CACHE:-/var/cache/llm-sandbox}
 CACHE=$TOP/images
 OUT="$CACHE/$SUITE-$KEY.tar"
 
+# Only the two tarballs used last are kept (another checkout's recipe may
+# want the other one): a hit marks its tarball used, a build prunes.
 if [ -s "$OUT" ]; then
+    touch "$OUT"
     echo "$OUT"
     exit 0
 fi
@@ -101,4 +105,8 @@ ln -s ../lib/node_modules/npm/bin/npx-cli.js "$dir/root/usr/bin/npx"
 rm -rf "$dir/root/var/lib/apt/lists"/* "$dir/root/var/cache/apt"/*.bin "$dir/root/root/.npm"
 tar -C "$dir/root" --numeric-owner -cf "$dir/root.tar" .
 mv "$dir/root.tar" "$OUT"
+ls -t "$CACHE/$SUITE"-*.tar | tail -n +3 | while read -r old; do
+    echo "container-test-image: removing $old, not used since an older build" >&2
+    rm -f "$old"
+done
 echo "$OUT"
