@@ -9,6 +9,7 @@
  * (demux.c) with stderr, the agent's diagnostics, which we log.
  * Kill and close are in close.c, the removal after a result in reaper.c.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +52,18 @@ static const char *pick_image(struct dk_state *st, const struct sbx_box_spec *sp
     return v ? v : spec->image;
 }
 
+static int no_image(const struct sbx_box_spec *spec, struct sbx_err *err)
+{
+    char var[64] = "SANDBOX_IMAGE_";
+    size_t o = strlen(var);
+
+    for (const char *p = spec->language; p && *p && o + 1 < sizeof(var); p++)
+        var[o++] = (char)toupper((unsigned char)*p);
+    var[o] = '\0';
+    return dk_fail(err, SBX_E_INVALID, 0,
+            "language '%s' names no image; set %s or its manifest's image", spec->language, var);
+}
+
 int dk_box_image_id(
         void *state, const struct sbx_box_spec *spec, char *ret_id, size_t len, struct sbx_err *err)
 {
@@ -59,9 +72,7 @@ int dk_box_image_id(
     struct dk_fetch f = {.cancel_fd = spec->cancel_fd};
 
     if (!image || !*image)
-        return dk_fail(err, SBX_E_INVALID, 0,
-                "language '%s' names no image; set SANDBOX_IMAGE_%s or its manifest's image",
-                spec->language, spec->language);
+        return no_image(spec, err);
     return dk_image_id(st, image, &f, ret_id, len, err);
 }
 
@@ -220,9 +231,7 @@ int dk_box_open(void *state, const struct sbx_box_spec *spec, void **ret_box, st
     b->seccomp_fd = -1;
     b->cg.pids_fd = b->cg.mem_fd = -1;
     if (!image || !*image)
-        r = dk_fail(err, SBX_E_INVALID, 0,
-                "language '%s' names no image; set SANDBOX_IMAGE_%s or its manifest's image",
-                spec->language, spec->language);
+        r = no_image(spec, err);
     else
         r = prepare(b, spec, image, ref, sizeof(ref), err);
     if (r == 0)

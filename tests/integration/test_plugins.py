@@ -8,7 +8,8 @@ import re
 
 import pytest
 
-from conftest import ROOT, plugin_entry, plugins_json, run_cli, sbx
+import containers
+from conftest import CONTAINER, ROOT, plugin_entry, plugins_json, run_cli, sbx
 
 LOC = re.compile(r":(\d+):(\d+): ")
 
@@ -26,8 +27,13 @@ def extra(tmp_path):
     return d
 
 
-def env_for(d):
-    return {"LLM_SANDBOX_PLUGIN_PATH": str(d)}
+def env_for(d, path=None):
+    """Plugins from d (or a search path), and on a container backend the
+    test image for the data-only languages below, which name none."""
+    env = {"LLM_SANDBOX_PLUGIN_PATH": path or str(d)}
+    if CONTAINER:
+        env["SANDBOX_IMAGE_IMPOSTOR"] = containers.IMAGE
+    return env
 
 
 BAD_YAML = "name: badyaml\nkind: language\n  version: [1\n"
@@ -181,7 +187,7 @@ def test_extra_directory_positive_control(extra):
     entry = plugin_entry(plugins_json(env_for(extra)), "impostor", str(extra))
     assert entry["status"] == "ok", entry
     r = sbx("--language", "impostor", "--code", "print(1)", extra_env=env_for(extra))
-    assert r.json["status"] == "ok" and r.json["stdout"] == "IMPOSTOR\n", r.json
+    assert r.json["status"] == "ok" and r.json["stdout"] == "IMPOSTOR\n", r.json["message"]
 
 
 def test_shadowing_plugin_is_reported_and_ignored(extra):
@@ -204,8 +210,7 @@ def test_shadowing_plugin_is_reported_and_ignored(extra):
 def test_plugin_path_with_several_and_missing_directories(extra, tmp_path):
     write(extra, "impostor.yaml", IMPOSTOR.format(name="impostor"))
     path = "%s:%s:" % (tmp_path / "does-not-exist", extra)
-    r = sbx("--language", "impostor", "--code", "print(1)",
-            extra_env={"LLM_SANDBOX_PLUGIN_PATH": path})
+    r = sbx("--language", "impostor", "--code", "print(1)", extra_env=env_for(None, path))
     assert r.json["stdout"] == "IMPOSTOR\n", r.json
 
 
@@ -232,7 +237,7 @@ def test_allowed_languages_disable_the_rest(extra, tmp_path):
     cfg.write_text("LLM_SANDBOX_LANGUAGES:\n  - impostor\n")
     r = sbx("--config", str(cfg), "--language", "impostor", "--code", "print(1)",
             extra_env=env_for(extra))
-    assert r.json["status"] == "ok" and r.json["stdout"] == "IMPOSTOR\n", r.json
+    assert r.json["status"] == "ok" and r.json["stdout"] == "IMPOSTOR\n", r.json["message"]
     r = sbx("--config", str(cfg), "--code", "print(1)", extra_env=env_for(extra))
     assert r.json["status"] == "refused" and "python" in r.json["message"], r.json
 
