@@ -36,6 +36,8 @@ int dk_box_finish(struct dk_box *b, struct sbx_box_stats *stats, struct sbx_err 
 
 /* reaper.c: finish b (transfer full) on the plugin's reaper thread. */
 void dk_reap(struct dk_box *b);
+int dk_init(const struct sbx_host *h, const char *name, void **ret_state, struct sbx_err *err);
+void dk_fini(void *state);
 void dk_reaper_init(struct dk_state *st);
 /* Finish every queued box, retry failed removals, end the thread. */
 void dk_reaper_stop(struct dk_state *st);

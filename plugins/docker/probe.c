@@ -1,18 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * probe.c: reach the daemon, learn what its host can enforce (/info: the
- * cgroup controllers, swap accounting, seccomp), sweep the containers of
- * dead instances, and fill the capability report. Each box then proves its
- * own settings: box_open reads the created container back and refuses to
+ * probe.c: the plugin's state (its endpoint: settings host, tls_verify and
+ * cert_path, else the default socket of the name the core loaded); reach
+ * the daemon, learn what its host can enforce (/info: the cgroup
+ * controllers, swap accounting, seccomp), sweep the containers of dead
+ * instances, and fill the capability report. Each box then proves its own
+ * settings: box_open reads the created container back and refuses to
  * start it when a limit did not stick (run.c), since no probe here can
  * create a container without a language's image (dk_verify, below).
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "docker.h"
+#include "box.h"
 
 static void cap(struct sbx_caps *c, enum sbx_control ctl, enum sbx_enforce lvl, const char *note)
 {
@@ -228,4 +231,38 @@ int dk_verify(struct dk_state *st, const char *id, const struct sbx_policy *p, s
         r = verify_cgroupns(st, id, hc, err);
     json_object_put(j);
     return r;
+}
+
+int dk_init(const struct sbx_host *h, const char *name, void **ret_state, struct sbx_err *err)
+{
+    struct dk_state *st = calloc(1, sizeof(*st));
+    const char *ep = h->setting(h, "host"), *tls = h->setting(h, "tls_verify"),
+               *certs = h->setting(h, "cert_path");
+
+    if (!st)
+        return dk_fail(err, SBX_E_NOMEM, ENOMEM, "out of memory");
+    st->h = h;
+    st->podman = strcmp(name, "podman") == 0;
+    snprintf(st->name, sizeof(st->name), "%s", name);
+    snprintf(st->endpoint, sizeof(st->endpoint), "%s",
+            ep           ? ep
+            : st->podman ? "unix:///run/podman/podman.sock"
+                         : "unix:///var/run/docker.sock");
+    /* as the docker CLI: any value turns verification on, even "0"; the
+     * certificates default to ~/.docker (the core's settings say so) */
+    if (tls && tls[0])
+        snprintf(st->tls_dir, sizeof(st->tls_dir), "%s", certs ? certs : "/root/.docker");
+    pthread_mutex_init(&st->lock, NULL);
+    dk_reaper_init(st);
+    *ret_state = st;
+    return 0;
+}
+
+void dk_fini(void *state)
+{
+    struct dk_state *st = state;
+
+    dk_reaper_stop(st); /* every container removed before the plugin goes */
+    pthread_mutex_destroy(&st->lock);
+    free(st);
 }
