@@ -404,7 +404,8 @@ struct deps_set *deps_close(struct deps_set *d)
         if (rm_tree(d->staging) < 0)
             log_msg(SBX_LOG_WARN, NULL, "cannot remove %s: %s", d->staging, strerror(errno));
     }
-    (void)unlink(d->sock);
+    if (d->sock)
+        (void)unlink(d->sock);
     if (d->lock_fd >= 0)
         close(d->lock_fd);
     free(d->dir);
@@ -412,6 +413,20 @@ struct deps_set *deps_close(struct deps_set *d)
     free(d->sock);
     free(d);
     return NULL;
+}
+
+struct deps_set *deps_share(const struct deps_set *d)
+{
+    struct deps_set *n = calloc(1, sizeof(*n));
+
+    if (!n)
+        return NULL;
+    n->lock_fd = -1;
+    if (!d->ready || !(n->dir = strdup(d->dir)) ||
+            (n->lock_fd = fcntl(d->lock_fd, F_DUPFD_CLOEXEC, 3)) < 0)
+        return deps_close(n);
+    n->ready = true;
+    return n;
 }
 
 int deps_read_file(const struct deps_set *d, const char *name, size_t max, char **ret_data,

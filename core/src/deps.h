@@ -50,6 +50,10 @@ int deps_open(const struct settings *s, const char *lang, const char *key, int64
  * (root: owned by root, nothing group- or world-writable), record what it
  * holds, move it into place, keep a shared lock. */
 int deps_commit(struct deps_set *d, const char *info_json, struct sbx_error **err);
+/* A second handle on a ready set, for a sandbox made before its run: the
+ * same shared lock (a duplicate of its descriptor), held until this one is
+ * closed too. NULL when d is not ready or out of memory or descriptors. */
+struct deps_set *deps_share(const struct deps_set *d);
 /* Release the lock; remove the staging directory if the build failed. */
 struct deps_set *deps_close(struct deps_set *d);
 

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * pool.c: warm one-shot runs. A server keeps a few sandboxes ready per
- * kind (backend, language, and the policy's box-level controls), each
- * opened through the engine's own steps (open_box, engine_setup, the
- * language's support files) and, for a language with language.prestart,
- * with its interpreter started and waiting. A one-shot run of that kind
+ * kind (backend, language, the policy's box-level controls, and the
+ * language's warm-up set, which a ready sandbox mounts at /warm as a cold
+ * run's is), each opened through the engine's own steps (open_box,
+ * engine_setup, the language's support files) and, for a language with
+ * language.prestart, with its interpreter started and waiting. A one-shot run of that kind
  * takes one, stages its files and program, and says go; the sandbox is
  * closed after that run like any other, and a filler thread makes another
  * in the background. Nothing passes from one run to the next: each run
@@ -47,6 +48,7 @@
 #include <time.h>
 
 #include "agentc.h"
+#include "deps.h"
 #include "engine.h"
 #include "error.h"
 #include "exec.h"
@@ -77,6 +79,7 @@ struct pool {
     struct pool *next;
     struct plugin *backend, *lang;
     struct sbx_policy policy; /* the first run's; kinds compare without time and output */
+    struct deps_set *warm;    /* the language's warm-up set, mounted at /warm, or NULL */
     struct pbox *head, **tail;
     unsigned n_ready, filling, want;
     int64_t used_ms;
@@ -147,6 +150,13 @@ static struct pbox *pbox_make(struct pools *ps, struct pool *p, struct sbx_error
     r->backend = p->backend;
     r->lang = p->lang;
     r->policy = p->policy;
+    if (p->warm) { /* as prepare_warm (install.c) mounts it for a cold run */
+        if (!(r->warm = deps_share(p->warm))) {
+            sbx_error_set(err, SBX_E_IO, errno, "the warm-up set: %s", strerror(errno));
+            goto fail;
+        }
+        r->mounts[r->n_mounts++] = (struct sbx_mount){.source = r->warm->dir, .target = "/warm"};
+    }
     /* it may wait for its run as long as the pool keeps it, then run */
     r->box_life_ms = ps->rt->settings->pool_idle_ms + ps->rt->settings->ceilings.wall_time_ms;
     capture_init(&r->sink.out, READY_OUTPUT);
@@ -246,6 +256,7 @@ static struct pbox *trim(struct pools *ps)
         }
         if (unused && p->filling == 0) {
             *pp = p->next;
+            deps_close(p->warm);
             free(p);
             continue;
         }
@@ -272,11 +283,16 @@ static struct pool *pool_of(struct pools *ps, const struct run *r, bool *made)
 
     *made = false;
     for (p = ps->head; p; p = p->next)
-        if (p->backend == r->backend && p->lang == r->lang && same_kind(&p->policy, &r->policy))
+        if (p->backend == r->backend && p->lang == r->lang && same_kind(&p->policy, &r->policy) &&
+                !p->warm == !r->warm && (!r->warm || strcmp(p->warm->dir, r->warm->dir) == 0))
             return p;
     *made = true;
     if (!(p = calloc(1, sizeof(*p))))
         return NULL;
+    if (r->warm && !(p->warm = deps_share(r->warm))) {
+        free(p);
+        return NULL;
+    }
     p->backend = r->backend;
     p->lang = r->lang;
     p->policy = r->policy;
@@ -437,6 +453,7 @@ void pools_free(struct pools *ps)
             b->next = gone;
             gone = b;
         }
+        deps_close(p->warm);
         free(p);
     }
     close_all(gone);
@@ -445,12 +462,13 @@ void pools_free(struct pools *ps)
     free(ps);
 }
 
-/* Can this run use a pooled sandbox at all? Its own mounts (a dependency
- * set, the warm-up set) or a proxy make its sandbox unlike any other. */
+/* Can this run use a pooled sandbox at all? A dependency set or a proxy
+ * makes its sandbox unlike any other; the language's warm-up set, the same
+ * for every run on one toolchain, is part of the kind. */
 static bool poolable(const struct run *r)
 {
-    return !r->probe_argv && !r->sess && r->req->n_libraries == 0 && r->n_mounts == 0 &&
-           !r->proxy_sock && !r->box_policy;
+    return !r->probe_argv && !r->sess && r->req->n_libraries == 0 &&
+           r->n_mounts == (r->warm ? 1u : 0u) && !r->proxy_sock && !r->box_policy;
 }
 
 bool pool_take(struct run *r)

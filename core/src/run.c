@@ -686,18 +686,6 @@ int engine_programs(struct run *r, int *ret_end, struct agentc_exit *ex, struct 
         *ret_end = end;
         return end < 0 ? sbx_error_set(err, SBX_E_BACKEND, 0, "%s", agentc_last_error(r->ac)) : 0;
     }
-    if (r->warm && r->lang->m->lang->warm->seed && !r->seeded) {
-        /* link the warm-up set into the sandbox's own cache; quietly, and
-         * only its failure is reported (as the build's would be) */
-        end = agentc_exec(
-                r->ac, r->lang->m->lang->warm->seed, r->env, NULL, 0, deadline, &r->sink, ex);
-        if (end < 0)
-            return sbx_error_set(err, SBX_E_BACKEND, 0, "%s", agentc_last_error(r->ac));
-        if (end != AGENTC_EXITED || ex->signaled || ex->code != 0) {
-            *ret_end = end;
-            return 0;
-        }
-    }
     if (r->plan->build && r->build && r->build->ready) {
         end = build_cache_replay(r, deadline); /* nothing to compile */
         if (end > 0) {
@@ -707,6 +695,20 @@ int engine_programs(struct run *r, int *ret_end, struct agentc_exit *ex, struct 
         if (end < 0) { /* an unusable entry: build after all */
             log_msg(SBX_LOG_WARN, r->lang->name, "compile cache entry unusable; building");
             r->ex->build_cached = false;
+        }
+    }
+    /* link the warm-up set into the sandbox's own cache, for the compiler
+     * (a replayed build needs none: Go's link farm alone takes ~30 ms);
+     * quietly, and only its failure is reported (as the build's would be) */
+    if (r->warm && r->lang->m->lang->warm->seed && !r->seeded &&
+            !(r->plan->build && r->ex->build_cached)) {
+        end = agentc_exec(
+                r->ac, r->lang->m->lang->warm->seed, r->env, NULL, 0, deadline, &r->sink, ex);
+        if (end < 0)
+            return sbx_error_set(err, SBX_E_BACKEND, 0, "%s", agentc_last_error(r->ac));
+        if (end != AGENTC_EXITED || ex->signaled || ex->code != 0) {
+            *ret_end = end;
+            return 0;
         }
     }
     if (r->plan->build && !r->ex->build_cached) {

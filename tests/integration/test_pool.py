@@ -17,6 +17,7 @@ import signal
 import sys
 import threading
 import time
+import uuid
 
 import pytest
 
@@ -31,6 +32,10 @@ pytestmark = pytest.mark.contract
 COMM = {"python": "python3", "javascript": "node", "r": "R"}
 TRIVIAL = {"python": "pass", "javascript": "0"}
 LANGS = ["python", "javascript", "r"]
+# no interpreter to start: their ready sandbox holds the language's warm-up
+# set (/warm), and a run builds, or takes its build from the compile cache
+COMPILED = ["cpp", "go"]
+GO_TIMEOUT = 120
 
 
 class Server:
@@ -85,7 +90,7 @@ def server():
 
 
 def skip_unless_image_has(lang):
-    if CONTAINER and lang != "python" and lang != "javascript":
+    if CONTAINER and lang not in ("python", "javascript"):
         pytest.skip("the %s test image has no %s" % (BACKEND, lang))
     if lang == "r" and not CONTAINER and not shutil.which("Rscript"):
         pytest.skip("R is not installed here")
@@ -121,6 +126,40 @@ Sys.setenv(SBX_LEFT = "1"); sbx_left <- 1; setwd("/tmp")
 system("setsid sleep 300 >/dev/null 2>&1 </dev/null &")
 cat("left\n")
 """,
+    "cpp": r"""
+#include <cstdio>
+#include <cstdlib>
+#include <unistd.h>
+static void put(const char *path) { std::FILE *f = std::fopen(path, "w"); std::fputs("x", f); std::fclose(f); }
+int main() {
+    put("left.txt"); put("/tmp/left-tmp"); put("/dev/shm/sbx-left");
+    setenv("SBX_LEFT", "1", 1);
+    if (chdir("/tmp") != 0) return 1;
+    if (fork() == 0) { setsid(); execlp("sleep", "sleep", "300", (char *)nullptr); _exit(127); }
+    std::puts("left");
+}
+""",
+    "go": r"""package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+)
+
+func main() {
+	for _, p := range []string{"left.txt", "/tmp/left-tmp", "/dev/shm/sbx-left"} {
+		os.WriteFile(p, []byte("x"), 0o644)
+	}
+	os.Setenv("SBX_LEFT", "1")
+	os.Chdir("/tmp")
+	c := exec.Command("sleep", "300")
+	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	c.Start()
+	fmt.Println("left")
+}
+""",
 }
 LOOK = {
     "python": r"""
@@ -145,20 +184,70 @@ comm <- sapply(list.files("/proc", pattern = "^[0-9]+$", full.names = TRUE),
                function(d) tryCatch(readLines(file.path(d, "comm")), error = function(e) ""))
 cat(!any(comm == "sleep"), "\n", sep = "")
 """,
+    # the fourth: a file in /dev/shm (compiled programs keep no globals)
+    "cpp": r"""
+#include <cstdio>
+#include <cstdlib>
+#include <dirent.h>
+#include <fstream>
+#include <string>
+#include <unistd.h>
+static const char *yes(bool b) { return b ? "true" : "false"; }
+int main() {
+    char cwd[4096];
+    if (!getcwd(cwd, sizeof cwd)) return 1;
+    std::printf("%s %s %s %s %s\n", yes(access("left.txt", F_OK) == 0),
+                yes(access("/tmp/left-tmp", F_OK) == 0), yes(std::getenv("SBX_LEFT")),
+                yes(access("/dev/shm/sbx-left", F_OK) == 0), cwd);
+    bool none = true;
+    DIR *d = opendir("/proc");
+    for (struct dirent *e; (e = readdir(d));) {
+        std::ifstream c(std::string("/proc/") + e->d_name + "/comm");
+        std::string comm;
+        if (std::getline(c, comm) && comm == "sleep") none = false;
+    }
+    std::puts(yes(none));
+}
+""",
+    "go": r"""package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+)
+
+func main() {
+	has := func(p string) bool { _, err := os.Stat(p); return err == nil }
+	_, env := os.LookupEnv("SBX_LEFT")
+	wd, _ := os.Getwd()
+	fmt.Println(has("left.txt"), has("/tmp/left-tmp"), env, has("/dev/shm/sbx-left"), wd)
+	none := true
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		b, err := os.ReadFile("/proc/" + e.Name() + "/comm")
+		if err == nil && strings.TrimSpace(string(b)) == "sleep" {
+			none = false
+		}
+	}
+	fmt.Println(none)
+}
+""",
 }
 
 
-@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("lang", LANGS + COMPILED)
 def test_nothing_passes_between_warm_runs(server, lang):
     skip_unless_image_has(lang)
-    sc = server.warm_run(LEAVE[lang], lang)
+    kw = {"timeout": GO_TIMEOUT} if lang == "go" else {}
+    sc = server.warm_run(LEAVE[lang], lang, **kw)
     assert sc["status"] == "ok" and sc["stdout"] == "left\n", sc
     # the box was closed with its run: the detached sleep is gone, seen from the host
     deadline = time.monotonic() + 10
     while find_marked(server.mark, "sleep") and time.monotonic() < deadline:
         time.sleep(0.05)
     assert find_marked(server.mark, "sleep") == []
-    sc = server.warm_run(LOOK[lang], lang)
+    sc = server.warm_run(LOOK[lang], lang, **kw)
     assert sc["status"] == "ok", sc
     first, second = sc["stdout"].splitlines()
     assert [w.lower() for w in first.split()] == ["false"] * 4 + ["/workspace"], sc
@@ -335,6 +424,44 @@ def test_languages_without_an_interpreter_to_start_still_pool(server):
             break
         time.sleep(0.2)
     assert sc.get("warm") is True, sc
+
+
+# A program that says whether its build could use the warm-up set: for
+# C++ the precompiled <bits/stdc++.h> in /warm, for Go its GOCACHE's links
+# into /warm (the seed, run before a build, not before a cached one).
+WARM_SET = {
+    "cpp": '#include <cstdio>\n#include <unistd.h>\n// %s\n'
+           'int main() { std::printf("%%d\\n", access("/warm/include/bits/stdc++.h.gch", R_OK)); }\n',
+    "go": 'package main\n\nimport (\n\t"fmt"\n\t"os"\n\t"path/filepath"\n)\n\n// %s\n'
+          'func main() {\n\tlinks := 0\n'
+          '\tfilepath.Walk(os.Getenv("GOCACHE"), func(p string, fi os.FileInfo, err error) error {\n'
+          '\t\tif err == nil && fi.Mode()&os.ModeSymlink != 0 {\n\t\t\tlinks++\n\t\t}\n'
+          '\t\treturn nil\n\t})\n\tfmt.Println(links > 100)\n}\n',
+}
+BUILT = {"cpp": "0\n", "go": "true\n"}
+
+
+@pytest.mark.parametrize("lang", COMPILED)
+def test_compiled_languages_run_warm_with_their_warm_up_set(server, lang):
+    """A ready sandbox of a compiled language mounts the warm-up set: a new
+    program builds in it as in a cold one, and a program the compile cache
+    holds runs from it without a build (and, for Go, without the seed)."""
+    skip_unless_image_has(lang)
+    kw = {"timeout": GO_TIMEOUT} if lang == "go" else {}
+    deadline = time.monotonic() + 120
+    while True:  # until a ready sandbox takes a program no earlier run built
+        src = WARM_SET[lang] % uuid.uuid4().hex
+        sc = server.run(src, lang, **kw)
+        if sc.get("warm") or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert sc.get("warm") is True, sc
+    assert sc["status"] == "ok" and sc["stdout"] == BUILT[lang], sc
+    assert sc["build"] == {"cached": False}, sc
+    sc = server.warm_run(src, lang, **kw)
+    assert sc["status"] == "ok" and sc["build"] == {"cached": True}, sc
+    # a cached Go build was not seeded: its GOCACHE has no links
+    assert sc["stdout"] == ("false\n" if lang == "go" else BUILT[lang]), sc
 
 
 def test_a_ready_interpreter_killed_while_waiting(server):
