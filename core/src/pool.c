@@ -5,12 +5,13 @@
  * language's warm-up set, which a ready sandbox mounts at /warm as a cold
  * run's is), each opened through the engine's own steps (open_box,
  * engine_setup, the language's support files) and, for a language with
- * language.prestart, with its interpreter started and waiting. A one-shot run of that kind
- * takes one, stages its files and program, and says go; the sandbox is
- * closed after that run like any other, and a filler thread makes another
- * in the background. Nothing passes from one run to the next: each run
- * still has its own namespaces, tmpfs workspace, cgroup and seccomp
- * filter, only made before it was asked for. Sandboxes are never reused.
+ * language.prestart, with its interpreter started and waiting. A one-shot
+ * run of that kind takes one, stages its files and program, and says go;
+ * the sandbox is closed after that run like any other, and a filler
+ * thread makes another in the background. Nothing passes from one run to
+ * the next: each run still has its own namespaces, tmpfs workspace, cgroup
+ * and seccomp filter, only made before it was asked for. Sandboxes are
+ * never reused.
  *
  * Sizing: a kind gets a pool when a run first asks for it (one sandbox),
  * which grows by one each time a run finds it empty, up to
