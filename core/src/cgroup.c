@@ -43,6 +43,7 @@
 #include "cleanup.h"
 #include "dynbuf.h"
 #include "error.h"
+#include "owner.h"
 #include "util.h"
 
 #define CG_DIRS        3
@@ -799,48 +800,18 @@ struct cg_group *cg_group_free(struct cg_group *g)
     return NULL;
 }
 
-/* "p<PID>t<STARTTIME>-<SUFFIX>", numbers in decimal, the suffix [a-z0-9]+
- * (a run number, or e.g. "probe"): printing the numbers back must give the
- * prefix (sscanf alone would take signs and spaces). */
-static bool owner_parse(const char *name, uint64_t *ret_pid, uint64_t *ret_start)
+/* "<OWNER>-<SUFFIX>" (owner.h), the suffix [a-z0-9]+ (a run number, or
+ * e.g. "probe"). */
+static bool group_owner(const char *name, struct owner *ret)
 {
-    char back[80];
-    int n = 0;
+    size_t n = owner_parse(name, ret);
 
-    if (sscanf(name, "p%" SCNu64 "t%" SCNu64 "-%n", ret_pid, ret_start, &n) != 2 || n <= 0)
+    if (n == 0 || name[n] != '-' || !name[n + 1])
         return false;
-    snprintf(back, sizeof(back), "p%" PRIu64 "t%" PRIu64 "-", *ret_pid, *ret_start);
-    if (strncmp(back, name, (size_t)n) != 0 || strlen(back) != (size_t)n || !name[n])
-        return false;
-    for (const char *s = name + n; *s; s++)
+    for (const char *s = name + n + 1; *s; s++)
         if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9')))
             return false;
     return true;
-}
-
-/* Fields 3 to 21 of /proc/PID/stat, skipped to reach 22 (starttime). */
-#define STAT_SKIP_19 "%*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
-
-/* Fields are counted after the last ')': the command name (field 2) may
- * hold spaces and parentheses. When in doubt the owner counts as alive. */
-static bool owner_alive(uint64_t pid, uint64_t start)
-{
-    cleanup_free char *buf = NULL;
-    char path[64];
-    const char *p;
-    uint64_t st;
-    int r;
-
-    if (pid == 0 || pid > INT_MAX)
-        return false;
-    snprintf(path, sizeof(path), "/proc/%" PRIu64 "/stat", pid);
-    r = read_all(path, &buf);
-    if (r == -ENOENT || r == -ESRCH)
-        return false;
-    p = r == 0 ? strrchr(buf, ')') : NULL;
-    if (!p || sscanf(p + 1, STAT_SKIP_19 "%" SCNu64, &st) != 1)
-        return true;
-    return st == start;
 }
 
 /* Remove group `name` from every parent: 1 when all its directories went. */
@@ -868,18 +839,20 @@ static int sweep_one(const struct cg_service *s, const char *name)
 
 int cg_service_sweep(struct cg_service *s)
 {
+    char mine[OWNER_SCOPE_LEN + 1];
     int removed = 0;
 
     if (!s)
         return SBX_E_INVALID;
+    owner_scope(mine);
     for (size_t i = 0; i < s->n_parents; i++) {
         cleanup_dir DIR *d = opendir(s->parent[i]);
 
         for (struct dirent *de = d ? readdir(d) : NULL; de; de = readdir(d)) {
-            uint64_t pid, start;
+            struct owner o;
             int r;
 
-            if (!owner_parse(de->d_name, &pid, &start) || owner_alive(pid, start))
+            if (!group_owner(de->d_name, &o) || !owner_dead(&o, mine))
                 continue;
             r = sweep_one(s, de->d_name);
             if (r < 0)

@@ -39,6 +39,7 @@
 #include "http.h"
 #include "log.h"
 #include "manifest.h"
+#include "owner.h"
 #include "plan.h"
 #include "policy.h"
 #include "proto.h"
@@ -117,30 +118,6 @@ static char *exe_dir(void)
 }
 
 /* "p<pid>t<starttime>", unique for this process across pid reuse. */
-static void make_owner(char *out, size_t len)
-{
-    char buf[1024];
-    unsigned long long start = 0;
-    ssize_t n;
-    int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-
-    if (fd >= 0) {
-        n = read(fd, buf, sizeof(buf) - 1);
-        close(fd);
-        if (n > 0) {
-            char *p = strrchr((buf[n] = '\0', buf), ')');
-
-            /* field 22 (starttime) is the 20th after the ") " */
-            for (int field = 2; p && *p && field < 22; p++)
-                if (*p == ' ')
-                    field++;
-            if (p)
-                start = strtoull(p, NULL, 10);
-        }
-    }
-    snprintf(out, len, "p%dt%llu", (int)getpid(), start);
-}
-
 int sbx_runtime_new(struct sbx_runtime **ret_rt, struct sbx_error **err)
 {
     return sbx_runtime_new_opts(NULL, ret_rt, err);
@@ -179,7 +156,7 @@ int sbx_runtime_new_opts(
         sbx_runtime_free(rt);
         return sbx_error_set(err, SBX_E_IO, errno, "cannot locate the llm-sandbox executable");
     }
-    make_owner(rt->owner, sizeof(rt->owner));
+    owner_make(rt->owner, sizeof(rt->owner));
     rt->sessions = sessions_new();
     rt->artifacts = artifact_store_new();
     rt->pools = pools_new(rt);

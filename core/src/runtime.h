@@ -70,7 +70,7 @@ struct sbx_runtime {
     struct cg_service *cg;
     char *plugin_dir; /* the compiled-in one, relative to the executable */
     char *agent_path;
-    char owner[48]; /* "p<pid>t<starttime>": names cgroups and boxes */
+    char owner[64]; /* "p<pid>t<starttime>h<scope>" (owner.h): names cgroups and boxes */
     atomic_uint_fast64_t seq;
     bool ltdl_ready;
     bool only_default_backend;        /* sbx_runtime_opts */

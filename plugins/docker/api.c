@@ -420,9 +420,22 @@ int dk_agent_image(struct dk_state *st, const char *image, struct dk_fetch *f, c
     return r;
 }
 
-/* Is the instance "p<pid>t<starttime>" a live process on this host? */
-static bool owner_alive(const char *owner)
+/* The scope of an owner "p<pid>t<starttime>h<scope>" (the core's owner.h):
+ * a pointer to its 16 hex digits, or NULL (an owner named before scopes). */
+static const char *owner_scope(const char *owner)
 {
+    const char *h = strchr(owner, 'h');
+
+    return h && strspn(h + 1, "0123456789abcdef") == 16 ? h + 1 : NULL;
+}
+
+/* Is the instance a live process, or not ours to judge? Only an instance
+ * of the same scope (kernel boot and pid namespace) sees its pid: another
+ * host's server on a shared daemon, or one in another container, is
+ * never called dead. */
+static bool owner_alive(struct dk_state *st, const char *owner)
+{
+    const char *theirs = owner_scope(owner), *mine = owner_scope(st->h->instance_id(st->h));
     unsigned long long pid = 0, start = 0, s = 0;
     char path[64], buf[1024], *p;
     FILE *f;
@@ -430,6 +443,8 @@ static bool owner_alive(const char *owner)
 
     if (sscanf(owner, "p%llut%llu", &pid, &start) != 2)
         return true; /* not ours to judge */
+    if (theirs && (!mine || strncmp(theirs, mine, 16) != 0))
+        return true;
     snprintf(path, sizeof(path), "/proc/%llu/stat", pid);
     f = fopen(path, "re");
     if (!f)
@@ -469,7 +484,7 @@ static void sweep_volumes(struct dk_state *st)
                 !json_object_object_get_ex(vol, "Name", &name))
             continue;
         if (json_object_object_get_ex(labels, DK_LABEL, &owner)
-                        ? owner_alive(json_object_get_string(owner))
+                        ? owner_alive(st, json_object_get_string(owner))
                         : !json_object_object_get_ex(labels, DK_LABEL_SOURCE, &src) ||
                                   stat(json_object_get_string(src), &sb) == 0)
             continue;
@@ -502,7 +517,7 @@ void dk_sweep(struct dk_state *st)
         if (!json_object_object_get_ex(ct, "Labels", &labels) ||
                 !json_object_object_get_ex(labels, DK_LABEL, &owner) ||
                 !json_object_object_get_ex(ct, "Id", &id) ||
-                owner_alive(json_object_get_string(owner)))
+                owner_alive(st, json_object_get_string(owner)))
             continue;
         st->h->log(st->h, SBX_LOG_INFO, "removing container %.12s of dead instance %s",
                 json_object_get_string(id), json_object_get_string(owner));

@@ -382,6 +382,25 @@ def proc_status(pid):
     return out
 
 
+def owner_scope(pid):
+    """The scope in an instance's name (core/src/owner.c): FNV-1a of
+    "<boot id>/<inode of its pid namespace>", 16 hex digits."""
+    with open("/proc/sys/kernel/random/boot_id") as f:
+        text = "%s/%d" % (f.read().strip(), os.stat("/proc/%d/ns/pid" % pid).st_ino)
+    h = 0xcbf29ce484222325
+    for b in text.encode():
+        h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return "%016x" % h
+
+
+def owner_name(pid):
+    """A live instance's name, p<PID>t<STARTTIME>h<SCOPE>: its cgroups'
+    prefix and its containers' owner label."""
+    st = proc_stat(pid)
+    assert st is not None, "instance %d is gone" % pid
+    return "p%dt%dh%s" % (pid, st[3], owner_scope(pid))
+
+
 def proc_describe(pid):
     """A process's state, command line and cgroup, for a failure message."""
     out = [pid, proc_stat(pid)]

@@ -136,6 +136,35 @@ def test_container_dies_with_a_killed_server_and_is_swept():
     assert containers.leftover(BACKEND) == []
 
 
+def test_the_sweep_leaves_other_scopes_alone():
+    """A start-up sweep judges only owners of its own scope (kernel boot and
+    pid namespace, core/src/owner.h): a stopped container whose owner's pid
+    is gone is removed when the owner was of our scope, and kept when it
+    was of another (a server in another container, another host on a
+    shared daemon), whose pids we cannot see."""
+    ours = conftest.owner_scope(os.getpid())
+    theirs = "0123456789abcdef" if ours != "0123456789abcdef" else "fedcba9876543210"
+    made = {}
+    for who, scope in (("ours", ours), ("theirs", theirs)):
+        r = subprocess.run(containers.cli(BACKEND) + [
+            "create", "--label", "org.llm-sandbox.owner=p999999999t1h" + scope,
+            "--name", "sbx-scope-test-" + who, containers.IMAGE, "true"],
+            capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        made[who] = r.stdout.strip()
+    try:
+        res = code("print(6*7)")  # its probe sweeps
+        assert res["status"] == "ok" and res["stdout"] == "42\n", res
+        left = " ".join(containers.leftover(BACKEND))
+        assert "sbx-scope-test-ours" not in left, left
+        assert "sbx-scope-test-theirs" in left, left
+    finally:  # one by one: Podman's rm stops at the first that is gone
+        for cid in made.values():
+            subprocess.run(containers.cli(BACKEND) + ["rm", "-f", cid], capture_output=True,
+                           timeout=60)
+    assert containers.leftover(BACKEND) == []
+
+
 def volumes():
     r = subprocess.run(containers.cli(BACKEND) + ["volume", "ls", "-q"], capture_output=True,
                        text=True, check=True)

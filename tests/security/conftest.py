@@ -232,11 +232,9 @@ def engine(*args):
 
 
 def owner_of(pid):
-    """The owner label a run's containers carry: its front end's
-    p<PID>t<STARTTIME> (the same name its cgroups have)."""
-    st = proc_stat(pid)
-    assert st is not None, "front end %d is gone" % pid
-    return "p%dt%d" % (pid, st[3])
+    """The owner label a run's containers carry: its front end's name, the
+    same its cgroups have (conftest.owner_name)."""
+    return itest.owner_name(pid)
 
 
 def engine_containers(owner=None):

@@ -33,6 +33,7 @@
 
 #include "cgroup.h"
 #include "error.h"
+#include "owner.h"
 #include "util.h"
 
 #define MIB (1024ull * 1024ull)
@@ -600,19 +601,28 @@ static uint64_t self_starttime(void)
 static void test_sweep(void **state)
 {
     struct fixture *f = *state;
-    char mount[4096], self[4096], live[64], stale[64], rel[128];
+    char mount[4096], self[4096], live[64], stale[64], rel[128], mine[OWNER_SCOPE_LEN + 1],
+            ours_dead[80], ours_live[80], theirs_dead[80];
     static const char *const parents[] = {
             "cg/memory/api/x1/llm-sandbox/", "cg/pids/llm-sandbox/", "cg/cpu/llm-sandbox/"};
     struct cg_options o = fake_opts(f, mount, self);
     struct cg_service *s;
     uint64_t start = self_starttime();
 
+    /* names without a scope (older instances) are judged by their pid;
+     * with one, only those of our scope (boot and pid namespace) are */
     snprintf(live, sizeof(live), "p%dt%" PRIu64 "-1", (int)getpid(), start);
     snprintf(stale, sizeof(stale), "p%dt%" PRIu64 "-2", (int)getpid(), start + 1);
+    owner_scope(mine);
+    snprintf(ours_live, sizeof(ours_live), "p%dt%" PRIu64 "h%s-5", (int)getpid(), start, mine);
+    snprintf(ours_dead, sizeof(ours_dead), "p999999999t1h%s-6", mine);
+    snprintf(theirs_dead, sizeof(theirs_dead), "p999999999t1h%s-7",
+            strcmp(mine, "0123456789abcdef") ? "0123456789abcdef" : "fedcba9876543210");
     v1_tree(f, false);
     s = service_or_fail(&o);
     for (int i = 0; i < 3; i++) {
-        const char *names[] = {live, stale, "p999999999t1-3", "foreign", "p12t3", "p1t2-3.x"};
+        const char *names[] = {live, stale, "p999999999t1-3", "foreign", "p12t3", "p1t2-3.x",
+                ours_live, ours_dead, theirs_dead, "p999999999t1hxyz-8"};
 
         for (size_t j = 0; j < sizeof(names) / sizeof(names[0]); j++) {
             snprintf(rel, sizeof(rel), "%s%s", parents[i], names[j]);
@@ -621,22 +631,62 @@ static void test_sweep(void **state)
         snprintf(rel, sizeof(rel), "%sp999999999t1-3/cgroup.procs", parents[i]);
         put(f, rel, ""); /* a control file, as the kernel would have */
     }
-    assert_int_equal(cg_service_sweep(s), 2);
+    assert_int_equal(cg_service_sweep(s), 3);
     for (int i = 0; i < 3; i++) {
-        const char *kept[] = {live, "foreign", "p12t3", "p1t2-3.x"};
-        const char *gone[] = {stale, "p999999999t1-3"};
+        const char *kept[] = {
+                live, "foreign", "p12t3", "p1t2-3.x", ours_live, theirs_dead, "p999999999t1hxyz-8"};
+        const char *gone[] = {stale, "p999999999t1-3", ours_dead};
 
-        for (size_t j = 0; j < 4; j++) {
+        for (size_t j = 0; j < sizeof(kept) / sizeof(kept[0]); j++) {
             snprintf(rel, sizeof(rel), "%s%s", parents[i], kept[j]);
             assert_true(exists(f, rel));
         }
-        for (size_t j = 0; j < 2; j++) {
+        for (size_t j = 0; j < sizeof(gone) / sizeof(gone[0]); j++) {
             snprintf(rel, sizeof(rel), "%s%s", parents[i], gone[j]);
             assert_false(exists(f, rel));
         }
     }
     assert_int_equal(cg_service_sweep(s), 0);
     cg_service_free(s);
+}
+
+/* An instance's name (owner.h): made, read back, and judged. */
+static void test_owner_names(void **state)
+{
+    char name[64], mine[OWNER_SCOPE_LEN + 1], again[OWNER_SCOPE_LEN + 1], other[80];
+    struct owner o;
+
+    (void)state;
+    owner_make(name, sizeof(name));
+    owner_scope(mine);
+    owner_scope(again);
+    assert_string_equal(mine, again);
+    assert_int_equal(strlen(mine), OWNER_SCOPE_LEN);
+    assert_int_equal(owner_parse(name, &o), strlen(name));
+    assert_int_equal(o.pid, (uint64_t)getpid());
+    assert_int_equal(o.start, self_starttime());
+    assert_string_equal(o.scope, mine);
+    assert_false(owner_dead(&o, mine)); /* we are alive */
+    o.start++;
+    assert_true(owner_dead(&o, mine));         /* our pid, another start: reused */
+    if (strcmp(mine, "0000000000000000") != 0) /* ... but only to an instance of its scope */
+        assert_false(owner_dead(&o, "0000000000000000"));
+
+    /* another scope's owner is never dead to us, whatever its pid */
+    snprintf(other, sizeof(other), "p999999999t1h%s",
+            strcmp(mine, "0123456789abcdef") ? "0123456789abcdef" : "fedcba9876543210");
+    assert_int_equal(owner_parse(other, &o), strlen(other));
+    assert_false(owner_dead(&o, mine));
+    /* without a scope (an older instance's name): judged by the pid */
+    assert_int_equal(owner_parse("p999999999t1-3", &o), strlen("p999999999t1"));
+    assert_string_equal(o.scope, "");
+    assert_true(owner_dead(&o, mine));
+
+    /* what is not an owner's name */
+    const char *bad[] = {"p-1t2", "p 1t2", "p01t2", "p1t+2", "p1", "x1t2", "p1t2hxyz",
+            "p1t2h0123456789abcde", "p1t2h0123456789ABCDEF", ""};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_int_equal(owner_parse(bad[i], &o), 0);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -902,6 +952,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_caps, setup, teardown),
             cmocka_unit_test_setup_teardown(test_caps_none_truncated, setup, teardown),
             cmocka_unit_test_setup_teardown(test_sweep, setup, teardown),
+            cmocka_unit_test(test_owner_names),
             cmocka_unit_test(test_real_detect),
             cmocka_unit_test_setup_teardown(test_real_join_kill_free, setup_real, teardown_real),
             cmocka_unit_test_setup_teardown(test_real_limits, setup_real, teardown_real),
