@@ -47,31 +47,14 @@ static void toolchain_id(const struct run *r, char *out, size_t len)
     const char *name = m->n_binaries              ? m->binaries[0].name
                        : m->lang->version_command ? m->lang->version_command[0]
                                                   : "";
-    const char *path = "/usr/bin:/bin";
     struct stat st;
     char buf[PATH_MAX];
 
-    for (char **e = m->lang->env; *e; e++)
-        if (strncmp(*e, "PATH=", 5) == 0)
-            path = *e + 5;
-    snprintf(out, len, "%s (not found)", name);
-    if (name[0] == '/') {
-        if (stat(name, &st) == 0)
-            snprintf(out, len, "%s %ju:%ju %jd %jd", name, (uintmax_t)st.st_dev,
-                    (uintmax_t)st.st_ino, (intmax_t)st.st_size, (intmax_t)st.st_mtime);
-        return;
-    }
-    while (*path) {
-        size_t n = strcspn(path, ":");
-
-        snprintf(buf, sizeof(buf), "%.*s/%s", (int)n, path, name);
-        if (stat(buf, &st) == 0 && S_ISREG(st.st_mode)) {
-            snprintf(out, len, "%s %ju:%ju %jd %jd", buf, (uintmax_t)st.st_dev,
-                    (uintmax_t)st.st_ino, (intmax_t)st.st_size, (intmax_t)st.st_mtime);
-            return;
-        }
-        path += n + (path[n] == ':');
-    }
+    if (manifest_which(m, name, buf, sizeof(buf)) == 0 && stat(buf, &st) == 0)
+        snprintf(out, len, "%s %ju:%ju %jd %jd", buf, (uintmax_t)st.st_dev, (uintmax_t)st.st_ino,
+                (intmax_t)st.st_size, (intmax_t)st.st_mtime);
+    else
+        snprintf(out, len, "%s (not found)", name);
 }
 
 /* The install's output, interleaved as written, capped. */

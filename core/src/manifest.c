@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -871,4 +872,28 @@ struct manifest *manifest_free(struct manifest *m)
     lang_free(m->lang);
     free(m);
     return NULL;
+}
+
+int manifest_which(const struct manifest *m, const char *name, char *out, size_t len)
+{
+    const char *path = "/usr/bin:/bin";
+    struct stat st;
+
+    if (name[0] == '/') {
+        snprintf(out, len, "%s", name);
+        return stat(name, &st);
+    }
+    for (char **e = m->lang ? m->lang->env : NULL; e && *e; e++)
+        if (strncmp(*e, "PATH=", 5) == 0)
+            path = *e + 5;
+    while (*path) {
+        size_t n = strcspn(path, ":");
+
+        snprintf(out, len, "%.*s/%s", (int)n, path, name);
+        if (stat(out, &st) == 0 && S_ISREG(st.st_mode))
+            return 0;
+        path += n + (path[n] == ':');
+    }
+    errno = ENOENT;
+    return -1;
 }

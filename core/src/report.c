@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -204,21 +205,23 @@ static void check_runtimes(struct sbx_runtime *rt, struct json_object *a)
 {
     for (size_t i = 0; i < rt->n_plugins; i++) {
         const struct plugin *pl = rt->plugins[i];
-        char name[96], detail[256];
+        char name[96], detail[PATH_MAX + 64];
 
         if (pl->state != PLUGIN_OK || pl->m->kind != SBX_KIND_LANGUAGE)
             continue;
         for (size_t b = 0; b < pl->m->n_binaries; b++) {
             const char *bin = pl->m->binaries[b].name;
+            char where[PATH_MAX];
 
             snprintf(name, sizeof(name), "runtime:%s", pl->name);
-            if (bin[0] == '/' && access(bin, X_OK) != 0) {
-                snprintf(detail, sizeof(detail), "%s: %s", bin, strerror(errno));
+            if (manifest_which(pl->m, bin, where, sizeof(where)) < 0 || access(where, X_OK) != 0) {
+                snprintf(detail, sizeof(detail), "%s: %s", bin,
+                        bin[0] == '/' ? strerror(errno) : "not found along the language's PATH");
                 check(a, name, "fail", detail,
                         "install the language's toolchain "
                         "(scripts/install-deps.sh does for the in-tree languages)");
             } else {
-                snprintf(detail, sizeof(detail), "%s found", bin);
+                snprintf(detail, sizeof(detail), "%s found", where);
                 check(a, name, "ok", detail, NULL);
             }
         }

@@ -207,6 +207,25 @@ def test_shadowing_plugin_is_reported_and_ignored(extra):
     assert r.rc == 0, "a shadowed plugin is a warning, not a failure"
 
 
+def test_doctor_looks_for_a_languages_binaries_along_its_path(extra):
+    """A required binary named without a directory is looked for along the
+    language's own PATH (env PATH in its manifest): found, doctor names
+    where; missing, doctor fails the check (it used to say "found")."""
+    manifest = ("name: {name}\nkind: language\nversion: 0.1.0\nabi: \"1.0\"\n"
+                "description: needs {tool}\nrequires:\n  binaries:\n    - name: {tool}\n"
+                "language:\n  source_file: main.x\n  run: [{tool}, \"{{source}}\"]\n"
+                "  env:\n    PATH: /nonexistent:/usr/bin:/bin\n")
+    write(extra, "hastool.yaml", manifest.format(name="hastool", tool="env"))
+    write(extra, "notool.yaml", manifest.format(name="notool", tool="sbx-no-such-tool"))
+    r = run_cli(["doctor", "--json"], extra_env=env_for(extra))
+    checks = {x["check"]: x for x in json.loads(r.out)["checks"]}
+    ok, missing = checks["runtime:hastool"], checks["runtime:notool"]
+    assert ok["status"] == "ok" and ok["detail"] in ("/usr/bin/env found", "/bin/env found"), ok
+    assert missing["status"] == "fail", missing
+    assert "sbx-no-such-tool: not found along the language's PATH" == missing["detail"], missing
+    assert r.rc != 0, "a missing toolchain fails doctor"
+
+
 def test_plugin_path_with_several_and_missing_directories(extra, tmp_path):
     write(extra, "impostor.yaml", IMPOSTOR.format(name="impostor"))
     path = "%s:%s:" % (tmp_path / "does-not-exist", extra)
