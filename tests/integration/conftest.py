@@ -521,8 +521,9 @@ def cgroup_groups():
     return groups
 
 
-# cgroup.c: "p<PID>t<STARTTIME>-<SUFFIX>", the suffix a run number or "probe".
-OWNER_RE = re.compile(r"^p(\d+)t(\d+)-([a-z0-9]+)$")
+# cgroup.c: "<OWNER>-<SUFFIX>", the suffix a run number or "probe"; the
+# owner p<PID>t<STARTTIME>h<SCOPE> (core/src/owner.h; no scope before it)
+OWNER_RE = re.compile(r"^p(\d+)t(\d+)(?:h([0-9a-f]{16}))?-([a-z0-9]+)$")
 
 
 def owner_alive(pid, start):
