@@ -285,9 +285,12 @@ struct sbx_host {
     int (*agent_fd)(const struct sbx_host *h, int *ret_fd, struct sbx_err *err);
     /* The host uid and gid sandboxes run as when the core is root. */
     void (*sandbox_ids)(const struct sbx_host *h, uint32_t *ret_uid, uint32_t *ret_gid);
-    /* This server instance, "p<pid>t<starttime>": prefix every name and
-     * label with it ("<instance>-<something>"), so a restart can tell what
-     * a dead instance left behind. (transfer none) */
+    /* This server instance, "p<pid>t<starttime>h<scope>" (at most 63
+     * bytes; the scope, 16 hex digits, names the kernel boot and pid
+     * namespace the pid belongs to): prefix every name and label with it
+     * ("<instance>-<something>"), so a restart can tell what a dead
+     * instance left behind, and leave an instance of another scope alone:
+     * its pid is not ours to look up. (transfer none) */
     const char *(*instance_id)(const struct sbx_host *h);
 
     /* ABI 1.1 */
