@@ -256,8 +256,11 @@ def test_sessions_are_isolated(client):
     assert client.run(a, "print(open('/tmp/tmp-a.txt').read())")["stdout"] == "A tmp\n"
     # from outside: the two interpreters live in different mount, pid and
     # ipc namespaces (and net, where the backend makes one)
-    # (once, in CI on Docker, a third marked python3 was seen here: waited
-    # for, bounded, and described if it stays)
+    # A server probes each language's version at start-up, in the
+    # background and in a sandbox of its own (`python3 --version`, which
+    # has the mark too): on Docker, where each probe makes a container,
+    # that may still run now (seen once in CI). It ends at once; wait for
+    # it, bounded, and describe whatever stays.
     deadline = time.monotonic() + 5.0
     while len(interp := client.sandboxed("python3")) != 2 and time.monotonic() < deadline:
         time.sleep(0.1)
