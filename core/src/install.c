@@ -50,7 +50,7 @@ static void toolchain_id(const struct run *r, char *out, size_t len)
     struct stat st;
     char buf[PATH_MAX];
 
-    if (manifest_which(m, name, buf, sizeof(buf)) == 0 && stat(buf, &st) == 0)
+    if (manifest_which(m, name, buf, sizeof(buf), &st) == 0)
         snprintf(out, len, "%s %ju:%ju %jd %jd", buf, (uintmax_t)st.st_dev, (uintmax_t)st.st_ino,
                 (intmax_t)st.st_size, (intmax_t)st.st_mtime);
     else

@@ -874,14 +874,14 @@ struct manifest *manifest_free(struct manifest *m)
     return NULL;
 }
 
-int manifest_which(const struct manifest *m, const char *name, char *out, size_t len)
+int manifest_which(
+        const struct manifest *m, const char *name, char *out, size_t len, struct stat *ret_st)
 {
     const char *path = "/usr/bin:/bin";
-    struct stat st;
 
     if (name[0] == '/') {
         snprintf(out, len, "%s", name);
-        return stat(name, &st);
+        return stat(name, ret_st);
     }
     for (char **e = m->lang ? m->lang->env : NULL; e && *e; e++)
         if (strncmp(*e, "PATH=", 5) == 0)
@@ -890,7 +890,7 @@ int manifest_which(const struct manifest *m, const char *name, char *out, size_t
         size_t n = strcspn(path, ":");
 
         snprintf(out, len, "%.*s/%s", (int)n, path, name);
-        if (stat(out, &st) == 0 && S_ISREG(st.st_mode))
+        if (stat(out, ret_st) == 0 && S_ISREG(ret_st->st_mode))
             return 0;
         path += n + (path[n] == ':');
     }

@@ -142,11 +142,13 @@ int manifest_parse(const char *path, const char *data, size_t len, struct manife
 /* Read dir/filename (at most MANIFEST_MAX_BYTES, no symlinks) and parse it. */
 int manifest_load(
         const char *dir, const char *filename, struct manifest **ret, struct sbx_error **err);
+struct stat;
 struct manifest *manifest_free(struct manifest *m); /* returns NULL */
 /* Where a language's binary is on this host: name itself when absolute,
  * else the first regular file of that name along the PATH of the
- * language's env (default /usr/bin:/bin), into out. 0, or -1 with errno
- * set (ENOENT when no directory has it). */
-int manifest_which(const struct manifest *m, const char *name, char *out, size_t len);
+ * language's env (default /usr/bin:/bin), into out, and its stat into
+ * *ret_st. 0, or -1 with errno set (ENOENT when no directory has it). */
+int manifest_which(
+        const struct manifest *m, const char *name, char *out, size_t len, struct stat *ret_st);
 
 #endif

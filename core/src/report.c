@@ -212,9 +212,11 @@ static void check_runtimes(struct sbx_runtime *rt, struct json_object *a)
         for (size_t b = 0; b < pl->m->n_binaries; b++) {
             const char *bin = pl->m->binaries[b].name;
             char where[PATH_MAX];
+            struct stat st;
 
             snprintf(name, sizeof(name), "runtime:%s", pl->name);
-            if (manifest_which(pl->m, bin, where, sizeof(where)) < 0 || access(where, X_OK) != 0) {
+            if (manifest_which(pl->m, bin, where, sizeof(where), &st) < 0 ||
+                    access(where, X_OK) != 0) {
                 snprintf(detail, sizeof(detail), "%s: %s", bin,
                         bin[0] == '/' ? strerror(errno) : "not found along the language's PATH");
                 check(a, name, "fail", detail,
