@@ -87,6 +87,13 @@ static enum sbx_control network_control(uint32_t net)
     }
 }
 
+uint64_t policy_tmpfs_bytes(const struct sbx_policy *p)
+{
+    uint64_t cap = p->memory_bytes - p->memory_bytes / 4;
+
+    return p->workspace_bytes < cap ? p->workspace_bytes : cap;
+}
+
 int policy_resolve(const struct settings *s, const struct sbx_req_limits *req,
         struct sbx_policy *ret, uint32_t *ret_explicit, struct sbx_error **err)
 {
@@ -132,6 +139,8 @@ int policy_resolve(const struct settings *s, const struct sbx_req_limits *req,
         p.network = (uint32_t)net;
         explicit_mask |= 1u << SBX_CTL_NET_OFF;
     }
+    p.size = sizeof(p);
+    p.tmpfs_bytes = policy_tmpfs_bytes(&p);
     *ret = p;
     *ret_explicit = explicit_mask;
     return 0;

@@ -24,7 +24,11 @@ struct settings;
 /* "wall_time", "memory", ...; NULL for an unknown control. */
 const char *policy_control_name(enum sbx_control c);
 
-/* Resolve into *ret; *ret_explicit gets a bit per control that the
+/* The size of each tmpfs of a box (struct sbx_policy.tmpfs_bytes): the
+ * workspace size, at most 3/4 of the memory limit. */
+uint64_t policy_tmpfs_bytes(const struct sbx_policy *p);
+
+/* Resolve into *ret (tmpfs_bytes derived); *ret_explicit gets a bit per control that the
  * operator or the request set. SBX_E_INVALID (malformed) or
  * SBX_E_UNSUPPORTED (above a ceiling) with the field named. */
 int policy_resolve(const struct settings *s, const struct sbx_req_limits *req,

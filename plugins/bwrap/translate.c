@@ -11,9 +11,8 @@
  *                           dropped to the sandbox uid when the core is root)
  *   seccomp, no_new_privs   --seccomp FD (the core's one policy; bwrap sets no_new_privs)
  *   read_only_system        --remount-ro / after all mounts (the root is bwrap's tmpfs)
- *   workspace_bytes         --size N --tmpfs /workspace, and the same for /tmp, /dev/shm;
- *                           N is at most 3/4 of memory_bytes (tmpfs is RAM, charged to
- *                           the memory limit: a full disk must end as ENOSPC, not OOM)
+ *   tmpfs_bytes             --size N --tmpfs /workspace, and the same for /tmp, /dev/shm
+ *                           (the workspace size, at most 3/4 of memory: plugin.h says why)
  *   network off             empty network namespace (loopback only)
  *   network on              same namespace plus --block-fd: the runner attaches pasta to
  *                           the namespace before the agent starts
@@ -108,16 +107,6 @@ static void add_tmpfs(
     add2(b, "--tmpfs", dest);
 }
 
-/* The tmpfs mounts are RAM charged to the sandbox's memory limit: cap each
- * at 3/4 of it, so a program that fills one gets ENOSPC (limit "workspace")
- * while it still has memory left, rather than an OOM kill. */
-static unsigned long long tmpfs_bytes(const struct sbx_policy *p)
-{
-    uint64_t cap = p->memory_bytes - p->memory_bytes / 4;
-
-    return (unsigned long long)(p->workspace_bytes < cap ? p->workspace_bytes : cap);
-}
-
 static void add_data(struct builder *b, const char *mode, int fd, const char *dest)
 {
     add2(b, "--perms", mode);
@@ -182,9 +171,9 @@ int bwrap_translate(const struct bwrap_input *in, struct bwrap_argv *out, struct
     /* 4, 5. kernel filesystems and private writable space */
     add2(&b, "--proc", "/proc");
     add2(&b, "--dev", "/dev");
-    add_tmpfs(&b, tmpfs_bytes(p), "1777", "/tmp");
-    add_tmpfs(&b, tmpfs_bytes(p), "1777", "/dev/shm");
-    add_tmpfs(&b, tmpfs_bytes(p), "0755", "/workspace");
+    add_tmpfs(&b, (unsigned long long)p->tmpfs_bytes, "1777", "/tmp");
+    add_tmpfs(&b, (unsigned long long)p->tmpfs_bytes, "1777", "/dev/shm");
+    add_tmpfs(&b, (unsigned long long)p->tmpfs_bytes, "0755", "/workspace");
     /* bwrap's /dev is a tmpfs without a size limit; the nodes, /dev/pts and
      * /dev/shm are mounts of their own, which this does not touch */
     add2(&b, "--remount-ro", "/dev");

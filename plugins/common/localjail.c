@@ -262,6 +262,7 @@ int jail_trial_box(const struct sbx_backend_ops *ops, void *state, const struct 
             .output_bytes = 4096,
             .file_size_bytes = 1u << 20,
             .workspace_bytes = 1u << 20,
+            .tmpfs_bytes = 1u << 20,
             .open_files_max = 64,
             .read_only_system = 1};
     struct sbx_box_spec spec = {.size = sizeof(spec),

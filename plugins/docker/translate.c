@@ -11,9 +11,9 @@
  *                          default ERRNO(ENOSYS), native architecture only (Podman:
  *                          "seccomp=<path>", the profile in a memfd of ours)
  *   read_only_system       HostConfig.ReadonlyRootfs
- *   workspace_bytes        HostConfig.Tmpfs /workspace and /tmp (size=, exec, nosuid,
- *                          nodev), HostConfig.ShmSize; each at most 3/4 of memory_bytes
- *                          (tmpfs is RAM charged to the memory limit, as for bwrap);
+ *   tmpfs_bytes            HostConfig.Tmpfs /workspace and /tmp (size=, exec, nosuid,
+ *                          nodev), HostConfig.ShmSize (the workspace size, at most 3/4
+ *                          of memory: plugin.h says why);
  *                          Podman: also /var/tmp and /run (16 MiB at most; its own
  *                          would be unsized)
  *   memory_bytes           HostConfig.Memory and MemorySwap (RAM and swap together)
@@ -63,13 +63,6 @@ static struct json_object *str_array(const char *const *v)
     for (; a && v && *v; v++)
         json_object_array_add(a, json_object_new_string(*v));
     return a;
-}
-
-static uint64_t tmpfs_bytes(const struct sbx_policy *p)
-{
-    uint64_t cap = p->memory_bytes - p->memory_bytes / 4;
-
-    return p->workspace_bytes < cap ? p->workspace_bytes : cap;
 }
 
 static struct json_object *seccomp_rule(const struct sbx_seccomp_rule *r)
@@ -199,7 +192,7 @@ static struct json_object *host_config(const struct dk_input *in, const char *pr
                        *sec = json_object_new_array(), *log = json_object_new_object();
     const char *drop[] = {"ALL", NULL};
     char opt[160], *seccomp = NULL;
-    uint64_t t = tmpfs_bytes(p);
+    uint64_t t = p->tmpfs_bytes;
 
     json_object_object_add(hc, "NetworkMode",
             json_object_new_string(p->network == SBX_NET_HOST ? "host" : "none"));

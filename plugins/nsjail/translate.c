@@ -17,9 +17,8 @@
  *   environment             keep_env false, envar: exactly the agent's environment
  *   read_only_system        the root tmpfs is mounted read-only (rw: false); /usr and the
  *                           other host paths always are
- *   workspace_bytes         size-limited tmpfs for /workspace, /tmp and /dev/shm, each at
- *                           most 3/4 of memory_bytes (tmpfs is RAM charged to the memory
- *                           limit: a full disk must end as ENOSPC, not as an OOM kill);
+ *   tmpfs_bytes             size-limited tmpfs for /workspace, /tmp and /dev/shm (the
+ *                           workspace size, at most 3/4 of memory: plugin.h says why);
  *                           every tmpfs has nr_inodes of one per 4 KiB, at least 1024
  *   network off             new network namespace: loopback only
  *   network on              the same namespace; the runner attaches pasta itself (nsjail's
@@ -178,16 +177,6 @@ static void tmpfs(
             path, size, inodes, mode, rw ? "true" : "false");
 }
 
-/* The tmpfs mounts are RAM charged to the sandbox's memory limit: cap each
- * at 3/4 of it, so a program that fills one gets ENOSPC (limit "workspace")
- * while it still has memory left, rather than an OOM kill. */
-static unsigned long long tmpfs_bytes(const struct sbx_policy *p)
-{
-    uint64_t cap = p->memory_bytes - p->memory_bytes / 4;
-
-    return (unsigned long long)(p->workspace_bytes < cap ? p->workspace_bytes : cap);
-}
-
 static unsigned long long mib_up(uint64_t bytes)
 {
     unsigned long long m = (unsigned long long)((bytes + MIB - 1) / MIB);
@@ -298,9 +287,9 @@ int nsjail_translate(const struct nsjail_input *in, struct nsjail_config *cfg, s
     symlink_to(&o, "/proc/self/fd/1", "/dev/stdout");
     symlink_to(&o, "/proc/self/fd/2", "/dev/stderr");
     /* 6. private writable space */
-    tmpfs(&o, "/tmp", tmpfs_bytes(p), "1777", true);
-    tmpfs(&o, "/dev/shm", tmpfs_bytes(p), "1777", true);
-    tmpfs(&o, "/workspace", tmpfs_bytes(p), "0755", true);
+    tmpfs(&o, "/tmp", (unsigned long long)p->tmpfs_bytes, "1777", true);
+    tmpfs(&o, "/dev/shm", (unsigned long long)p->tmpfs_bytes, "1777", true);
+    tmpfs(&o, "/workspace", (unsigned long long)p->tmpfs_bytes, "0755", true);
     /* 7. the core's directories (dependency sets), over the workspace */
     for (size_t i = 0; i < in->n_mounts; i++)
         bind(&o, in->mounts[i].source, in->mounts[i].target, in->mounts[i].flags & SBX_MOUNT_RW);

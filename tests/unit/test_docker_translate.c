@@ -58,6 +58,7 @@ static struct sbx_policy base_policy(void)
             .output_bytes = 1u << 20,
             .file_size_bytes = 256u << 20,
             .workspace_bytes = 512u << 20,
+            .tmpfs_bytes = 384u << 20,
             .open_files_max = 1024,
             .read_only_system = 1};
 }
@@ -140,7 +141,8 @@ static void test_host_network_small_limits(void **state)
 
     (void)state;
     p.network = SBX_NET_HOST;
-    p.memory_bytes = 96u << 20; /* tmpfs: 3/4 of it, below the workspace size */
+    p.memory_bytes = 96u << 20;
+    p.tmpfs_bytes = 72u << 20; /* 3/4 of it, below the workspace size (test_policy) */
     p.cpu_millicores = 500;
     p.pids_max = 40;
     p.read_only_system = 0;

@@ -40,6 +40,7 @@ static struct sbx_policy base_policy(void)
             .output_bytes = 1u << 20,
             .file_size_bytes = 256u << 20,
             .workspace_bytes = 512u << 20,
+            .tmpfs_bytes = 384u << 20,
             .open_files_max = 1024,
             .read_only_system = 1};
 }
@@ -149,6 +150,7 @@ static void test_network_host_writable(void **state)
     p.network = SBX_NET_HOST;
     p.read_only_system = 0;
     p.workspace_bytes = 1u << 20;
+    p.tmpfs_bytes = 1u << 20;
     in.tops = split;
     in.n_tops = 3;
     in.ro_paths = NULL;
@@ -226,6 +228,7 @@ static void test_tmpfs_sizes(void **state)
     (void)state;
     p.memory_bytes = 128u << 20;
     p.workspace_bytes = 1u << 30;
+    p.tmpfs_bytes = 96u << 20; /* as the core derives it: test_policy */
     cfg = translate_ok(&in);
     assert_non_null(strstr(cfg->text, "dst: \"/workspace\" fstype: \"tmpfs\" options: "
                                       "\"size=100663296,nr_inodes=24576,mode=0755\""));

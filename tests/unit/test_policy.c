@@ -170,6 +170,41 @@ static void test_resolve_narrowing(void **state)
     assert_false(mask & (1u << SBX_CTL_CPU));
 }
 
+/* The tmpfs size every backend mounts is derived once, here: the workspace
+ * size, but at most 3/4 of memory (tmpfs is RAM charged to the memory
+ * limit: a full workspace must end as ENOSPC, not as an OOM kill). */
+static void test_resolve_tmpfs_bytes(void **state)
+{
+    static const struct {
+        uint64_t memory, workspace, want;
+    } cases[] = {
+            {512u << 20, 512u << 20, 384u << 20},
+            {512u << 20, 1u << 20, 1u << 20},
+            {128u << 20, 512u << 20, 96u << 20},
+            {96u << 20, 72u << 20, 72u << 20},
+    };
+    struct settings s;
+    struct sbx_policy p;
+    struct sbx_error *e = NULL;
+    uint32_t mask = 0;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct sbx_req_limits req = {.set = SBX_REQ_MEMORY | SBX_REQ_WORKSPACE,
+                .memory_bytes = cases[i].memory,
+                .workspace_bytes = cases[i].workspace};
+
+        settings_init_defaults(&s);
+        assert_int_equal(policy_resolve(&s, &req, &p, &mask, &e), 0);
+        assert_int_equal(p.size, sizeof(p));
+        assert_int_equal(p.tmpfs_bytes, cases[i].want);
+    }
+    /* with nothing asked: the defaults' (512M, 512M) */
+    settings_init_defaults(&s);
+    assert_int_equal(policy_resolve(&s, NULL, &p, &mask, &e), 0);
+    assert_int_equal(p.tmpfs_bytes, 384u << 20);
+}
+
 static void refused(const struct sbx_req_limits *req, int rc, const char *field, const char *phrase)
 {
     struct settings s;
@@ -306,6 +341,7 @@ int main(void)
             cmocka_unit_test_setup(test_host_network_override, clear_env),
             cmocka_unit_test_setup(test_env_allow, clear_env),
             cmocka_unit_test_setup(test_resolve_narrowing, clear_env),
+            cmocka_unit_test_setup(test_resolve_tmpfs_bytes, clear_env),
             cmocka_unit_test_setup(test_resolve_refusals, clear_env),
             cmocka_unit_test_setup(test_resolve_registries_for_a_program, clear_env),
             cmocka_unit_test_setup(test_check, clear_env),

@@ -26,7 +26,7 @@ extern "C" {
 #endif
 
 #define SBX_ABI_MAJOR           1
-#define SBX_ABI_MINOR           3
+#define SBX_ABI_MINOR           4
 #define SBX_PLUGIN_ENTRY_SYMBOL "sbx_plugin_entry_v1"
 
 #if defined(__GNUC__) || defined(__clang__)
@@ -133,6 +133,13 @@ struct sbx_policy {
     uint64_t open_files_max;
     uint32_t read_only_system; /* 1: nothing outside workspace and /tmp is writable */
     uint32_t reserved0;
+    /* ABI 1.4 */
+    /* The size of each tmpfs a backend mounts (the workspace, /tmp,
+     * /dev/shm), computed once by the core: workspace_bytes, but at most
+     * 3/4 of memory_bytes. tmpfs is RAM charged to the memory limit, so a
+     * full workspace must end as ENOSPC while memory is left, not as an
+     * OOM kill. A plugin built for 1.0-1.3 computes the same number. */
+    uint64_t tmpfs_bytes;
 };
 
 /* ------------------------------------------------------------------------ */
