@@ -68,7 +68,7 @@ static const char *host_setting(const struct sbx_host *h, const char *key)
 {
     const struct host_ctx *hc = ctx_of(h);
 
-    return settings_plugin_value(hc->rt->settings, hc->plugin->name, key);
+    return settings_plugin_value(hc->rt->settings, hc->plugin->m, hc->plugin->name, key);
 }
 
 static int host_proc_spawn(const struct sbx_host *h, const struct sbx_spawn *spec,

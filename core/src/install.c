@@ -80,7 +80,8 @@ static void install_kill(void *arg)
  * (comma-separated) instead of the manifest's, when set. */
 static int install_hosts(const struct run *r, char ***ret)
 {
-    const char *v = settings_plugin_value(r->rt->settings, r->lang->name, "install_hosts");
+    const char *v =
+            settings_plugin_value(r->rt->settings, r->lang->m, r->lang->name, "install_hosts");
     char **hosts = NULL;
 
     if (!v)
@@ -134,7 +135,8 @@ static int install_env(const struct run *r, char ***ret)
     static const char *const proxy[] = {"HTTPS_PROXY=http://127.0.0.1:3128",
             "https_proxy=http://127.0.0.1:3128", "HTTP_PROXY=http://127.0.0.1:3128",
             "http_proxy=http://127.0.0.1:3128", "NO_PROXY=", "no_proxy="};
-    const char *v = settings_plugin_value(r->rt->settings, r->lang->name, "install_env");
+    const char *v =
+            settings_plugin_value(r->rt->settings, r->lang->m, r->lang->name, "install_env");
     char **env = NULL;
 
     if (recipe_env(r, r->lang->m->lang->install, &env) < 0)
@@ -450,10 +452,11 @@ static int install_key(const struct run *r, const struct manifest_install *in, c
     const char *image;
 
     /* a container backend's image for the language, as the operator set it
-     * (LLM_SANDBOX_DOCKER_IMAGE_PYTHON, SANDBOX_IMAGE_PYTHON): its toolchain
+     * (LLM_SANDBOX_<BACKEND>_IMAGE_<LANG>, or a name its manifest declares
+     * for image_<lang>): its toolchain
      * is the one that installs */
     snprintf(image_key, sizeof(image_key), "image_%s", r->lang->name);
-    image = settings_plugin_value(r->rt->settings, r->backend->name, image_key);
+    image = settings_plugin_value(r->rt->settings, r->backend->m, r->backend->name, image_key);
     dynbuf_init(&id, 1u << 20);
     rc |= dynbuf_printf(&id, "%s|%s %s|%s|%s", r->backend->name, r->lang->name, r->lang->m->version,
             image       ? image

@@ -81,7 +81,7 @@ struct plugin *registry_find(struct sbx_runtime *rt, enum sbx_plugin_kind kind, 
     return pl && pl->state == PLUGIN_OK ? pl : NULL;
 }
 
-char *registry_names(struct sbx_runtime *rt, enum sbx_plugin_kind kind)
+static char *names_of(struct sbx_runtime *rt, enum sbx_plugin_kind kind, bool usable)
 {
     struct dynbuf b;
 
@@ -89,7 +89,8 @@ char *registry_names(struct sbx_runtime *rt, enum sbx_plugin_kind kind)
     for (size_t i = 0; i < rt->n_plugins; i++) {
         const struct plugin *pl = rt->plugins[i];
 
-        if (pl->state != PLUGIN_OK || pl->m->kind != kind)
+        if (!pl->m || pl->m->kind != kind || pl->state == PLUGIN_SHADOWED ||
+                (usable && pl->state != PLUGIN_OK))
             continue;
         if ((b.len && dynbuf_append_str(&b, ", ") < 0) || dynbuf_append_str(&b, pl->name) < 0) {
             dynbuf_done(&b);
@@ -97,6 +98,16 @@ char *registry_names(struct sbx_runtime *rt, enum sbx_plugin_kind kind)
         }
     }
     return dynbuf_take(&b, NULL);
+}
+
+char *registry_names(struct sbx_runtime *rt, enum sbx_plugin_kind kind)
+{
+    return names_of(rt, kind, true);
+}
+
+char *registry_names_found(struct sbx_runtime *rt, enum sbx_plugin_kind kind)
+{
+    return names_of(rt, kind, false);
 }
 
 /* Check the descriptor against the manifest and the core's ABI. */
@@ -235,6 +246,10 @@ static void plugin_load(struct sbx_runtime *rt, struct plugin *pl, bool builtin_
         plugin_fail(pl, "%s", e->msg);
         return;
     }
+    if (settings_expand_defaults(rt->settings, pl->m) < 0) {
+        plugin_fail(pl, "out of memory");
+        return;
+    }
     if (strcmp(pl->m->name, pl->name) != 0) {
         plugin_fail(pl, "%s/%s: file must be named after the plugin ('%s.yaml')", pl->dir, pl->file,
                 pl->m->name);
@@ -318,17 +333,18 @@ static int scan_dir(struct sbx_runtime *rt, const char *dir, bool builtin_dir)
     return 0;
 }
 
-/* The config file's plugin keys (LLM_SANDBOX_<PLUGIN>_<KEY>) must name a
- * plugin found, loaded or not; a typo must not pass as a plugin setting. */
+/* The config file's plugin keys (LLM_SANDBOX_<PLUGIN>_<KEY>, and the
+ * foreign names manifests declare) must belong to a plugin found, loaded or
+ * not; a typo must not pass as a plugin setting. */
 static int check_config_keys(struct sbx_runtime *rt, struct sbx_error **err)
 {
-    cleanup_free const char **names = calloc(rt->n_plugins + 1, sizeof(*names));
+    cleanup_free const struct manifest **ms = calloc(rt->n_plugins + 1, sizeof(*ms));
 
-    if (!names)
+    if (!ms)
         return sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
     for (size_t i = 0; i < rt->n_plugins; i++)
-        names[i] = rt->plugins[i]->name;
-    if (settings_check_plugin_keys(rt->settings, names, rt->n_plugins, err) < 0)
+        ms[i] = rt->plugins[i]->m;
+    if (settings_check_plugin_keys(rt->settings, ms, rt->n_plugins, err) < 0)
         return sbx_error_wrap(err, "configuration");
     return 0;
 }

@@ -587,6 +587,120 @@ static int store_language(struct ctx *c, const struct yamltree_node *n, void *ob
     return apply_schema(c, n, lang_keys, ARRAY_SIZE(lang_keys), m->lang);
 }
 
+/* A setting's key, or a family of keys ("image_*"). */
+static bool setting_key_ok(const char *k)
+{
+    size_t len = strlen(k);
+
+    if (len > 2 && strcmp(k + len - 2, "_*") == 0)
+        len -= 2;
+    return len >= 1 && len <= 32 && k[0] >= 'a' && k[0] <= 'z' &&
+           strspn(k, "abcdefghijklmnopqrstuvwxyz0123456789_") >= len;
+}
+
+/* A foreign variable name, with "_*" exactly when the key is a family.
+ * Never one of ours: LLM_SANDBOX_<PLUGIN>_<KEY> is read anyway. */
+static const char *setting_env_why(const char *name, bool family)
+{
+    size_t len = strlen(name), stem = len;
+
+    if (family && (len < 3 || strcmp(name + len - 2, "_*") != 0))
+        return "must end in '_*', as the key does";
+    if (family)
+        stem -= 2;
+    if (stem < 1 || stem > 64 || name[0] < 'A' || name[0] > 'Z' ||
+            strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != (family ? stem + 1 : len))
+        return "must match [A-Z][A-Z0-9_]{0,63}";
+    if (strncmp(name, "LLM_SANDBOX_", 12) == 0)
+        return "must not start with LLM_SANDBOX_ (the plugin's own names are read anyway)";
+    return NULL;
+}
+
+static int store_setting_env(struct ctx *c, const struct yamltree_node *seq, void *obj)
+{
+    struct manifest_setting *st = obj;
+    size_t i = 0, klen = strlen(st->key);
+    bool family = klen > 2 && strcmp(st->key + klen - 2, "_*") == 0;
+    char buf[48];
+
+    st->env = calloc(seq->n + 1, sizeof(*st->env));
+    if (!st->env)
+        return oom(c);
+    for (const struct yamltree_node *e = seq->first; e; e = e->next, i++) {
+        const char *why =
+                e->type == YAMLTREE_SCALAR ? setting_env_why(e->value, family) : "must be a string";
+
+        if (why)
+            return fail_at(c, e, "setting '%s': variable '%s' %s", st->key,
+                    e->type == YAMLTREE_SCALAR ? yamltree_shown(e->value, buf) : "?", why);
+        st->env[i] = strdup(e->value);
+        if (!st->env[i])
+            return oom(c);
+    }
+    return 0;
+}
+
+#define SETTING(field) offsetof(struct manifest_setting, field)
+static const struct key_desc setting_keys[] = {
+        {"env", YAMLTREE_SEQ, 0, 0, MR_ANY, store_setting_env},
+        {"default", YAMLTREE_SCALAR, 0, SETTING(default_value), MR_DESCRIPTION, NULL},
+};
+
+/* settings: KEY: {env: [NAME, ...], default: VALUE} (ABI 1.4). */
+static int store_settings(struct ctx *c, const struct yamltree_node *map, void *obj)
+{
+    struct manifest *m = obj;
+    char buf[48];
+
+    if (map->n / 2 > MANIFEST_MAX_SETTINGS)
+        return fail_at(c, map, "at most %u settings", MANIFEST_MAX_SETTINGS);
+    if (map->n == 0)
+        return 0;
+    m->settings = calloc(map->n / 2, sizeof(*m->settings));
+    if (!m->settings)
+        return oom(c);
+    for (const struct yamltree_node *k = map->first; k; k = k->next->next) {
+        struct manifest_setting *st = &m->settings[m->n_settings];
+        const struct yamltree_node *v = k->next;
+        int r;
+
+        if (k->type != YAMLTREE_SCALAR || !setting_key_ok(k->value))
+            return fail_at(c, k,
+                    "a setting's key must match [a-z][a-z0-9_]{0,31}, or end in '_*' for a "
+                    "family, not '%s'",
+                    k->type == YAMLTREE_SCALAR ? yamltree_shown(k->value, buf) : "?");
+        for (size_t i = 0; i < m->n_settings; i++)
+            if (strcmp(m->settings[i].key, k->value) == 0)
+                return fail_at(c, k, "duplicate setting '%s'", k->value);
+        if (v->type != YAMLTREE_MAP)
+            return fail_at(c, v, "setting '%s' must be a mapping, not a %s", k->value,
+                    yamltree_type_name(v->type));
+        m->n_settings++;
+        st->key = strdup(k->value);
+        if (!st->key)
+            return oom(c);
+        r = apply_schema(c, v, setting_keys, ARRAY_SIZE(setting_keys), st);
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
+const struct manifest_setting *manifest_setting_find(const struct manifest *m, const char *key)
+{
+    for (size_t i = 0; m && i < m->n_settings; i++) {
+        const char *k = m->settings[i].key;
+        size_t len = strlen(k);
+
+        if (strcmp(k, key) == 0)
+            return &m->settings[i];
+        if (len > 2 && strcmp(k + len - 2, "_*") == 0 && strncmp(key, k, len - 1) == 0 &&
+                key[len - 1] != '\0')
+            return &m->settings[i];
+    }
+    return NULL;
+}
+
 #define TOP(field) offsetof(struct manifest, field)
 static const struct key_desc top_keys[] = {
         {"name", YAMLTREE_SCALAR, KEY_REQUIRED, TOP(name), MR_NAME, NULL},
@@ -598,6 +712,7 @@ static const struct key_desc top_keys[] = {
         {"aliases", YAMLTREE_SEQ, 0, TOP(aliases), MR_NAME, NULL},
         {"requires", YAMLTREE_MAP, 0, 0, MR_ANY, store_requires},
         {"language", YAMLTREE_MAP, 0, 0, MR_ANY, store_language},
+        {"settings", YAMLTREE_MAP, 0, 0, MR_ANY, store_settings},
 };
 _Static_assert(ARRAY_SIZE(top_keys) <= 32 && ARRAY_SIZE(lang_keys) <= 32, "seen is 32 bits");
 
@@ -870,6 +985,12 @@ struct manifest *manifest_free(struct manifest *m)
     strv_free(m->kernel_features);
     strv_free(m->host_services);
     lang_free(m->lang);
+    for (size_t i = 0; i < m->n_settings; i++) {
+        free(m->settings[i].key);
+        strv_free(m->settings[i].env);
+        free(m->settings[i].default_value);
+    }
+    free(m->settings);
     free(m);
     return NULL;
 }

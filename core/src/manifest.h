@@ -119,6 +119,20 @@ struct manifest_lang {
     size_t n_support;
 };
 
+/* A plugin setting that is also read under foreign names (settings: in
+ * the manifest), such as Docker's DOCKER_HOST for the docker plugin's
+ * `host`. LLM_SANDBOX_<PLUGIN>_<KEY> always comes first; then each name in
+ * env, in order; then the default. A key ending in "_*" is a family
+ * ("image_*"): its names end in "_*" too, and the rest of the key,
+ * upper-cased, takes the star's place (image_python: SANDBOX_IMAGE_PYTHON). */
+struct manifest_setting {
+    char *key;           /* [a-z][a-z0-9_]{0,31}, or such a prefix and "_*" */
+    char **env;          /* [A-Z][A-Z0-9_]* (and "_*" for a family), NULL-terminated */
+    char *default_value; /* or NULL; "~/" at its start is the server's home */
+};
+
+#define MANIFEST_MAX_SETTINGS 32
+
 struct manifest {
     char *path; /* the file it was read from */
     char *name;
@@ -131,10 +145,16 @@ struct manifest {
     char **aliases;                   /* NULL-terminated, may be empty */
     struct manifest_binary *binaries; /* requires.binaries */
     size_t n_binaries;
-    char **kernel_features;     /* requires.kernel: user_namespaces, seccomp, cgroups */
-    char **host_services;       /* requires.host: http (the loader opens libcurl) */
-    struct manifest_lang *lang; /* kind == SBX_KIND_LANGUAGE, else NULL */
+    char **kernel_features;            /* requires.kernel: user_namespaces, seccomp, cgroups */
+    char **host_services;              /* requires.host: http (the loader opens libcurl) */
+    struct manifest_lang *lang;        /* kind == SBX_KIND_LANGUAGE, else NULL */
+    struct manifest_setting *settings; /* settings:, in file order (ABI 1.4) */
+    size_t n_settings;
 };
+
+/* The declaration of setting key in m (exactly, or a family "x_*" whose
+ * prefix key starts with), or NULL. (transfer none) */
+const struct manifest_setting *manifest_setting_find(const struct manifest *m, const char *key);
 
 /* Parse len bytes of YAML; path is used in messages. (transfer full) */
 int manifest_parse(const char *path, const char *data, size_t len, struct manifest **ret,

@@ -47,17 +47,6 @@
 #include "settings.h"
 #include "util.h"
 
-/* Canonical backend names and their aliases, installed or not. */
-static const char *const known_backends[][2] = {
-        {"bwrap", "bubblewrap"},
-        {"nsjail", NULL},
-        {"docker", NULL},
-        {"podman", NULL},
-        {"kubernetes", "k8s"},
-        {"mxc", NULL},
-        {"wsl2", NULL},
-};
-
 int sbx_cancel_new(struct sbx_cancel **ret, struct sbx_error **err)
 {
     struct sbx_cancel *c = calloc(1, sizeof(*c));
@@ -222,11 +211,12 @@ static int refuse_error(struct run *r, struct sbx_error *e)
     return 1;
 }
 
-/* Name the backends we know of but that are not installed or usable. */
+/* Name the backend plugins found, usable or not, when the name is none. */
 static int pick_backend(struct run *r)
 {
     const char *name = r->req->backend ? r->req->backend : r->rt->settings->backend;
     cleanup_free char *avail = registry_names(r->rt, SBX_KIND_BACKEND);
+    cleanup_free char *found = registry_names_found(r->rt, SBX_KIND_BACKEND);
     struct plugin *pl = registry_find_any(r->rt, SBX_KIND_BACKEND, name);
 
     if (pl && pl->state == PLUGIN_OK) {
@@ -238,15 +228,10 @@ static int pick_backend(struct run *r)
     if (pl)
         return refuse(r, "backend '%s' is installed but broken: %s; available: %s", name,
                 pl->error ? pl->error : "unknown error", avail && *avail ? avail : "none");
-    for (size_t i = 0; i < sizeof(known_backends) / sizeof(known_backends[0]); i++) {
-        if (strcmp(name, known_backends[i][0]) == 0 ||
-                (known_backends[i][1] && strcmp(name, known_backends[i][1]) == 0))
-            return refuse(r,
-                    "backend '%s' is not installed here (no plugin found); "
-                    "available: %s",
-                    known_backends[i][0], avail && *avail ? avail : "none");
-    }
-    return refuse(r, "unknown backend '%s'; available: %s", name, avail && *avail ? avail : "none");
+    return refuse(r,
+            "no backend plugin named '%s' is installed here; installed: %s (a distribution may "
+            "ship each backend as a package of its own)",
+            name, found && *found ? found : "none");
 }
 
 static int pick_language(struct run *r)

@@ -101,6 +101,10 @@ struct plugin *registry_find_any(
         struct sbx_runtime *rt, enum sbx_plugin_kind kind, const char *name);
 /* "bwrap, nsjail" (usable plugins of a kind). (transfer full) */
 char *registry_names(struct sbx_runtime *rt, enum sbx_plugin_kind kind);
+/* The same for every plugin of kind found with a readable manifest,
+ * whatever its state (usable, broken, not loaded, disabled), aliases
+ * left out. */
+char *registry_names_found(struct sbx_runtime *rt, enum sbx_plugin_kind kind);
 
 /* run.c: run argv (instead of a program) in a fresh sandbox of the default
  * backend with the language's environment; output capped at 4 KiB. */

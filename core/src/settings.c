@@ -20,6 +20,7 @@
 #include "config.h"
 #include "error.h"
 #include "log.h"
+#include "manifest.h"
 #include "util.h"
 
 #define MIB (1024ull * 1024ull)
@@ -533,12 +534,7 @@ static const struct {
         {"LLM_SANDBOX_POOL_IDLE", 0},
         {"SANDBOX_CAP_DROP", ','},
         {"SANDBOX_SECURITY_OPT", ','},
-        /* the reference server's, for the container and cluster backends */
-        {"DOCKER_HOST", 0},
-        {"KUBECONFIG", 0},
-        {"NAMESPACE", 0},
-        {"COMMIT_CONTAINER", 0},
-        {"KEEP_TEMPLATE", 0},
+        /* the reference server's, for the R language's installs */
         {"R_REPO", 0},
 };
 
@@ -576,11 +572,24 @@ static bool is_plugin_key(const char *key)
     return us && us[1] && strspn(rest, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == strlen(rest);
 }
 
+/* A name a plugin may declare as a foreign name of one of its settings
+ * (manifest settings:, e.g. DOCKER_HOST): upper case, outside our own
+ * LLM_SANDBOX_ names. Checked against the manifests once they are read
+ * (settings_check_plugin_keys). */
+static bool is_foreign_key(const char *key)
+{
+    size_t len = strlen(key);
+
+    return len >= 1 && len <= 64 && key[0] >= 'A' && key[0] <= 'Z' &&
+           strspn(key, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == len &&
+           strncmp(key, PLUGIN_PREFIX, strlen(PLUGIN_PREFIX)) != 0;
+}
+
 static int key_kind(const char *key)
 {
     int kind = core_kind(key);
 
-    if (kind == CONFIG_KEY_UNKNOWN && is_plugin_key(key))
+    if (kind == CONFIG_KEY_UNKNOWN && (is_plugin_key(key) || is_foreign_key(key)))
         kind = CONFIG_KEY_SCALAR;
     return kind;
 }
@@ -631,8 +640,7 @@ static int load(struct settings *s, struct sbx_error **err)
             (!s->language && !(s->language = strdup("python"))))
         return sbx_error_set(err, SBX_E_NOMEM, 0, "out of memory");
     home = secure_getenv("HOME");
-    if (asprintf(&s->docker_cert_default, "%s/.docker", home && home[0] == '/' ? home : "/root") <
-            0)
+    if (!(s->home = strdup(home && home[0] == '/' ? home : "/root")))
         return sbx_error_set(err, SBX_E_NOMEM, 0, "out of memory");
     return 0;
 }
@@ -688,30 +696,70 @@ int settings_load_data(const char *path, const char *data, size_t len, struct se
     return r < 0 ? r : load_with(cfg, ret, err);
 }
 
-int settings_check_plugin_keys(
-        const struct settings *s, const char *const *names, size_t n, struct sbx_error **err)
+/* Does a manifest declare name (a foreign name of one of its settings)? */
+static bool declared(const struct manifest *m, const char *name)
+{
+    for (size_t i = 0; m && i < m->n_settings; i++) {
+        for (char **e = m->settings[i].env; e && *e; e++) {
+            size_t len = strlen(*e);
+
+            if (strcmp(*e, name) == 0)
+                return true;
+            if (len > 2 && strcmp(*e + len - 2, "_*") == 0 && strncmp(name, *e, len - 1) == 0 &&
+                    name[len - 1] != '\0')
+                return true;
+        }
+    }
+    return false;
+}
+
+/* Is key LLM_SANDBOX_<NAME>_<KEY> for plugin name? */
+static bool is_key_of(const char *key, const char *name)
+{
+    const char *rest = key + strlen(PLUGIN_PREFIX);
+    size_t k = 0;
+
+    if (strncmp(key, PLUGIN_PREFIX, strlen(PLUGIN_PREFIX)) != 0)
+        return false;
+    while (name[k] && toupper((unsigned char)name[k]) == rest[k])
+        k++;
+    return !name[k] && rest[k] == '_' && rest[k + 1];
+}
+
+int settings_check_plugin_keys(const struct settings *s, const struct manifest *const *ms, size_t n,
+        struct sbx_error **err)
 {
     const struct config *c = s ? s->config : NULL;
 
     for (size_t i = 0; c && i < c->n; i++) {
-        const char *key = c->entries[i].key, *rest;
+        const char *key = c->entries[i].key;
         bool found = false;
 
-        if (core_kind(key) != CONFIG_KEY_UNKNOWN || !is_plugin_key(key))
+        if (core_kind(key) != CONFIG_KEY_UNKNOWN)
             continue;
-        rest = key + strlen(PLUGIN_PREFIX);
-        for (size_t j = 0; j < n && !found; j++) {
-            size_t k = 0;
-
-            while (names[j][k] && toupper((unsigned char)names[j][k]) == rest[k])
-                k++;
-            found = !names[j][k] && rest[k] == '_' && rest[k + 1];
-        }
+        for (size_t j = 0; j < n && !found; j++)
+            found = ms[j] && (is_key_of(key, ms[j]->name) || declared(ms[j], key));
         if (!found)
             return sbx_error_set_field(err, SBX_E_INVALID, key,
-                    "%s:%zu:%zu: unknown key '%s': neither a setting nor "
-                    "LLM_SANDBOX_<PLUGIN>_<KEY> for a plugin found here",
+                    "%s:%zu:%zu: unknown key '%s': neither a setting, nor "
+                    "LLM_SANDBOX_<PLUGIN>_<KEY> for a plugin found here, nor a name a plugin "
+                    "found here reads (its manifest's settings)",
                     c->path, c->entries[i].line, c->entries[i].col, key);
+    }
+    return 0;
+}
+
+int settings_expand_defaults(const struct settings *s, struct manifest *m)
+{
+    for (size_t i = 0; i < m->n_settings; i++) {
+        char *d = m->settings[i].default_value, *x = NULL;
+
+        if (!d || strncmp(d, "~/", 2) != 0)
+            continue;
+        if (asprintf(&x, "%s%s", s->home, d + 1) < 0)
+            return SBX_E_NOMEM;
+        free(d);
+        m->settings[i].default_value = x;
     }
     return 0;
 }
@@ -721,7 +769,7 @@ struct settings *settings_free(struct settings *s)
     if (!s)
         return NULL;
     free(s->backend);
-    free(s->docker_cert_default);
+    free(s->home);
     free(s->language);
     strv_free(s->plugin_path);
     strv_free(s->env_allow);
@@ -773,41 +821,30 @@ int sbx_socket_path(const char *config_path, char **ret_path, struct sbx_error *
     return 0;
 }
 
-/* The reference implementation's names for plugin settings, read when our
- * LLM_SANDBOX_<PLUGIN>_<KEY> is unset: Docker's client variables, Podman's
- * CONTAINER_HOST, and SANDBOX_IMAGE_<LANG> for setting image_<lang> of any
- * container backend. */
-static const char *plugin_alias(const struct settings *s, const char *plugin, const char *key)
+/* A declared foreign name of key (a family's with the rest of the key,
+ * upper-cased, in place of its "*"), looked up. */
+static const char *foreign_value(const struct settings *s, const char *name, const char *key,
+        const struct manifest_setting *decl)
 {
-    static const struct {
-        const char *plugin, *key, *name;
-    } aliases[] = {{"docker", "host", "DOCKER_HOST"}, {"docker", "tls_verify", "DOCKER_TLS_VERIFY"},
-            {"docker", "cert_path", "DOCKER_CERT_PATH"}, {"podman", "host", "CONTAINER_HOST"},
-            {"docker", "commit_container", "COMMIT_CONTAINER"},
-            {"podman", "commit_container", "COMMIT_CONTAINER"},
-            {"docker", "keep_template", "KEEP_TEMPLATE"},
-            {"podman", "keep_template", "KEEP_TEMPLATE"}};
-    char name[96];
-    size_t o;
+    size_t len = strlen(name), klen = strlen(decl->key), o;
+    char buf[160];
 
-    for (size_t i = 0; i < sizeof(aliases) / sizeof(aliases[0]); i++)
-        if (strcmp(plugin, aliases[i].plugin) == 0 && strcmp(key, aliases[i].key) == 0) {
-            const char *v = lookup(s, aliases[i].name);
-
-            /* Docker's client default: ~/.docker */
-            return v || strcmp(key, "cert_path") != 0 ? v : s->docker_cert_default;
-        }
-    if (strncmp(key, "image_", 6) != 0 || strlen(key) > 64)
+    if (len < 2 || strcmp(name + len - 2, "_*") != 0)
+        return lookup(s, name);
+    o = len - 1; /* keep the '_' */
+    if (o + strlen(key) - (klen - 1) >= sizeof(buf))
         return NULL;
-    o = (size_t)snprintf(name, sizeof(name), "SANDBOX_IMAGE_");
-    for (const char *p = key + 6; *p; p++)
-        name[o++] = (char)toupper((unsigned char)*p);
-    name[o] = '\0';
-    return lookup(s, name);
+    memcpy(buf, name, o);
+    for (const char *p = key + klen - 1; *p; p++)
+        buf[o++] = (char)toupper((unsigned char)*p);
+    buf[o] = '\0';
+    return lookup(s, buf);
 }
 
-const char *settings_plugin_value(const struct settings *s, const char *plugin, const char *key)
+const char *settings_plugin_value(
+        const struct settings *s, const struct manifest *m, const char *plugin, const char *key)
 {
+    const struct manifest_setting *decl;
     const char *v;
     char name[128];
     size_t o = 0;
@@ -820,5 +857,8 @@ const char *settings_plugin_value(const struct settings *s, const char *plugin, 
     }
     name[o] = '\0';
     v = lookup(s, name);
-    return v ? v : plugin_alias(s, plugin, key);
+    decl = v ? NULL : manifest_setting_find(m, key);
+    for (char **e = decl ? decl->env : NULL; e && *e && !v; e++)
+        v = foreign_value(s, *e, key, decl);
+    return v ? v : decl ? decl->default_value : NULL;
 }

@@ -25,6 +25,7 @@
 #include <llm-sandbox/sbx.h>
 
 struct config;
+struct manifest;
 
 struct settings {
     char *backend;      /* BACKEND (canonical or alias), default "bwrap" */
@@ -40,14 +41,14 @@ struct settings {
     uint32_t sandbox_gid;       /* LLM_SANDBOX_GID */
     bool cgroup_v1;             /* LLM_SANDBOX_CGROUP=auto|v1|v2|off */
     bool cgroup_v2;
-    int log_level;             /* LLM_SANDBOX_LOG_LEVEL */
-    uint64_t max_code_bytes;   /* LLM_SANDBOX_MAX_CODE_BYTES, default 1 MiB */
-    uint64_t max_stdin_bytes;  /* LLM_SANDBOX_MAX_STDIN_BYTES, default 16 MiB */
-    char *docker_cert_default; /* $HOME/.docker: DOCKER_CERT_PATH's default */
-    char *http_token;          /* LLM_SANDBOX_HTTP_TOKEN: bearer token for MCP over HTTP */
-    char *audit_log;           /* LLM_SANDBOX_AUDIT_LOG: file for one JSON line per call */
-    unsigned max_concurrent;   /* LLM_SANDBOX_MAX_CONCURRENT: tool calls at once, 0: CPUs */
-    char **languages;          /* LLM_SANDBOX_LANGUAGES: the only ones offered, or NULL: all */
+    int log_level;            /* LLM_SANDBOX_LOG_LEVEL */
+    uint64_t max_code_bytes;  /* LLM_SANDBOX_MAX_CODE_BYTES, default 1 MiB */
+    uint64_t max_stdin_bytes; /* LLM_SANDBOX_MAX_STDIN_BYTES, default 16 MiB */
+    char *home;               /* $HOME (absolute) or /root: "~/" in a plugin's defaults */
+    char *http_token;         /* LLM_SANDBOX_HTTP_TOKEN: bearer token for MCP over HTTP */
+    char *audit_log;          /* LLM_SANDBOX_AUDIT_LOG: file for one JSON line per call */
+    unsigned max_concurrent;  /* LLM_SANDBOX_MAX_CONCURRENT: tool calls at once, 0: CPUs */
+    char **languages;         /* LLM_SANDBOX_LANGUAGES: the only ones offered, or NULL: all */
     /* Dependency installs (deps.c) */
     char *cache_dir;             /* LLM_SANDBOX_CACHE_DIR, default /var/cache/llm-sandbox as
                                     root, else $XDG_CACHE_HOME/llm-sandbox (~/.cache/...) */
@@ -90,15 +91,23 @@ int settings_load_data(const char *path, const char *data, size_t len, struct se
 struct settings *settings_free(struct settings *s);
 
 /* Once plugins are found: each config file key that is no core variable
- * must be LLM_SANDBOX_<PLUGIN>_<KEY> for one of names (plugin names, n of
- * them). Else SBX_E_INVALID "FILE:LINE:COLUMN: unknown key ...". */
-int settings_check_plugin_keys(
-        const struct settings *s, const char *const *names, size_t n, struct sbx_error **err);
+ * must be LLM_SANDBOX_<PLUGIN>_<KEY> for one of the plugins whose manifests
+ * are ms (n of them; NULL entries are skipped), or a foreign name one of
+ * them declares (settings:). Else SBX_E_INVALID "FILE:LINE:COLUMN:
+ * unknown key ...". */
+int settings_check_plugin_keys(const struct settings *s, const struct manifest *const *ms, size_t n,
+        struct sbx_error **err);
 
-/* A plugin's setting KEY from LLM_SANDBOX_<PLUGIN>_<KEY> (upper-cased) in
- * the environment, else in the config file, or NULL. (transfer none:
- * points into the environment or into s) */
-const char *settings_plugin_value(const struct settings *s, const char *plugin, const char *key);
+/* Expand "~/" at the start of m's setting defaults to the server's home.
+ * 0 or SBX_E_NOMEM. */
+int settings_expand_defaults(const struct settings *s, struct manifest *m);
+
+/* A plugin's setting KEY: LLM_SANDBOX_<PLUGIN>_<KEY> (upper-cased) from
+ * the environment, else the config file; else each foreign name m declares
+ * for it, in order; else m's default; or NULL. m may be NULL. (transfer
+ * none: points into the environment, s or m) */
+const char *settings_plugin_value(
+        const struct settings *s, const struct manifest *m, const char *plugin, const char *key);
 
 /* Names and parsing of network modes ("off", "registries", "allowlist",
  * "on", "host"); -1 when unknown. */

@@ -15,6 +15,7 @@
 
 #include "config.h"
 #include "error.h"
+#include "manifest.h"
 #include "settings.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -41,7 +42,8 @@ static void check_error(int r, const struct sbx_error *err)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static const char *const names[] = {"bwrap", "python"};
+    static struct manifest bwrap = {.name = (char *)"bwrap"}, python = {.name = (char *)"python"};
+    const struct manifest *const ms[] = {&bwrap, &python};
     struct settings *s = NULL;
     struct sbx_error *err = NULL;
     int r;
@@ -56,8 +58,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (config_find(s->config, s->config->entries[i].key) != &s->config->entries[i])
                 abort(); /* a duplicate key got through */
         }
-        (void)settings_plugin_value(s, "bwrap", "path");
-        r = settings_check_plugin_keys(s, names, 2, &err);
+        (void)settings_plugin_value(s, &bwrap, "bwrap", "path");
+        r = settings_check_plugin_keys(s, ms, 2, &err);
         if (r < 0)
             check_error(r, err);
     } else {

@@ -220,6 +220,42 @@ static void test_size_boundary(void **state)
     free(buf);
 }
 
+/* settings: the names a plugin's settings are also read under (ABI 1.4). */
+static void test_settings(void **state)
+{
+    static const char yaml[] =
+            HEAD "settings:\n"
+                 "  host: {env: [DOCKER_HOST, OTHER_HOST]}\n"
+                 "  cert_path: {env: [DOCKER_CERT_PATH], default: \"~/.docker\"}\n"
+                 "  image_*: {env: [SANDBOX_IMAGE_*]}\n"
+                 "  quiet: {}\n";
+    struct manifest *m = parse_ok(yaml, sizeof(yaml) - 1);
+    const struct manifest_setting *st;
+
+    (void)state;
+    assert_int_equal(m->n_settings, 4);
+    st = manifest_setting_find(m, "host");
+    assert_non_null(st);
+    assert_string_equal(st->env[0], "DOCKER_HOST");
+    assert_string_equal(st->env[1], "OTHER_HOST");
+    assert_null(st->env[2]);
+    assert_null(st->default_value);
+    st = manifest_setting_find(m, "cert_path");
+    assert_string_equal(st->default_value, "~/.docker");
+    /* a family answers for every key with its prefix, and nothing else */
+    st = manifest_setting_find(m, "image_python");
+    assert_non_null(st);
+    assert_string_equal(st->key, "image_*");
+    assert_null(manifest_setting_find(m, "image_"));
+    assert_null(manifest_setting_find(m, "image"));
+    assert_null(manifest_setting_find(m, "hosts"));
+    st = manifest_setting_find(m, "quiet");
+    assert_non_null(st);
+    assert_null(st->env);
+    assert_null(manifest_setting_find(NULL, "host"));
+    manifest_free(m);
+}
+
 static void test_free_null(void **state)
 {
     (void)state;
@@ -255,6 +291,24 @@ static const struct bad_case bad_cases[] = {
                 P "1:7: ", "key 'name' must be a name"},
         {"bad alias name", HEAD "aliases: [ok, 9lives]\n",
                 P "7:15: ", "each entry of 'aliases' must be a name"},
+        {"setting key", HEAD "settings:\n  Host: {env: [X]}\n",
+                P "8:3: ", "a setting's key must match [a-z][a-z0-9_]{0,31}, or end in '_*'"},
+        {"setting star inside", HEAD "settings:\n  im*age: {env: [X]}\n",
+                P "8:3: ", "a setting's key must match"},
+        {"setting env lower case", HEAD "settings:\n  host: {env: [docker_host]}\n", P "8:16: ",
+                "setting 'host': variable 'docker_host' must match [A-Z][A-Z0-9_]{0,63}"},
+        {"setting env ours", HEAD "settings:\n  host: {env: [LLM_SANDBOX_T_HOST]}\n",
+                P "8:16: ", "must not start with LLM_SANDBOX_"},
+        {"setting family env", HEAD "settings:\n  image_*: {env: [SANDBOX_IMAGE]}\n",
+                P "8:19: ", "variable 'SANDBOX_IMAGE' must end in '_*', as the key does"},
+        {"setting env star", HEAD "settings:\n  image: {env: [SANDBOX_IMAGE_*]}\n",
+                P "8:17: ", "must match [A-Z][A-Z0-9_]{0,63}"},
+        {"setting duplicate", HEAD "settings:\n  a: {env: [A]}\n  a: {env: [B]}\n",
+                P "9:3: ", "duplicate setting 'a'"},
+        {"setting unknown key", HEAD "settings:\n  a: {env: [A], defualt: x}\n",
+                P "8:17: ", "unknown key 'defualt'"},
+        {"setting not a mapping", HEAD "settings:\n  a: [A]\n",
+                P "8:6: ", "setting 'a' must be a mapping, not a sequence"},
         {"bad host service", HEAD "requires:\n  host: [http, ftp]\n",
                 P "8:16: ", "each entry of 'host' must be 'http' (the one host service)"},
         {"bad kind", "name: t\nkind: frontend\n",
@@ -611,6 +665,7 @@ int main(void)
             cmocka_unit_test(test_modes_and_address_space),
             cmocka_unit_test(test_prestart_feed),
             cmocka_unit_test(test_size_boundary),
+            cmocka_unit_test(test_settings),
             cmocka_unit_test(test_free_null),
             cmocka_unit_test(test_malformed),
             cmocka_unit_test(test_source_file_with_slash),
