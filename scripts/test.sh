@@ -58,8 +58,8 @@ cmake --build build-asan -j "$JOBS"
 step "libFuzzer"
 CC=clang cmake -S . -B build-fuzz -G Ninja -DSBX_FUZZ=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
 cmake --build build-fuzz -j "$JOBS" --target fuzz_manifest fuzz_config fuzz_seccomp_list \
-    fuzz_jsonrpc fuzz_tool_args fuzz_b64
-for t in manifest config seccomp_list jsonrpc tool_args b64; do
+    fuzz_jsonrpc fuzz_tool_args fuzz_b64 fuzz_wsframe
+for t in manifest config seccomp_list jsonrpc tool_args b64 wsframe; do
     mkdir -p "build-fuzz/corpus-$t"
     "build-fuzz/tests/fuzz_$t" -max_total_time="${SBX_FUZZ_SECONDS:-20}" -print_final_stats=1 \
         "build-fuzz/corpus-$t" "$SRC/tests/fuzz/corpus/$t" 2>&1 | tail -n 3
