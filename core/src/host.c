@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <nettle/sha2.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -21,8 +22,10 @@
 #include "error.h"
 #include "exec.h"
 #include "http.h"
+#include "http_ws.h"
 #include "log.h"
 #include "manifest.h"
+#include "owner.h"
 #include "runtime.h"
 #include "seccomp_policy.h"
 #include "settings.h"
@@ -276,6 +279,55 @@ static int host_http_upgrade(const struct sbx_host *h, const struct sbx_http *re
     return http_upgrade(req, ret_conn, perr);
 }
 
+static int host_ws_open(const struct sbx_host *h, const struct sbx_http *req,
+        const char *const *protocols, struct sbx_ws **ret_ws, struct sbx_err *perr)
+{
+    (void)h;
+    return http_ws_open(req, protocols, ret_ws, perr);
+}
+
+/* The agent's SHA-256, read once: it does not change while we run. */
+static pthread_mutex_t agent_sum_lock = PTHREAD_MUTEX_INITIALIZER;
+static char agent_sum[65];
+
+static int host_agent_sha256(const struct sbx_host *h, char ret_hex[65], struct sbx_err *perr)
+{
+    struct sha256_ctx md;
+    uint8_t dig[SHA256_DIGEST_SIZE], buf[65536];
+    cleanup_close int fd = -1;
+    ssize_t n;
+    int r = 0;
+
+    pthread_mutex_lock(&agent_sum_lock);
+    if (!agent_sum[0] && (r = host_agent_fd(h, &fd, perr)) == 0) {
+        sha256_init(&md);
+        while ((n = read(fd, buf, sizeof(buf))) > 0)
+            sha256_update(&md, (size_t)n, buf);
+        if (n < 0)
+            r = sbx_err_fill(
+                    perr, SBX_E_IO, errno, "reading the sandbox agent: %s", strerror(errno));
+        sha256_digest(&md, sizeof(dig), dig);
+        for (int i = 0; r == 0 && i < SHA256_DIGEST_SIZE; i++)
+            snprintf(agent_sum + 2 * i, 3, "%02x", dig[i]);
+    }
+    if (r == 0)
+        memcpy(ret_hex, agent_sum, sizeof(agent_sum));
+    pthread_mutex_unlock(&agent_sum_lock);
+    return r;
+}
+
+static int host_instance_dead(const struct sbx_host *h, const char *name)
+{
+    char mine[OWNER_SCOPE_LEN + 1];
+    struct owner o;
+
+    (void)h;
+    if (!name || owner_parse(name, &o) == 0)
+        return 0;
+    owner_scope(mine);
+    return owner_dead(&o, mine) ? 1 : 0;
+}
+
 /* The expanded policy in the ABI's terms, made once per process. */
 static pthread_once_t rules_once = PTHREAD_ONCE_INIT;
 static struct sbx_seccomp_rules rules_abi;
@@ -364,6 +416,16 @@ void host_init(struct host_ctx *hc, struct sbx_runtime *rt, struct plugin *pl)
             .conn_shutdown_write = http_conn_shutdown_write,
             .conn_free = http_conn_free,
             .seccomp_rules = host_seccomp_rules,
+            .ws_open = host_ws_open,
+            .ws_protocol = http_ws_protocol,
+            .ws_fd = http_ws_fd,
+            .ws_recv = http_ws_recv,
+            .ws_send = http_ws_send,
+            .ws_close = http_ws_close,
+            .ws_close_status = http_ws_close_status,
+            .ws_free = http_ws_free,
+            .agent_sha256 = host_agent_sha256,
+            .instance_dead = host_instance_dead,
     };
 }
 

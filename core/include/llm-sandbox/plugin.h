@@ -204,6 +204,22 @@ struct sbx_http {
     int64_t timeout_ms; /* 0: no deadline */
     int cancel_fd;      /* readable once cancelled, or -1 */
     int reserved1;
+    /* ABI 1.4 (read only when size covers them; NULL: unset) */
+    /* Extra request header lines, "Name: value" (e.g. "Authorization:
+     * Bearer ..."), NULL-terminated; a CR, LF or NUL in one, or a line
+     * without ": ", is SBX_E_INVALID. The core never logs them. */
+    const char *const *headers;
+    /* http_upgrade: the protocol asked for in "Upgrade:" (NULL: "tcp",
+     * Docker's attach, sent with "Host: docker" as before 1.4). */
+    const char *upgrade;
+    /* TLS, for https:// endpoints (and tcp:// ones with any of these):
+     * each of the CA bundle, the client certificate and its key as PEM data
+     * (the text itself, as a kubeconfig's *-data fields decode to) or as a
+     * file path. Data wins over a file, both over tls_dir's files. The
+     * server's certificate and name are always verified. */
+    const char *ca_pem, *ca_file;
+    const char *cert_pem, *cert_file;
+    const char *key_pem, *key_file;
 };
 
 struct sbx_http_resp {
@@ -218,6 +234,15 @@ struct sbx_http_resp {
 };
 
 struct sbx_conn; /* an upgraded (hijacked) HTTP connection, owned by the core */
+struct sbx_ws;   /* ABI 1.4: a WebSocket client connection, owned by the core */
+
+/* ABI 1.4: WebSocket messages cross the host table in pieces of at most
+ * SBX_WS_PIECE_MAX bytes; flags of a piece: */
+#define SBX_WS_PIECE_MAX (64u * 1024u)
+enum sbx_ws_flags {
+    SBX_WS_TEXT = 1u << 0, /* a text message (else binary) */
+    SBX_WS_MORE = 1u << 1, /* more pieces of this message follow */
+};
 
 /* ABI 1.2: the one seccomp policy as expanded rules (core/src/seccomp_policy.h):
  * a call matching a rule is allowed (errno_value 0) or fails with errno_value;
@@ -326,6 +351,48 @@ struct sbx_host {
     /* (transfer none: valid until exit) */
     int (*seccomp_rules)(
             const struct sbx_host *h, const struct sbx_seccomp_rules **ret, struct sbx_err *err);
+
+    /* ABI 1.4 */
+    /* Open a WebSocket (RFC 6455): req is a GET whose endpoint is
+     * http(s):// or unix://, with the plugin's own headers (the core adds
+     * the handshake's); protocols are the subprotocols offered, most wanted
+     * first, NULL-terminated. 0 when the server answered 101 choosing one
+     * of them (ws_protocol says which); SBX_E_BACKEND with the server's
+     * status line and reason otherwise (e.g. 403), SBX_E_UNAVAILABLE (no
+     * connection), SBX_E_CANCELLED, SBX_E_INVALID. A core thread pumps the
+     * connection (it answers pings and runs the closing handshake), so
+     * ws_fd is honest to poll even through TLS. (transfer full: ws_free) */
+    int (*ws_open)(const struct sbx_host *h, const struct sbx_http *req,
+            const char *const *protocols, struct sbx_ws **ret_ws, struct sbx_err *err);
+    const char *(*ws_protocol)(const struct sbx_ws *ws); /* (transfer none) */
+    int (*ws_fd)(struct sbx_ws *ws); /* POLLIN: ws_recv has a piece; POLLOUT: room to send */
+    /* Non-blocking: the next piece of the current message into buf (up to
+     * len bytes; a longer piece comes in several calls), its flags in
+     * *ret_flags (SBX_WS_MORE: more of this message follows). Bytes (0: an
+     * empty message), or -1 with errno EAGAIN (nothing yet) or EPIPE (the
+     * connection is closed: ws_close_status says how). */
+    int64_t (*ws_recv)(struct sbx_ws *ws, void *buf, size_t len, uint32_t *ret_flags);
+    /* Non-blocking: send len <= SBX_WS_PIECE_MAX bytes as a message, or as
+     * one piece of it with SBX_WS_MORE (the next call continues it). 0, or
+     * -1 with errno EAGAIN (no room now: nothing was sent; poll ws_fd),
+     * EMSGSIZE, or EPIPE (closed). */
+    int (*ws_send)(struct sbx_ws *ws, const void *buf, size_t len, uint32_t flags);
+    /* Start the closing handshake with code (1000: normal); receiving goes
+     * on until the server's Close. 0, or -1 with errno as ws_send's. */
+    int (*ws_close)(struct sbx_ws *ws, uint32_t code);
+    /* After EPIPE: the close code (the server's; 1005 none given; 1006 the
+     * connection dropped; 1002/1007/1009 the core closed it for a protocol
+     * error) and the reason, NUL-terminated into reason. */
+    uint32_t (*ws_close_status)(struct sbx_ws *ws, char *reason, size_t len);
+    void (*ws_free)(struct sbx_ws *ws); /* closes the connection; NULL is fine */
+    /* The SHA-256 of the agent binary agent_fd gives, as 64 lowercase hex
+     * digits and a NUL: for a backend that streams the agent into a box
+     * it cannot mount into, or checks one an operator put in an image. */
+    int (*agent_sha256)(const struct sbx_host *h, char ret_hex[65], struct sbx_err *err);
+    /* A name or label made with instance_id (its prefix counts): 1 when the
+     * instance that made it is dead, 0 when it lives, or when it is of
+     * another scope, or not an instance id at all (not ours to judge). */
+    int (*instance_dead)(const struct sbx_host *h, const char *name);
 };
 
 /* ------------------------------------------------------------------------ */
