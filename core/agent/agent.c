@@ -13,7 +13,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
 #include <linux/openat2.h>
+#include <linux/seccomp.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -44,7 +47,7 @@
 #define NORETURN       __attribute__((noreturn))
 
 enum put_state { PUT_IDLE, PUT_OPEN, PUT_DISCARD };
-enum exec_stage { STAGE_EXEC, STAGE_CHDIR, STAGE_STDIO };
+enum exec_stage { STAGE_EXEC, STAGE_CHDIR, STAGE_STDIO, STAGE_FILTER };
 
 struct exec_report { /* child -> agent over a CLOEXEC pipe when it cannot exec */
     int32_t stage;
@@ -541,6 +544,63 @@ static void exec_search(char **argv, char **envp)
     errno = eacces ? EACCES : ENOENT;
 }
 
+/* FILTER: the core's seccomp policy, for a backend that applies none. */
+static struct sock_filter g_filter[AGENT_FILTER_MAX];
+static unsigned short g_filter_n;
+
+/* In the child: no capability left in any set we can reach. The bounding
+ * set needs CAP_SETPCAP to shrink (without it there is nothing to gain
+ * back through no_new_privs anyway); the effective, permitted and
+ * inheritable sets must empty. */
+static int drop_caps(void)
+{
+    struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
+    struct __user_cap_data_struct data[2];
+
+    memset(data, 0, sizeof data);
+    if (syscall(SYS_capget, &hdr, data) < 0)
+        return -1;
+    if (!(data[0].permitted | data[1].permitted | data[0].inheritable | data[1].inheritable))
+        return 0;
+    for (unsigned long c = 0; c <= 63; c++)
+        prctl(PR_CAPBSET_DROP, c, 0, 0, 0);
+    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+    memset(data, 0, sizeof data);
+    return (int)syscall(SYS_capset, &hdr, data);
+}
+
+/* no_new_privs, no capabilities, then the filter: the last step before
+ * execve, so nothing of ours runs under it. */
+static int apply_filter(void)
+{
+    struct sock_fprog prog = {.len = g_filter_n, .filter = g_filter};
+
+    if (g_filter_n == 0)
+        return 0;
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || drop_caps() < 0)
+        return -1;
+    return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog);
+}
+
+static void on_filter(uint32_t len)
+{
+    size_t n = (len - 8u) / sizeof(struct sock_filter);
+
+    if ((len - 8u) % sizeof(struct sock_filter) != 0 || n == 0 || n > AGENT_FILTER_MAX ||
+            agent_get_u32(g_pay) != 0 || agent_get_u32(g_pay + 4) != 0) {
+        send_text(
+                AGENT_ERROR, EINVAL, "FILTER must hold 1 to %d BPF instructions", AGENT_FILTER_MAX);
+        return;
+    }
+    if (g_filter_n > 0) {
+        send_text(AGENT_ERROR, EEXIST, "a filter is set already");
+        return;
+    }
+    memcpy(g_filter, g_pay + 8, n * sizeof(struct sock_filter));
+    g_filter_n = (unsigned short)n;
+    send_frame(AGENT_OK, NULL, 0);
+}
+
 /* Between fork and execve: async-signal-safe calls only. */
 static NORETURN void child_run(const struct spawn *sp)
 {
@@ -568,6 +628,9 @@ static NORETURN void child_run(const struct spawn *sp)
         goto fail;
     rfd = 3;
     close_range(4, ~0u, 0); /* belt and braces: every agent fd is O_CLOEXEC already */
+    rep.stage = STAGE_FILTER;
+    if (apply_filter() < 0)
+        goto fail;
     rep.stage = STAGE_EXEC;
     exec_search(sp->argv, sp->envp);
 fail:
@@ -626,6 +689,12 @@ static void exec_start(struct spawn *sp, bool stdin_pipe)
         return;
     }
     g.ex.failed = true;
+    if (rep.stage == STAGE_FILTER) {
+        send_text(AGENT_STDERR, 0,
+                "sbx-agent: cannot apply the seccomp filter before running '%.256s': %s\n",
+                sp->argv[0], strerror(rep.err));
+        return;
+    }
     send_text(AGENT_STDERR, 0, "sbx-agent: cannot %s '%.256s': %s\n",
             rep.stage == STAGE_EXEC    ? "execute"
             : rep.stage == STAGE_CHDIR ? "change directory to"
@@ -1068,6 +1137,7 @@ static bool frame_ok(const struct agent_hdr *h)
     case AGENT_RELAY: return h->len >= 10 && h->flags == 0;
     case AGENT_GET: return h->len >= 5 && h->flags == 0;
     case AGENT_LIST: return h->len >= 1 && (h->flags & ~AGENT_LIST_STAT) == 0;
+    case AGENT_FILTER: return h->len >= 8 && h->flags == 0;
     default: return false;
     }
 }
@@ -1085,6 +1155,7 @@ static bool dispatch(void)
     case AGENT_RELAY: on_relay(g.h.len); break;
     case AGENT_GET: on_get(g.h.len); break;
     case AGENT_LIST: on_list(g.h.len); break;
+    case AGENT_FILTER: on_filter(g.h.len); break;
     case AGENT_STDIN_EOF:
         g.ex.in_eof = g.ex.pid > 0;
         stdin_pump();
@@ -1160,8 +1231,8 @@ int main(void)
         dprintf(STDERR_FILENO, "sbx-agent: cannot start: %s\n", strerror(errno));
         return 2;
     }
-    send_u32(
-            AGENT_READY, AGENT_PROTO_VERSION, (uint32_t)getpid(), g.pid1 ? AGENT_READY_PID1 : 0, 3);
+    send_u32(AGENT_READY, AGENT_PROTO_VERSION, (uint32_t)getpid(),
+            (g.pid1 ? AGENT_READY_PID1 : 0) | AGENT_READY_FILTER, 3);
     for (;;) {
         struct pollfd pf[6 + 2 * AGENT_RELAY_CONNS];
 

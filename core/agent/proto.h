@@ -82,6 +82,16 @@
  *                   directories of other filesystems (mounts, such as a
  *                   dependency set's node_modules) are not entered.
  *   A: OK | ERROR   ERROR when it is no directory, or holds more
+ *   H: FILTER       u32 0, u32 0, then a classic BPF program (struct sock_filter
+ *                   array, 8 bytes an instruction, 1 to 4096 of them): the
+ *                   core's seccomp policy for a backend that applies none
+ *                   itself. Every later exec's child sets no_new_privs,
+ *                   drops every capability and installs it just before
+ *                   execve; where it cannot, the program does not run
+ *                   ("sbx-agent: cannot apply the seccomp filter", EXITED
+ *                   code 126 with AGENT_EXIT_EXEC_FAILED). Once per box
+ *                   (a second is an ERROR EEXIST), before any EXEC.
+ *   A: OK | ERROR   (READY's AGENT_READY_FILTER says the agent knows it)
  *   H: QUIT         the agent kills everything and exits 0 (so does EOF
  *                   on its input between frames).
  * ERROR payload: i32 errno, then a message string.
@@ -116,6 +126,7 @@ enum agent_type {
     AGENT_RELAY = 8,
     AGENT_GET = 9,
     AGENT_LIST = 10,
+    AGENT_FILTER = 11,
     /* agent -> host */
     AGENT_READY = 64,
     AGENT_STDOUT = 65,
@@ -127,7 +138,8 @@ enum agent_type {
     AGENT_DATA = 71,
 };
 
-enum agent_ready_flags { AGENT_READY_PID1 = 1u << 0 };
+enum agent_ready_flags { AGENT_READY_PID1 = 1u << 0, AGENT_READY_FILTER = 1u << 1 };
+#define AGENT_FILTER_MAX 4096 /* instructions: the kernel's BPF_MAXINSNS */
 /* Resources for LIMITS, independent of any architecture's RLIMIT_ numbers. */
 enum agent_rlimit {
     AGENT_RLIMIT_FSIZE = 1,

@@ -352,6 +352,25 @@ int agentc_limits(struct agentc *ac, const struct agentc_limit *lims, size_t n, 
     return ac->hdr.type == AGENT_OK ? 0 : lost(ac, "unexpected reply to limits");
 }
 
+int agentc_filter(struct agentc *ac, const void *bpf, size_t len, int64_t deadline_ms)
+{
+    unsigned char head[8] = {0};
+    int r;
+
+    if (len == 0 || len % 8 != 0 || len / 8 > AGENT_FILTER_MAX)
+        return lost(ac, "%s", "the seccomp filter does not fit the agent's");
+    if (queue_frame(ac, AGENT_FILTER, 0, head, sizeof(head), bpf, len) < 0)
+        return lost(ac, "%s", "cannot queue the seccomp filter");
+    r = next_reply(ac, deadline_ms);
+    if (r != GOT_FRAME)
+        return r;
+    if (ac->hdr.type == AGENT_ERROR) {
+        take_error(ac, "the sandbox agent refused the seccomp filter");
+        return SBX_E_IO;
+    }
+    return ac->hdr.type == AGENT_OK ? 0 : lost(ac, "%s", "unexpected reply to the seccomp filter");
+}
+
 int agentc_relay(struct agentc *ac, uint16_t port, const char *path, int64_t deadline_ms)
 {
     unsigned char buf[8 + 108];

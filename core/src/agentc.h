@@ -75,6 +75,11 @@ struct agentc_limit {
  * (enum agentc_end), or SBX_E_IO when the agent refused. */
 int agentc_limits(
         struct agentc *ac, const struct agentc_limit *lims, size_t n, int64_t deadline_ms);
+/* Have the agent apply the core's seccomp policy (a BPF program of len
+ * bytes) to every later exec, with no_new_privs and no capabilities: for a
+ * backend that applies none itself. 0, > 0 (enum agentc_end), or SBX_E_IO
+ * when the agent refused. */
+int agentc_filter(struct agentc *ac, const void *bpf, size_t len, int64_t deadline_ms);
 /* Have the agent relay 127.0.0.1:port in the box to the unix socket at
  * path (the filtering proxy). 0, > 0 (enum agentc_end), or SBX_E_IO. */
 int agentc_relay(struct agentc *ac, uint16_t port, const char *path, int64_t deadline_ms);

@@ -94,7 +94,11 @@ int engine_policy(struct run *r);
 int engine_build_env(struct run *r, struct sbx_error **err);
 /* Check that no staged file takes the program's name: 0, or 1 (refused). */
 int engine_check_source_name(struct run *r);
-/* A new box's agent greeting and limits; *ret_end: 0 or an enum agentc_end. */
+/* A new box's agent: its greeting, the core's seccomp filter when the
+ * backend applies none itself (plugin.agent_filter), and the limits every
+ * exec inherits. 0, an enum agentc_end, or SBX_E_IO. */
+int engine_greet(struct run *r, int64_t deadline_ms);
+/* engine_greet, with a failure as err; *ret_end: 0 or an enum agentc_end. */
 int engine_setup(struct run *r, int *ret_end, struct sbx_error **err);
 /* A data file beside the language's manifest, NUL-terminated; NULL with
  * err set when missing, empty or over LANG_FILE_MAX. (transfer full) */

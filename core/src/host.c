@@ -429,6 +429,31 @@ void host_init(struct host_ctx *hc, struct sbx_runtime *rt, struct plugin *pl)
     };
 }
 
+/* A backend that applies no seccomp policy of its own, or a weaker one
+ * (a platform's default profile), still gets ours: the agent installs it
+ * in each program's child just before execve (proto.h's FILTER). Our
+ * policy compiles here (the BPF is cached), or the control stays as the
+ * backend said, and a run that needs it is refused. */
+static void agent_filter_caps(struct plugin *pl)
+{
+    struct sbx_error *e = NULL;
+    const void *bpf;
+    size_t len;
+
+    if (pl->caps.level[SBX_CTL_SECCOMP] == SBX_ENF_FULL)
+        return;
+    if (seccomp_bpf_get(&bpf, &len, &e) < 0) {
+        snprintf(pl->caps.note[SBX_CTL_SECCOMP], sizeof(pl->caps.note[0]),
+                "the core's policy does not compile here: %.70s", e->msg);
+        sbx_error_free(e);
+        return;
+    }
+    pl->agent_filter = true;
+    pl->caps.level[SBX_CTL_SECCOMP] = SBX_ENF_FULL;
+    snprintf(pl->caps.note[SBX_CTL_SECCOMP], sizeof(pl->caps.note[0]),
+            "the core's policy, applied by the sandbox agent before exec (with no_new_privs)");
+}
+
 int backend_probe(struct sbx_runtime *rt, struct plugin *pl, struct sbx_error **err)
 {
     struct sbx_err perr;
@@ -443,6 +468,8 @@ int backend_probe(struct sbx_runtime *rt, struct plugin *pl, struct sbx_error **
         pl->probe_rc = pl->desc->backend->probe(pl->pstate, &pl->caps, &perr);
         if (pl->probe_rc < 0)
             pl->probe_error = strdup(perr.msg[0] ? perr.msg : "probe failed");
+        else
+            agent_filter_caps(pl);
         pl->probed = true;
     }
     rc = pl->probe_rc;

@@ -269,7 +269,6 @@ static int install_box(struct run *r, const struct manifest_install *in, const s
         const char *what, char **env, struct dynbuf *log, bool *ok, struct sbx_error **err)
 {
     int64_t deadline = now_ms() + SETUP_TIMEOUT_MS;
-    struct agentc_limit lims[AGENT_LIMITS_MAX];
     struct agentc_sink sink = {.on_output = install_output, .userdata = log};
     struct agentc_exit ex = {0};
     struct sbx_box_stats st;
@@ -284,9 +283,7 @@ static int install_box(struct run *r, const struct manifest_install *in, const s
     rc = open_box(r, err);
     if (rc == 0) {
         watch = deps_watch_start(set->staging, r->rt->settings->install_max_bytes, install_kill, r);
-        end = agentc_hello(r->ac, deadline);
-        if (end == 0)
-            end = agentc_limits(r->ac, lims, run_limits(r, lims), deadline);
+        end = engine_greet(r, deadline);
         if (end == 0 && in->hosts)
             end = agentc_relay(r->ac, INSTALL_PORT, SBX_PROXY_SOCKET, deadline);
         if (end == 0 && in->hosts)

@@ -44,6 +44,7 @@
 #include "policy.h"
 #include "proto.h"
 #include "runtime.h"
+#include "seccomp_policy.h"
 #include "settings.h"
 #include "util.h"
 
@@ -585,18 +586,33 @@ int engine_stage(struct run *r, bool with_source, int64_t deadline)
     return end;
 }
 
-/* A fresh box's agent: its greeting, then the limits every exec inherits. */
+int engine_greet(struct run *r, int64_t deadline_ms)
+{
+    struct agentc_limit lims[AGENT_LIMITS_MAX];
+    struct sbx_error *e = NULL;
+    const void *bpf;
+    size_t len;
+    int end = agentc_hello(r->ac, deadline_ms);
+
+    mark(r, "agent ready");
+    if (end == 0 && r->backend->agent_filter) {
+        if (seccomp_bpf_get(&bpf, &len, &e) < 0) { /* the probe compiled it: not reached */
+            sbx_error_free(e);
+            return SBX_E_IO;
+        }
+        end = agentc_filter(r->ac, bpf, len, deadline_ms);
+    }
+    if (end == 0)
+        end = agentc_limits(r->ac, lims, run_limits(r, lims), deadline_ms);
+    return end;
+}
+
 int engine_setup(struct run *r, int *ret_end, struct sbx_error **err)
 {
-    int64_t deadline = now_ms() + SETUP_TIMEOUT_MS;
-    struct agentc_limit lims[AGENT_LIMITS_MAX];
     int end;
 
     mark(r, "box opened");
-    end = agentc_hello(r->ac, deadline);
-    mark(r, "agent ready");
-    if (end == 0)
-        end = agentc_limits(r->ac, lims, run_limits(r, lims), deadline);
+    end = engine_greet(r, now_ms() + SETUP_TIMEOUT_MS);
     *ret_end = end;
     if (end == AGENTC_TIMEOUT || end == AGENTC_LOST || end == SBX_E_IO)
         return sbx_error_set(err, SBX_E_BACKEND, 0, "setting up the sandbox failed: %s",

@@ -58,6 +58,7 @@ struct plugin {
     int probe_rc;
     char *probe_error;
     struct sbx_caps caps;
+    bool agent_filter; /* the backend applies no seccomp policy: the agent applies ours */
     /* languages: the toolchain's version, probed once in a sandbox */
     bool version_probed;
     char *version;

@@ -34,7 +34,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "error.h"
 #include "proto.h"
+#include "seccomp_policy.h"
 
 #define TIMEOUT_MS 30000
 #define BWRAP      "/usr/bin/bwrap"
@@ -349,10 +351,10 @@ static void agent_start(struct agent *a, const struct agent_opts *o)
     assert_int_equal(agent_get_u32(f.p), AGENT_PROTO_VERSION);
     if (o && o->not_pid1) {
         assert_int_not_equal(agent_get_u32(f.p + 4), 1);
-        assert_int_equal(agent_get_u32(f.p + 8), 0);
+        assert_int_equal(agent_get_u32(f.p + 8), AGENT_READY_FILTER);
     } else {
         assert_int_equal(agent_get_u32(f.p + 4), 1);
-        assert_int_equal(agent_get_u32(f.p + 8), AGENT_READY_PID1);
+        assert_int_equal(agent_get_u32(f.p + 8), AGENT_READY_PID1 | AGENT_READY_FILTER);
     }
 }
 
@@ -1331,6 +1333,72 @@ static void test_not_pid1(void **state)
     assert_exit_status(agent_stop(&a), 0);
 }
 
+/* What a program can do that the policy denies, as it sees it. */
+static const char *const probe_argv[] = {"/usr/bin/python3", "-c",
+        "import ctypes\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "r = libc.unshare(0x10000000)\n"
+        "print('unshare', r, ctypes.get_errno())\n"
+        "r = libc.ptrace(0, 0, None, None)\n"
+        "print('ptrace', r, ctypes.get_errno())\n"
+        "st = dict(l.split(':', 1) for l in open('/proc/self/status'))\n"
+        "print('nnp', st['NoNewPrivs'].strip(), 'capeff', st['CapEff'].strip())\n",
+        NULL};
+
+static void send_filter(struct agent *a, const void *bpf, size_t len)
+{
+    unsigned char *p = calloc(1, 8 + len);
+
+    assert_non_null(p);
+    memcpy(p + 8, bpf, len);
+    send_frame(a, AGENT_FILTER, 0, p, 8 + len);
+    free(p);
+}
+
+/* ABI 1.4: the agent applies the core's policy itself, for a backend that
+ * applies none. This box (bwrap here) passes no filter: without FILTER the
+ * calls succeed, with it the program sees them denied, and runs with
+ * no_new_privs (bwrap sets it anyway) and without capabilities (as root
+ * here it has them all without the filter). */
+static void test_filter(void **state)
+{
+    struct sbx_error *e = NULL;
+    const void *bpf;
+    size_t len;
+    struct agent a;
+    struct result r;
+    char want[160];
+
+    (void)state;
+    assert_int_equal(seccomp_bpf_get(&bpf, &len, &e), 0);
+    agent_start(&a, NULL);
+    run(&a, 0, probe_argv, path_env, "", &r);
+    assert_int_equal(r.code, 0);
+    if (!strstr(buf_str(&r.out), "unshare 0 0\nptrace 0 0\n"))
+        fail_msg("without the filter: %s%s", buf_str(&r.out), buf_str(&r.errout));
+    result_done(&r);
+    send_filter(&a, bpf, len);
+    assert_int_equal(expect_reply(&a, AGENT_OK), 0);
+    send_filter(&a, bpf, len); /* once per box */
+    assert_int_equal(expect_reply(&a, AGENT_ERROR), EEXIST);
+    run(&a, 0, probe_argv, path_env, "", &r);
+    assert_int_equal(r.code, 0);
+    snprintf(want, sizeof(want), "unshare -1 %d\nptrace -1 %d\nnnp 1 capeff 0000000000000000\n",
+            EPERM, EPERM);
+    assert_string_equal(buf_str(&r.out), want);
+    result_done(&r);
+    send_frame(&a, AGENT_QUIT, 0, NULL, 0);
+    assert_exit_status(agent_stop(&a), 0);
+    /* not a program: refused, and the agent goes on */
+    agent_start(&a, NULL);
+    send_filter(&a, bpf, 7);
+    assert_int_equal(expect_reply(&a, AGENT_ERROR), EINVAL);
+    send_frame(&a, AGENT_FILTER, 0, "\0\0\0\0\0\0\0\0", 8);
+    assert_int_equal(expect_reply(&a, AGENT_ERROR), EINVAL);
+    send_frame(&a, AGENT_QUIT, 0, NULL, 0);
+    assert_exit_status(agent_stop(&a), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1353,6 +1421,7 @@ int main(void)
             cmocka_unit_test(test_file_size),
             cmocka_unit_test(test_not_pid1),
             cmocka_unit_test(test_limits),
+            cmocka_unit_test(test_filter),
     };
     const char *env = secure_getenv("SBX_AGENT");
     struct sigaction sa;

@@ -6,12 +6,13 @@
  * header lines and certificates, a raw upgrade whose stream is honest to
  * poll through TLS, and WebSocket subprotocols, pieces, pings and closes.
  */
-/* clang-format off: cmocka needs these first */
-#include <cmocka.h>
+/* clang-format off */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include <cmocka.h>
 /* clang-format on */
 
 #include <errno.h>
