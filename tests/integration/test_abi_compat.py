@@ -1,0 +1,61 @@
+# SPDX-License-Identifier: MIT
+"""Plugins built against the frozen ABI 1.3 header (tests/abi/) load and
+run in the current core unchanged, and a box whose backend applies no
+seccomp filter still gets ours: the agent installs it before exec (ABI 1.4).
+Checked from inside the box, against a control run of the same probe in the
+same kind of box without the agent's filter."""
+import json
+import os
+import subprocess
+
+from conftest import code, plugin_entry, plugins_json, sbx
+
+FIXTURES = os.path.join(os.environ["SBX_BUILD_DIR"], "tests", "abi", "plugins")
+ENV = {"LLM_SANDBOX_PLUGIN_PATH": FIXTURES, "BACKEND": "compat13"}
+
+PROBE = r"""
+import ctypes, errno
+libc = ctypes.CDLL(None, use_errno=True)
+r = libc.unshare(0x10000000)           # CLONE_NEWUSER
+print("unshare", r, errno.errorcode.get(ctypes.get_errno(), 0) if r else 0)
+r = libc.ptrace(0, 0, None, None)      # PTRACE_TRACEME
+print("ptrace", r, errno.errorcode.get(ctypes.get_errno(), 0) if r else 0)
+st = dict(l.split(":", 1) for l in open("/proc/self/status"))
+print("nnp", st["NoNewPrivs"].strip(), "seccomp", st["Seccomp"].strip())
+"""
+
+
+def test_old_plugins_load_with_their_abi():
+    plugins = plugins_json(ENV)
+    backend = plugin_entry(plugins, "compat13", FIXTURES)
+    lang = plugin_entry(plugins, "compat13lang", FIXTURES)
+    assert backend["status"] == "ok" and lang["status"] == "ok", (backend, lang)
+    seccomp = backend["controls"]["seccomp"]
+    assert seccomp["level"] == "full", seccomp
+    assert "applied by the sandbox agent" in seccomp["note"], seccomp
+
+
+def test_old_language_hook_runs_on_old_backend():
+    res = code("import sys; print(sys.argv[1])", "--language", "compat13lang", extra_env=ENV)
+    assert res["status"] == "ok", res
+    assert res["stdout"] == "hello-from-1.3\n", res
+
+
+def test_agent_applies_our_filter_where_the_backend_does_not():
+    res = code(PROBE, extra_env=ENV)
+    assert res["status"] == "ok", res
+    assert res["stdout"] == "unshare -1 EPERM\nptrace -1 EPERM\nnnp 1 seccomp 2\n", res
+
+
+def test_control_same_box_without_the_filter_allows_them():
+    """The same probe in the same bwrap box (namespaces as compat13 makes
+    them), with no agent in between: the calls succeed, so the denial above
+    is the agent's filter and nothing else."""
+    argv = ["/usr/bin/bwrap", "--unshare-user", "--unshare-pid", "--unshare-net",
+            "--die-with-parent", "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin",
+            "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--proc", "/proc",
+            "--dev", "/dev", "/usr/bin/python3", "-c", PROBE]
+    p = subprocess.run(argv, capture_output=True, timeout=60, env={"PATH": "/usr/bin:/bin"})
+    assert p.returncode == 0, p
+    out = p.stdout.decode()
+    assert out.startswith("unshare 0 0\nptrace 0 0\nnnp 1 seccomp 0\n"), out
