@@ -420,45 +420,13 @@ int dk_agent_image(struct dk_state *st, const char *image, struct dk_fetch *f, c
     return r;
 }
 
-/* The scope of an owner "p<pid>t<starttime>h<scope>" (the core's owner.h):
- * a pointer to its 16 hex digits, or NULL (an owner named before scopes). */
-static const char *owner_scope(const char *owner)
-{
-    const char *h = strchr(owner, 'h');
-
-    return h && strspn(h + 1, "0123456789abcdef") == 16 ? h + 1 : NULL;
-}
-
-/* Is the instance a live process, or not ours to judge? Only an instance
- * of the same scope (kernel boot and pid namespace) sees its pid: another
- * host's server on a shared daemon, or one in another container, is
- * never called dead. */
+/* Is the instance a live process, or not ours to judge? The core decides
+ * (ABI 1.4's instance_dead): only an instance of the same scope (kernel
+ * boot and pid namespace) sees its pid, so another host's server on a
+ * shared daemon, or one in another container, is never called dead. */
 static bool owner_alive(struct dk_state *st, const char *owner)
 {
-    const char *theirs = owner_scope(owner), *mine = owner_scope(st->h->instance_id(st->h));
-    unsigned long long pid = 0, start = 0, s = 0;
-    char path[64], buf[1024], *p;
-    FILE *f;
-    size_t n;
-
-    if (sscanf(owner, "p%llut%llu", &pid, &start) != 2)
-        return true; /* not ours to judge */
-    if (theirs && (!mine || strncmp(theirs, mine, 16) != 0))
-        return true;
-    snprintf(path, sizeof(path), "/proc/%llu/stat", pid);
-    f = fopen(path, "re");
-    if (!f)
-        return false;
-    n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    p = strrchr(buf, ')');
-    /* field 22 (starttime) is the 20th after the ')' */
-    for (int i = 0; p && i < 20; i++)
-        p = strchr(p + 1, ' ');
-    if (p)
-        s = strtoull(p + 1, NULL, 10);
-    return s == start;
+    return st->h->instance_dead(st->h, owner) != 1;
 }
 
 /* Volumes of dead instances (a box's writable ones), and copies of sets
