@@ -8,61 +8,154 @@
 # This is the README's test command; .ci/run calls it.
 #
 # SBX_FUZZ_SECONDS (default 20) sets the libFuzzer time per target.
+# At the end (pass or fail) it prints where the time went: each step's wall
+# time, whether its cache was warm, and each test's time (scripts/test-times.py).
 set -eu
 cd "$(dirname "$0")/.."
 SRC=$(pwd)
 JOBS=$(nproc)
 
-step() { printf '\n==> %s\n' "$*"; }
+# Step timing: one TSV line per step (name, seconds, cache, JUnit files).
+TIMES=$(mktemp -d /tmp/llm-sandbox-times.XXXXXX)
+cur="" cur_start=0 cur_cache="" cur_junit="" n_junit=0
+finish_step() {
+    [ -n "$cur" ] || return 0
+    printf '%s\t%s\t%s%s\n' "$cur" $(($(date +%s) - cur_start)) "$cur_cache" "$cur_junit" \
+        >>"$TIMES/steps.tsv"
+    cur=""
+}
+# step NAME [CACHE]: CACHE is warm, cold or - (no cache of its own)
+step() {
+    finish_step
+    cur=$1 cur_cache=${2:--} cur_start=$(date +%s) cur_junit=""
+    printf '\n==> %s\n' "$1"
+}
+# A JUnit file, $J, for the next ctest call of this step.
+next_junit() {
+    n_junit=$((n_junit + 1))
+    cur_junit="$cur_junit	junit-$n_junit.xml"
+    J="$TIMES/junit-$n_junit.xml"
+}
+kill_tree() {
+    for c in $(pgrep -P "$1" 2>/dev/null); do
+        kill_tree "$c"
+    done
+    kill "$1" 2>/dev/null || true
+}
+report() {
+    rc=$?
+    # a failure leaves no background job running
+    for p in ${builds:-} ${lane_pid:-}; do
+        kill_tree "$p"
+    done
+    finish_step
+    /usr/bin/python3 "$SRC/scripts/test-times.py" "$TIMES/steps.tsv" "$TIMES"/junit-*.xml || true
+    rm -rf "$TIMES"
+    exit $rc
+}
+trap report EXIT
+
+FUZZ="manifest config seccomp_list jsonrpc tool_args b64 wsframe"
+FUZZ_TARGETS=$(for t in $FUZZ; do printf 'fuzz_%s ' "$t"; done)
 
 step "dependencies"
-scripts/install-deps.sh
+scripts/install-deps.sh | tee "$TIMES/deps.log"
+grep -q "all packages present" "$TIMES/deps.log" && cur_cache=warm || cur_cache=cold
 
-step "build (-Werror)"
+[ -f build/CMakeCache.txt ] && cache=warm || cache=cold
+step "build (-Werror)" "$cache"
 cmake -S . -B build -G Ninja -DSBX_WERROR=ON >/dev/null
 cmake --build build -j "$JOBS"
 
-step "tests"
-(cd build && ctest --output-on-failure -j "$JOBS" -LE integration)
-(cd build && ctest --output-on-failure -L integration)
+# The sanitizer and fuzz trees build in the background (niced) while the
+# first tests run: compiling is CPU, most tests mostly wait.
+asan_cfg="-DSBX_WERROR=ON -DSBX_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=Debug"
+[ -f build-asan/CMakeCache.txt ] && asan_cache=warm || asan_cache=cold
+# shellcheck disable=SC2086
+(cmake -S . -B build-asan -G Ninja $asan_cfg >/dev/null &&
+    nice -n 10 cmake --build build-asan -j "$JOBS" >"$TIMES/build-asan.log" 2>&1 &&
+    CC=clang cmake -S . -B build-fuzz -G Ninja -DSBX_FUZZ=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null &&
+    nice -n 10 cmake --build build-fuzz -j "$JOBS" --target $FUZZ_TARGETS >"$TIMES/build-fuzz.log" 2>&1
+    echo $? >"$TIMES/builds.rc") &
+builds=$!
 
-if [ "$(id -u)" -eq 0 ]; then
-    step "integration tests as an unprivileged user"
-    tests/integration/run-unprivileged.sh build
-    SBX_TEST_BACKEND=nsjail tests/integration/run-unprivileged.sh build -m contract
-    step "security suite as an unprivileged user"
-    SBX_TEST_SUITE=security tests/integration/run-unprivileged.sh build
-    SBX_TEST_SUITE=security SBX_TEST_BACKEND=nsjail tests/integration/run-unprivileged.sh build
+step "tests: unit, static, fuzz replay, MCP clients"
+next_junit
+(cd build && ctest --output-on-failure -j "$JOBS" -LE integration --output-junit "$J")
+
+# The unprivileged suites (as nobody: no cgroups, no privilege to drop, a
+# cache of its own) run beside the root ones. Each kind of user has its own
+# session lock (tests/integration/conftest.py says why they do not meet).
+unprivileged_lane() {
+    rc=0
+    u() {
+        printf '\n==> unprivileged: %s\n' "$1"
+        shift
+        "$@" || rc=1
+    }
+    u "integration (bwrap)" tests/integration/run-unprivileged.sh build
+    u "integration contract (nsjail)" env SBX_TEST_BACKEND=nsjail \
+        tests/integration/run-unprivileged.sh build -m contract
+    u "security (bwrap)" env SBX_TEST_SUITE=security tests/integration/run-unprivileged.sh build
+    u "security (nsjail)" env SBX_TEST_SUITE=security SBX_TEST_BACKEND=nsjail \
+        tests/integration/run-unprivileged.sh build
     # Docker and Podman need a daemon the tests start as root: as nobody
     # every case is reported skipped with that reason (-rs prints it).
     for engine in docker podman; do
-        SBX_TEST_SUITE=security SBX_TEST_BACKEND=$engine tests/integration/run-unprivileged.sh \
-            build -rs
+        u "security ($engine: skipped as nobody)" env SBX_TEST_SUITE=security \
+            SBX_TEST_BACKEND=$engine tests/integration/run-unprivileged.sh build -rs
     done
+    return $rc
+}
+
+step "tests: integration and security (root; the unprivileged suites beside them)"
+lane_pid=""
+if [ "$(id -u)" -eq 0 ]; then
+    (unprivileged_lane >"$TIMES/unprivileged.log" 2>&1; echo $? >"$TIMES/unprivileged.rc") &
+    lane_pid=$!
 fi
+root_rc=0
+next_junit
+(cd build && ctest --output-on-failure -L integration --output-junit "$J") || root_rc=$?
+if [ -n "$lane_pid" ]; then
+    lane_start=$(date +%s)
+    wait "$lane_pid" || true
+    printf '\n==> the unprivileged suites (ran beside; waited %s s more for them)\n' \
+        $(($(date +%s) - lane_start))
+    cat "$TIMES/unprivileged.log"
+    [ "$(cat "$TIMES/unprivileged.rc")" = 0 ] || root_rc=1
+fi
+[ "$root_rc" = 0 ]
 
 step "valgrind: one real run"
 valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
     --track-fds=yes build/bin/llm-sandbox run --code 'print(6*7)' >/dev/null
 
-step "build with ASan+UBSan"
-cmake -S . -B build-asan -G Ninja -DSBX_WERROR=ON -DSBX_SANITIZE=address,undefined \
-    -DCMAKE_BUILD_TYPE=Debug >/dev/null
-cmake --build build-asan -j "$JOBS"
-(cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j "$JOBS" -LE integration)
+step "build with ASan+UBSan, and the fuzzers (began in the background)" "$asan_cache"
+wait "$builds" || true
+if [ "$(cat "$TIMES/builds.rc" 2>/dev/null)" != 0 ]; then
+    cat "$TIMES/build-asan.log" "$TIMES/build-fuzz.log" 2>/dev/null
+    echo "test.sh: the ASan+UBSan or the fuzz build failed (above)" >&2
+    exit 1
+fi
+step "ASan+UBSan: unit, static, fuzz replay, MCP clients"
+next_junit
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j "$JOBS" -LE integration \
+    --output-junit "$J")
+step "ASan+UBSan: integration and security"
 # The container security suites once (above): under ASan the plugin is
 # exercised by integration.docker and integration.podman.
+next_junit
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -L integration \
-    -E '^security[.](docker|podman)$')
+    -E '^security[.](docker|podman)$' --output-junit "$J")
 
 step "libFuzzer"
-CC=clang cmake -S . -B build-fuzz -G Ninja -DSBX_FUZZ=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
-cmake --build build-fuzz -j "$JOBS" --target fuzz_manifest fuzz_config fuzz_seccomp_list \
-    fuzz_jsonrpc fuzz_tool_args fuzz_b64 fuzz_wsframe
-for t in manifest config seccomp_list jsonrpc tool_args b64 wsframe; do
+for t in $FUZZ; do
     mkdir -p "build-fuzz/corpus-$t"
     "build-fuzz/tests/fuzz_$t" -max_total_time="${SBX_FUZZ_SECONDS:-20}" -print_final_stats=1 \
         "build-fuzz/corpus-$t" "$SRC/tests/fuzz/corpus/$t" 2>&1 | tail -n 3
 done
 
-step "all tests passed"
+finish_step
+printf '\n==> all tests passed\n'
+

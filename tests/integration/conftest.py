@@ -106,12 +106,18 @@ _cli_pids = []
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "contract: the backend contract suite, run against every local backend")
-    # One integration session per machine at a time: the leftover checks
-    # count every process, cgroup and /tmp entry of any run, so a second
-    # session (another clone, a CI run) would fail them. /tmp itself is the
-    # lock, since every user can open it, and no file needs creating there.
+    # One integration session at a time per kind of user: the leftover
+    # checks count the processes, cgroups and /tmp entries of any run of
+    # the same user, so a second such session (another clone, a CI run)
+    # would fail them. A root session and an unprivileged one see disjoint
+    # things (their sandboxes run as other host uids, an unprivileged run
+    # makes no cgroup, each counts only its own uid's /tmp entries), so
+    # they may run side by side (scripts/test.sh does). A directory every
+    # user can open is the lock, so no file needs creating: /tmp for root,
+    # /var/tmp for everyone else.
     global _session_lock
-    _session_lock = os.open("/tmp", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    _session_lock = os.open("/tmp" if ROOT else "/var/tmp",
+                            os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         fcntl.flock(_session_lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -568,15 +574,17 @@ PRODUCT_NAME_RE = re.compile(r"sbx|llm|sandbox|bwrap|pasta|passt|agent|seccomp|w
 
 
 def tmp_entry_is_ours(name, uid):
-    """Other sessions on this machine (running as root) create and remove
-    /tmp entries of their own while we run; attribute an entry to our runs
-    when the sandbox's host uid owns it, when we (unprivileged: nobody else
-    runs as our uid) own it, or when its name looks like the product's."""
-    if uid == HOST_UID_OF_SANDBOX or uid == SANDBOX_UID:
+    """Other sessions on this machine create and remove /tmp entries of
+    their own while we run; attribute an entry to our runs when the
+    sandbox's host uid owns it, when we (unprivileged: nobody else runs as
+    our uid) own it, or when we own it and its name looks like the
+    product's (as root: what the server itself leaves). Another user's
+    entry is never ours: an unprivileged session may run beside this one."""
+    if uid == HOST_UID_OF_SANDBOX or (ROOT and uid == SANDBOX_UID):
         return True
-    if not ROOT and uid == os.geteuid():
-        return True
-    return bool(PRODUCT_NAME_RE.search(name))
+    if uid != os.geteuid():
+        return False
+    return not ROOT or bool(PRODUCT_NAME_RE.search(name))
 
 
 @pytest.fixture(autouse=True)

@@ -58,13 +58,19 @@ as_nobody() {
     setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "$@"
 }
 if ! as_nobody test -x "$bin" -a -r "$src/tests/$suite/conftest.py" 2>/dev/null; then
-    stage=$(mktemp -d /tmp/sbx-unpriv.XXXXXX)
+    # in /var/tmp, not /tmp: a root session running beside this one counts
+    # new /tmp entries that look like ours as its own leftovers
+    stage=$(mktemp -d /var/tmp/sbx-unpriv.XXXXXX)
     trap 'rm -rf "$stage"' EXIT
     chmod 755 "$stage"
     bindir=$(dirname "$bin")
     prefix=$(dirname "$bindir")
     mkdir -p "$stage/build" "$stage/tests"
     cp -a "$prefix/bin" "$prefix/lib" "$prefix/libexec" "$stage/build/"
+    if [ -d "$prefix/tests/abi/plugins" ]; then # the old-ABI fixtures (test_abi_compat.py)
+        mkdir -p "$stage/build/tests/abi"
+        cp -a "$prefix/tests/abi/plugins" "$stage/build/tests/abi/"
+    fi
     cp -a "$here" "$stage/tests/integration"
     [ "$suite" = integration ] || cp -a "$src/tests/$suite" "$stage/tests/$suite"
     mkdir -p "$stage/core/seccomp"
