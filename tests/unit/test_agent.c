@@ -299,7 +299,7 @@ static void agent_start(struct agent *a, const struct agent_opts *o)
     struct frame f;
 
     memset(a, 0, sizeof *a);
-    snprintf(a->dir, sizeof a->dir, "/tmp/sbx-agent-test.XXXXXX");
+    snprintf(a->dir, sizeof a->dir, "/var/tmp/sbx-agent-test.XXXXXX");
     assert_non_null(mkdtemp(a->dir));
     a->rbuf = malloc(AGENT_MAX_PAYLOAD);
     assert_non_null(a->rbuf);

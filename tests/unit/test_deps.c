@@ -103,7 +103,7 @@ int main(void)
     char cmd[96];
     int rc;
 
-    snprintf(tmpdir, sizeof(tmpdir), "/tmp/sbx-test-deps-XXXXXX");
+    snprintf(tmpdir, sizeof(tmpdir), "/var/tmp/sbx-test-deps-XXXXXX");
     if (!mkdtemp(tmpdir) || chmod(tmpdir, 0755) < 0) /* sandboxes read sets as another uid */
         return 1;
     rc = cmocka_run_group_tests(tests, NULL, NULL);

@@ -62,7 +62,7 @@ static int start_peer(void **state)
     signal(SIGPIPE, SIG_IGN);
     if (!src || http_open(&err) < 0)
         return -1;
-    snprintf(dir, sizeof(dir), "/tmp/sbx-http-XXXXXX");
+    snprintf(dir, sizeof(dir), "/var/tmp/sbx-http-XXXXXX");
     if (!mkdtemp(dir) || pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0)
         return -1;
     snprintf(script, sizeof(script), "%s/tests/unit/http_peer.py", src);
