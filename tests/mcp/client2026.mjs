@@ -243,7 +243,7 @@ function withServer(kind, fn, mode) {
       watch.stop();
       const exit = await c.close();
       assert.deepEqual(exit, { code: 0, sig: null }, `server ended badly; stderr:\n${c.stderr()}`);
-      assert.notEqual(await watch.waitGone(2000), null, `left running: ${watch.alive()}`);
+      assert.notEqual(await watch.waitGone(5000), null, `left running: ${watch.alive()}`);
     }
   };
 }
@@ -362,8 +362,8 @@ for (const kind of ['stdio', 'http']) {
       const t0 = Date.now();
       ac.abort('test cancels');
       assert.notEqual(await call, 'resolved', 'an aborted call must reject');
-      assert.notEqual(await watch.waitGone(1000), null,
-        `still running 1 s after the cancel: ${watch.alive()}`);
+      assert.notEqual(await watch.waitGone(5000), null,
+        `still running 5 s after the cancel: ${watch.alive()}`);
       console.log(`# ${kind} ${MODERN}: sandbox gone ${Date.now() - t0} ms after the cancel`);
       assert.equal(sc(await run(c, { code: 'print("after")' })).stdout, 'after\n');
     }));
@@ -382,8 +382,10 @@ for (const kind of ['stdio', 'http']) {
         assert.fail(`the server still ran 5 s after being told to end: ${watch.alive()}`);
       }
       assert.deepEqual(exit, { code: 0, sig: null }, `server ended badly: ${c.stderr()}`);
-      assert.ok(Date.now() - t0 < 2000, `the server took ${Date.now() - t0} ms to end`);
-      assert.notEqual(await watch.waitGone(1000), null, `left running: ${watch.alive()}`);
+      // the call would run for minutes: ending far sooner proves the server
+      // killed it (a 2 s bound failed on a loaded machine)
+      assert.ok(Date.now() - t0 < 15000, `the server took ${Date.now() - t0} ms to end`);
+      assert.notEqual(await watch.waitGone(5000), null, `left running: ${watch.alive()}`);
       assert.notEqual(await call, 'resolved');
       await c.client.close().catch(() => {});
     });
