@@ -9,26 +9,37 @@
 #     kubelet, kubectl) and etcd are built once from the Go module proxy with
 #     the machine's Go, and kube-router (its NetworkPolicy firewall only) the
 #     same way; the binaries are cached outside the repository under
-#     $LLM_SANDBOX_CACHE/k8s/<version>-<recipe hash>/bin.
+#     $LLM_SANDBOX_CACHE/k8s/<version>-<recipe hash>/bin. (SIG Network's
+#     kube-network-policies was the first choice; it cannot work on this
+#     kernel: it sends packets to user space with nft's `queue` statement and
+#     CONFIG_NFT_QUEUE is off. kube-router filters with iptables and ipsets.)
 #   - Debian's containerd, runc and CNI plugins run with a private config,
 #     socket, root, bridge and pod range; the pause image (tests/k8s/pause.c)
 #     and the project's test image (scripts/container-test-image.sh) are
 #     imported as docker-archive tarballs.
 #
-#   scripts/k8s-cluster.sh up [--no-netpol]  start; the LAST line printed is
-#                                            the kubeconfig's path
+#   scripts/k8s-cluster.sh up [--no-netpol]  start (or say it runs); the LAST
+#                                            line printed is the kubeconfig's
+#                                            path, progress goes to stderr
 #   scripts/k8s-cluster.sh down              stop everything by recorded PID
 #                                            and remove what it made
-#   scripts/k8s-cluster.sh status            say what is running
+#   scripts/k8s-cluster.sh status            what runs; exit 0 all up, 1 some
+#                                            part dead or left over, 3 down
 #   scripts/k8s-cluster.sh build             only build (or find) the binaries
 #   scripts/k8s-cluster.sh kubectl ARGS...   the built kubectl on this cluster
+#                                            (/usr/bin/kubectl may be another)
 #
 # LLM_SANDBOX_CACHE (default /var/cache/llm-sandbox) holds the caches;
 # LLM_SANDBOX_K8S_STATE (default /var/lib/llm-sandbox-k8s) the cluster's
 # state: sockets, PKI, logs, pid files, etcd, the kubelet's root, containerd's
 # state. `down` removes it. containerd's root (its images) is a cache kept in
 # $LLM_SANDBOX_CACHE/k8s/containerd-root, emptied of containers at every
-# start and stop. Needs root (containerd, kubelet, iptables).
+# start and stop. In the state directory, for the tests:
+#   admin.kubeconfig   the kubeconfig (client certificate in system:masters)
+#   test-image         the name of the imported test image
+#   netpol             1, or 0 after `up --no-netpol`
+#   logs/NAME.log      each daemon's log
+# The ports and names are fixed: one cluster per machine. Needs root.
 set -eu
 
 KV=v1.34.4                  # Kubernetes; etcd at the version its go.mod names
@@ -444,7 +455,7 @@ start_kube_router() {
 }
 
 cmd_up() {
-    local netpol=1 t0 t d a
+    local netpol=1 t0 t a
     for a in "$@"; do
         case $a in
         --no-netpol) netpol=0 ;;
@@ -470,10 +481,6 @@ cmd_up() {
     t=$(now)
     mkdir -p "$K/run" "$L" "$K/cni/net.d" "$K/containerd" "$K/kubelet" "$K/pod-logs"
     echo "$netpol" >"$K/netpol"
-    # what exists before the kubelet makes it, so `down` removes only its own
-    for d in /var/lib/kubelet /var/log/containers; do
-        [ -e "$d" ] || echo "$d"
-    done >"$K/made-dirs"
     save_sysctls
     { nft list tables 2>/dev/null || true; } >"$K/nft-tables.before"
     echo end >>"$K/nft-tables.before"
@@ -549,20 +556,28 @@ cmd_up() {
 
 # ---------------------------------------------------------------- down
 
+# Whether a process runs: a zombie has exited (this machine's init reaps
+# orphans only every few seconds).
+running() {
+    local st
+    st=$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null) || return 1
+    [ "$st" != Z ] && [ "$st" != X ]
+}
+
 stop_daemon() { # NAME GRACE_SECONDS
     local pid i t
     pid=$(pid_of "$1") || { rm -f "$K/run/$1.pid"; return 0; }
     t=$(now)
     kill -TERM "$pid" 2>/dev/null || true
     for i in $(seq $(($2 * 10))); do
-        kill -0 "$pid" 2>/dev/null || break
+        running "$pid" || break
         sleep 0.1
     done
-    if kill -0 "$pid" 2>/dev/null; then
+    if running "$pid"; then
         say "$1 ($pid) still there after $2 s: SIGKILL"
         kill -KILL "$pid" 2>/dev/null || true
         for i in $(seq 50); do
-            kill -0 "$pid" 2>/dev/null || break
+            running "$pid" || break
             sleep 0.1
         done
     fi
@@ -584,13 +599,7 @@ our_mounts() {
 }
 
 # The shims of our containerd, found by the socket in their command line.
-our_shims() {
-    local p
-    for p in /proc/[0-9]*; do
-        case $(cat "$p/comm" 2>/dev/null) in containerd-shim*) ;; *) continue ;; esac
-        tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -qF -- "-address $CTR_SOCK " && echo "${p#/proc/}"
-    done
-}
+our_shims() { pgrep -f -- "^[^ ]*containerd-shim[^ ]* .*-address $CTR_SOCK( |\$)" || true; }
 
 # iptables chains only our cluster makes: kube-router's firewall, and the
 # kubelet's util chains (off in its config; a crash of an older one).
@@ -620,7 +629,7 @@ remove_our_rules() {
         ipset destroy "$set" 2>/dev/null || true
         n=$((n + 1))
     done
-    [ "$n" = 0 ] || say "removed $n iptables chains and ipsets of kube-router and the kubelet"
+    [ "$n" = 0 ] || say "removed $n iptables chains and ipsets"
 }
 
 # The nftables tables that iptables-nft made for those rules, where they did
@@ -645,12 +654,12 @@ for it in items:
 for (fam, name), t in tables.items():
     if not t["busy"] and "table %s %s" % (fam, name) not in before:
         print(fam, name)' "$K/nft-tables.before" | while read -r fam name; do
-        nft delete table "$fam" "$name" && say "removed the empty nftables table $fam $name"
+        nft delete table "$fam" "$name" 2>/dev/null && say "removed the empty nftables table $fam $name"
     done
 }
 
 cmd_down() {
-    local t0 ids netns n m pid s cur want h i d
+    local t0 ids netns n m pid s cur want h i d left
     need_root
     t0=$(now)
     [ -e "$K" ] || { say "nothing to tear down ($K does not exist)"; return 0; }
@@ -741,24 +750,55 @@ cmd_down() {
         done <"$K/sysctl.saved"
     fi
 
-    # 9. the kubelet's fixed paths (its device-plugin socket dir, the
-    #    container log links) if it made them, then the state dir
-    if [ -s "$K/made-dirs" ]; then
-        while read -r d; do
-            case $d in
-            /var/lib/kubelet) rm -rf /var/lib/kubelet ;;
-            /var/log/containers) rmdir /var/log/containers 2>/dev/null || true ;;
-            esac
-        done <"$K/made-dirs"
-    fi
+    # 9. what the kubelet puts at fixed paths: its device-plugin socket and
+    #    checkpoint, links to our pods' logs (a killed kubelet leaves them);
+    #    the folders too when they are empty now, then the state dir
+    rm -f /var/lib/kubelet/device-plugins/kubelet.sock \
+        /var/lib/kubelet/device-plugins/kubelet_internal_checkpoint
+    for d in /var/log/containers/*.log; do
+        case $(readlink "$d") in "$K"/*) rm -f "$d" ;; esac
+    done
+    rmdir /var/lib/kubelet/device-plugins /var/lib/kubelet /var/log/containers 2>/dev/null || true
     if our_mounts | grep -q .; then
         die "mounts remain under $K or $CTR_ROOT; not removing $K"
     fi
     rm -rf --one-file-system "$K"
-    say "down in $(since "$t0")"
+    left=$(leftovers)
+    [ -z "$left" ] || { say "left behind:"; echo "$left" >&2; die "down did not remove everything"; }
+    say "down in $(since "$t0"); nothing of the cluster is left"
 }
 
 # ---------------------------------------------------------------- status
+
+# Anything of ours that is still there, one line each: processes (ours by
+# their binary, socket or cgroup), mounts, netns, the bridge, iptables chains
+# and ipsets, cgroups, the kubelet's device-plugin socket.
+leftovers() {
+    local p h ipt table
+    # our daemons run by their full path; containerd with our config
+    pgrep -a -f -- "^($K8S_BIN|$KR_BIN)/|^/usr/bin/containerd --config $K/" | sed 's/^/process /' || true
+    for p in $(our_shims); do echo "process $p: containerd shim of $CTR_SOCK"; done
+    for h in /sys/fs/cgroup/*/"$CGROUP"; do
+        [ -d "$h" ] || continue
+        echo "cgroup $h"
+        for p in $(pod_pids "$h"); do echo "process $p in $h"; done
+    done
+    our_mounts | sed 's/^/mount /'
+    for p in $(our_netns); do echo "netns $p"; done
+    ! ip link show "$BRIDGE" >/dev/null 2>&1 || echo "link $BRIDGE"
+    for ipt in iptables ip6tables; do
+        for table in filter nat mangle; do
+            $ipt -w 5 -t "$table" -S 2>/dev/null |
+                awk -v re="$OUR_CHAINS" -v t="$ipt -t $table" '$1 == "-N" && $2 ~ re { print t ": chain " $2 }'
+        done
+    done
+    ipset list -n 2>/dev/null | grep -E '^(KUBE-SRC-|KUBE-DST-|kube-router-)' | sed 's/^/ipset /' || true
+    [ ! -e /var/lib/kubelet/device-plugins/kubelet.sock ] ||
+        echo "socket /var/lib/kubelet/device-plugins/kubelet.sock"
+    for p in /var/log/containers/*.log; do
+        case $(readlink "$p") in "$K"/*) echo "log link $p" ;; esac
+    done
+}
 
 all_running() {
     local d
@@ -775,9 +815,15 @@ pod_pids() { [ ! -d "$1" ] || find "$1" -name cgroup.procs -exec cat {} + 2>/dev
 rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status" 2>/dev/null || echo 0; }
 
 cmd_status() {
-    local d pid total=0 r st=0 shims pods
+    local d pid total=0 r st=0 shims pods left
     if [ ! -e "$K" ]; then
-        echo "down ($K does not exist)"
+        left=$(leftovers)
+        if [ -n "$left" ]; then
+            echo "down ($K does not exist), but left behind:"
+            echo "$left"
+            return 1
+        fi
+        echo "down ($K does not exist), nothing left behind"
         return 3
     fi
     for d in $DAEMONS; do

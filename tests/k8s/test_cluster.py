@@ -232,7 +232,11 @@ def test_network_policy_deny_all(api, ns, image):
             leaks.append(out)
             return None
 
-        first = api.wait("deny-all to block the locked pod", blocked, 30)
+        try:
+            first = api.wait("deny-all to block the locked pod", blocked, 30)
+        except TimeoutError:
+            pytest.fail("deny-all never blocked the pod in 30 s: %d connections got through, "
+                        "the last: %r" % (len(leaks), leaks[-1:]))
         print("deny-all effective %.1f s after the pod was Running; %d connection(s) got "
               "through before" % (first - t_ready, len(leaks)))
         for _ in range(2):
