@@ -198,13 +198,14 @@ build_all() {
 NODE=llm-sandbox-k8s        # the node's name (kubelet --hostname-override)
 CGROUP=llm-sandbox-k8s      # the kubelet's cgroup root in every v1 hierarchy
 NETNS_PREFIX=${POD_CIDR%.*}.   # an address in our pods' netns starts with it
-# The host-wide knobs the cluster changes: the kubelet sets the first six
-# (overcommit, panic on oops...), the bridge plugin turns forwarding on and
-# the NetworkPolicy firewall needs bridged traffic to pass iptables. `up`
-# records them once; `down` puts back each one that still has our value.
-SYSCTLS="vm/overcommit_memory vm/panic_on_oom kernel/panic kernel/panic_on_oops
-  kernel/keys/root_maxkeys kernel/keys/root_maxbytes net/ipv4/ip_forward
-  net/bridge/bridge-nf-call-iptables"
+# The host-wide knobs the cluster changes, with the value it sets: the
+# kubelet the first six (overcommit, panic on oops...), the firewall needs
+# bridged traffic to pass iptables. `up` records them once; `down` puts back
+# each one that still has our value. Not net.ipv4.ip_forward, which the
+# bridge plugin turns on: the docker and podman daemons here need it as well.
+SYSCTLS="vm/overcommit_memory=1 vm/panic_on_oom=0 kernel/panic=10 kernel/panic_on_oops=1
+  kernel/keys/root_maxkeys=1000000 kernel/keys/root_maxbytes=25000000
+  net/bridge/bridge-nf-call-iptables=1"
 # Started in this order, stopped in the reverse one.
 DAEMONS="containerd etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-router"
 
@@ -411,7 +412,8 @@ save_sysctls() {
     local s
     [ -s "$K/sysctl.saved" ] && return 0
     for s in $SYSCTLS; do
-        [ -e "/proc/sys/$s" ] && echo "$s $(cat "/proc/sys/$s")"
+        s=${s%=*}
+        [ ! -e "/proc/sys/$s" ] || echo "$s $(cat "/proc/sys/$s")"
     done >"$K/sysctl.saved"
 }
 
@@ -745,7 +747,8 @@ cmd_down() {
     if [ -s "$K/sysctl.saved" ]; then
         while read -r s want; do
             cur=$(cat "/proc/sys/$s" 2>/dev/null) || continue
-            [ "$cur" = "$want" ] && continue
+            case " $SYSCTLS " in *[[:space:]]"$s=$cur"[[:space:]]*) ;; *) continue ;; esac
+            [ "$cur" != "$want" ] || continue
             echo "$want" >"/proc/sys/$s" 2>/dev/null && say "restored $s = $want (was $cur)"
         done <"$K/sysctl.saved"
     fi
