@@ -417,16 +417,29 @@ save_sysctls() {
     done >"$K/sysctl.saved"
 }
 
-# The kubelet's cgroup root, in every v1 hierarchy (it must exist).
-make_cgroups() {
+# The kubelet's cgroup root: one folder in every hierarchy of this hybrid
+# cgroup v1 machine (runc makes pod folders in the named systemd and the
+# unified one too), or the one under a cgroup2 mount (not tried here).
+cgroup_dirs() {
     local h
+    if [ "$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ]; then
+        echo "/sys/fs/cgroup/$CGROUP"
+        return 0
+    fi
     for h in /sys/fs/cgroup/*/; do
-        [ -e "$h/cgroup.procs" ] || continue
-        [ "${h%/}" != /sys/fs/cgroup/unified ] || continue
-        mkdir -p "$h$CGROUP"
-        if [ -e "$h$CGROUP/cpuset.cpus" ]; then
-            cat "$h/cpuset.cpus" >"$h$CGROUP/cpuset.cpus"
-            cat "$h/cpuset.mems" >"$h$CGROUP/cpuset.mems"
+        h=${h%/}
+        [ ! -e "$h/cgroup.procs" ] || echo "$h/$CGROUP"
+    done
+}
+
+# It must exist before the kubelet starts.
+make_cgroups() {
+    local d
+    for d in $(cgroup_dirs); do
+        mkdir -p "$d"
+        if [ -e "$d/cpuset.cpus" ] && [ -z "$(cat "$d/cpuset.cpus")" ]; then
+            cat "${d%/*}/cpuset.cpus" >"$d/cpuset.cpus"
+            cat "${d%/*}/cpuset.mems" >"$d/cpuset.mems"
         fi
     done
 }
@@ -671,8 +684,9 @@ cmd_down() {
     if pid_of kubelet >/dev/null && pid_of kube-apiserver >/dev/null && api_ready >/dev/null 2>&1; then
         if [ -n "$(kc get pods -A --no-headers 2>/dev/null)" ]; then
             kc delete pods -A --all --grace-period=1 --wait=false >/dev/null 2>&1 || true
-            poll 60 no_tasks || say "pods still running after 60 s; killing them through containerd"
         fi
+        # pods just deleted through the API may still be stopping
+        poll 60 no_tasks || say "pods still running after 60 s; killing them through containerd"
     fi
 
     # 2. the daemons, in reverse order of their start
@@ -696,7 +710,7 @@ cmd_down() {
         say "killing leftover shim $pid"
         kill -KILL "$pid" 2>/dev/null || true
     done
-    for h in /sys/fs/cgroup/*/"$CGROUP"; do
+    for h in $(cgroup_dirs); do
         [ -d "$h" ] || continue
         for pid in $(pod_pids "$h"); do
             say "killing leftover pod process $pid"
@@ -733,7 +747,7 @@ cmd_down() {
     remove_empty_nft_tables
 
     # 7. cgroups (deepest first; a killed process takes a moment to leave)
-    for h in /sys/fs/cgroup/*/"$CGROUP"; do
+    for h in $(cgroup_dirs); do
         [ -d "$h" ] || continue
         for i in $(seq 50); do
             find "$h" -depth -type d -exec rmdir {} + 2>/dev/null || true
@@ -781,7 +795,7 @@ leftovers() {
     # our daemons run by their full path; containerd with our config
     pgrep -a -f -- "^($K8S_BIN|$KR_BIN)/|^/usr/bin/containerd --config $K/" | sed 's/^/process /' || true
     for p in $(our_shims); do echo "process $p: containerd shim of $CTR_SOCK"; done
-    for h in /sys/fs/cgroup/*/"$CGROUP"; do
+    for h in /sys/fs/cgroup/"$CGROUP" /sys/fs/cgroup/*/"$CGROUP"; do
         [ -d "$h" ] || continue
         echo "cgroup $h"
         for p in $(pod_pids "$h"); do echo "process $p in $h"; done
@@ -850,7 +864,7 @@ cmd_status() {
         total=$((total + $(rss_kb "$pid")))
     done
     printf '%-24s %d, and %d pod processes\n' "containerd shims" "$shims" \
-        "$(pod_pids "/sys/fs/cgroup/pids/$CGROUP" | wc -l)"
+        "$(pod_pids "$(cgroup_dirs | head -n 1)" | wc -l)"
     printf '%-24s %d MiB RSS (daemons and shims)\n' total $((total / 1024))
     if pid_of kube-apiserver >/dev/null && api_ready >/dev/null 2>&1; then
         pods=$(kc get pods -A --no-headers 2>/dev/null | wc -l)
