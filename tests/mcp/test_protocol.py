@@ -330,7 +330,7 @@ def test_initialize_negotiates_versions():
 STARTUP_REFUSALS = [
     # no table of backend names in the core: the plugins found are listed,
     # even those this server does not load (only its own backend)
-    ({"BACKEND": "mxc"}, "no backend plugin named 'mxc' is installed here; installed: bwrap,"),
+    ({"BACKEND": "hyperlight"}, "no backend plugin named 'hyperlight' is installed here; installed: bwrap,"),
     ({"BACKEND": "nosuch"}, "no backend plugin named 'nosuch' is installed here; installed:"),
     ({"LLM_SANDBOX_DEFAULT_LANGUAGE": "cobol"}, "unknown language 'cobol'"),
     ({"SANDBOX_CPUS": "0.5", "LLM_SANDBOX_CGROUP": "off"}, "cannot enforce cpu"),
