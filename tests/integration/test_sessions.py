@@ -41,6 +41,13 @@ class Client:
         self.mark = new_mark()
         self.s = mcptest.Server(env=clean_env(extra, mark_value=self.mark))
         self.s.initialize()
+        # The server probes each language's version at start-up, each probe
+        # in a sandbox with the run's environment (mark included); let them
+        # end first, so that what the tests count is the sessions' alone (a
+        # JVM's probe outlasted a 10 s wait on a loaded machine).
+        deadline = time.monotonic() + 120
+        while self.sandboxed() and time.monotonic() < deadline:
+            time.sleep(0.1)
 
     def sandboxed(self, comm=None):
         """Host pids of the processes of this server's sandboxes (found by
