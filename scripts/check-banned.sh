@@ -14,7 +14,7 @@
 #
 # Banned everywhere: sprintf vsprintf strcpy strcat gets strtok atoi atol
 # system popen dup basename dirname alloca signal. getenv and secure_getenv
-# only in core/src/settings.c; exit only in core/cli/main.c and
+# only in core/src/policy/settings.c; exit only in core/cli/main.c and
 # core/agent/agent.c (the exec helper's child uses _exit).
 
 set -u
@@ -33,8 +33,8 @@ LC_ALL=C awk '
 BEGIN {
     n = split("sprintf vsprintf strcpy strcat gets strtok atoi atol system popen dup " \
               "basename dirname alloca signal getenv secure_getenv exit", banned, " ")
-    allowed["getenv"] = "core/src/settings.c"
-    allowed["secure_getenv"] = "core/src/settings.c"
+    allowed["getenv"] = "core/src/policy/settings.c"
+    allowed["secure_getenv"] = "core/src/policy/settings.c"
     allowed["exit"] = "core/cli/main.c core/agent/agent.c"
     hits = 0
 }

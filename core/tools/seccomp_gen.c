@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "seccomp_policy.h"
+#include "host/seccomp_policy.h"
 
 int main(int argc, char **argv)
 {

@@ -13,10 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
-#include "error.h"
-#include "manifest.h"
-#include "settings.h"
+#include "base/error.h"
+#include "plugins/manifest.h"
+#include "policy/config.h"
+#include "policy/settings.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

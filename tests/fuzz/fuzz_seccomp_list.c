@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
-#include "seccomp_policy.h"
+#include "base/error.h"
+#include "host/seccomp_policy.h"
 
 #define SAMPLES_PER_NAME 48
 #define CHECK_MAX_RULES  4096 /* skip the quadratic overlap check above this */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * fuzz_wsframe.c: libFuzzer target for the WebSocket module
- * (core/src/wsframe.h). The first byte picks the message limit and a seed
+ * (core/src/net/wsframe.h). The first byte picks the message limit and a seed
  * for the piece sizes; the rest is fed to the decoder in those pieces,
  * checking the feed contract on every call (consumed within the piece, at
  * least one byte per event, all of it when no event, well-formed events
@@ -17,8 +17,8 @@
 
 #include <llm-sandbox/plugin.h>
 
-#include "util.h"
-#include "wsframe.h"
+#include "base/util.h"
+#include "net/wsframe.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 #
 # check-headers.sh COMPILER SRCDIR: every header compiles on its own
-# (STYLE H3). Each of core/src/*.h, core/agent/*.h, plugins/*/*.h and
+# (STYLE H3). Each of core/src/**/*.h, core/agent/*.h, plugins/*/*.h and
 # core/include/llm-sandbox/*.h is included by an otherwise empty
 # translation unit and compiled with -std=c17 -Wall -Wextra -Wpedantic
 # -Werror -D_GNU_SOURCE; then included twice, which needs an include guard.
@@ -38,7 +38,7 @@ compile() {
 
 failed=0
 checked=0
-for h in "$src"/core/src/*.h "$src"/core/agent/*.h "$src"/plugins/*/*.h "$src"/langs/*/*.h \
+for h in "$src"/core/src/*.h "$src"/core/src/*/*.h "$src"/core/agent/*.h "$src"/plugins/*/*.h "$src"/langs/*/*.h \
         "$src"/core/include/llm-sandbox/*.h; do
     [ -f "$h" ] || continue
     checked=$((checked + 1))

@@ -416,7 +416,7 @@ def proc_status(pid):
 
 
 def owner_scope(pid):
-    """The scope in an instance's name (core/src/owner.c): FNV-1a of
+    """The scope in an instance's name (core/src/host/owner.c): FNV-1a of
     "<boot id>/<inode of its pid namespace>", 16 hex digits."""
     with open("/proc/sys/kernel/random/boot_id") as f:
         text = "%s/%d" % (f.read().strip(), os.stat("/proc/%d/ns/pid" % pid).st_ino)
@@ -555,7 +555,7 @@ def cgroup_groups():
 
 
 # cgroup.c: "<OWNER>-<SUFFIX>", the suffix a run number or "probe"; the
-# owner p<PID>t<STARTTIME>h<SCOPE> (core/src/owner.h; no scope before it)
+# owner p<PID>t<STARTTIME>h<SCOPE> (core/src/host/owner.h; no scope before it)
 OWNER_RE = re.compile(r"^p(\d+)t(\d+)(?:h([0-9a-f]{16}))?-([a-z0-9]+)$")
 
 

@@ -138,7 +138,7 @@ def test_container_dies_with_a_killed_server_and_is_swept():
 
 def test_the_sweep_leaves_other_scopes_alone():
     """A start-up sweep judges only owners of its own scope (kernel boot and
-    pid namespace, core/src/owner.h): a stopped container whose owner's pid
+    pid namespace, core/src/host/owner.h): a stopped container whose owner's pid
     is gone is removed when the owner was of our scope, and kept when it
     was of another (a server in another container, another host on a
     shared daemon), whose pids we cannot see."""

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Warm one-shot runs (core/src/pool.c) through the real MCP server on the
+"""Warm one-shot runs (core/src/sessions/pool.c) through the real MCP server on the
 backend under test: a run takes a sandbox made before it was asked for,
 in which, for Python and JavaScript, the interpreter already waits.
 

@@ -19,7 +19,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SBX_BIN = os.environ.get("SBX_BIN") or os.path.join(
     os.path.dirname(os.path.dirname(HERE)), "build", "bin", "llm-sandbox")
 ROOT = os.geteuid() == 0
-# core/src/settings.c: the host uid that sandboxed code runs as when the
+# core/src/policy/settings.c: the host uid that sandboxed code runs as when the
 # server runs as root (LLM_SANDBOX_UID changes it).
 SANDBOX_UID = int(os.environ.get("LLM_SANDBOX_UID", "1879048192"))
 # Names of the processes a sandboxed run consists of, seen from outside.

@@ -71,7 +71,7 @@ def test_sigkill_of_the_front_end_leaves_nothing(front):
             assert True in [c["State"]["Running"] for c in engine_containers(owner)]
         elif ROOT:
             assert groups, "a root run without a cgroup"
-            # named after their owner, scope included (core/src/owner.h)
+            # named after their owner, scope included (core/src/host/owner.h)
             assert all(os.path.basename(g).startswith(owner + "-") for g in groups), (owner, groups)
         proc.kill()
         proc.wait(timeout=10)

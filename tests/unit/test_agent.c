@@ -34,9 +34,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "error.h"
+#include "base/error.h"
+#include "host/seccomp_policy.h"
 #include "proto.h"
-#include "seccomp_policy.h"
 
 #define TIMEOUT_MS 30000
 #define BWRAP      "/usr/bin/bwrap"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_agentc_marker.c: agentc_converse, the host side of a session
- * interpreter's end-of-call marker (core/src/agentc.c), against a scripted
+ * interpreter's end-of-call marker (core/src/channel/agentc.c), against a scripted
  * agent on a socketpair. The marker may arrive split at any byte, on the
  * two streams in either order; bytes that only look like a marker (a
  * prefix, another nonce, a bad status) are output; what follows a marker
@@ -24,7 +24,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "agentc.h"
+#include "channel/agentc.h"
 #include "proto.h"
 
 static int box_fd(void *box)

@@ -31,10 +31,10 @@
 #include <cmocka.h>
 /* clang-format on */
 
-#include "cgroup.h"
-#include "error.h"
-#include "owner.h"
-#include "util.h"
+#include "base/error.h"
+#include "base/util.h"
+#include "host/cgroup.h"
+#include "host/owner.h"
 
 #define MIB (1024ull * 1024ull)
 

@@ -23,10 +23,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "error.h"
-#include "manifest.h"
-#include "settings.h"
+#include "base/error.h"
+#include "plugins/manifest.h"
+#include "policy/config.h"
+#include "policy/settings.h"
 
 #define P   "/c/t.yaml:"
 #define MIB (1024ull * 1024ull)

@@ -20,9 +20,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "deps.h"
-#include "error.h"
-#include "settings.h"
+#include "base/error.h"
+#include "cache/deps.h"
+#include "policy/settings.h"
 
 static char tmpdir[64];
 

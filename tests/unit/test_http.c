@@ -25,8 +25,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "http.h"
-#include "http_ws.h"
+#include "net/http.h"
+#include "net/http_ws.h"
 
 static char dir[64], endpoint[64];
 static pid_t peer = -1;

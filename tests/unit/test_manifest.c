@@ -23,8 +23,8 @@
 #include <cmocka.h>
 /* clang-format on */
 
-#include "error.h"
-#include "manifest.h"
+#include "base/error.h"
+#include "plugins/manifest.h"
 
 #define P "/x/t.yaml:"
 

@@ -16,9 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "policy.h"
-#include "settings.h"
-#include "util.h"
+#include "base/util.h"
+#include "policy/policy.h"
+#include "policy/settings.h"
 
 static const char *const vars[] = {"BACKEND", "SANDBOX_MEMORY", "SANDBOX_MEM_LIMIT", "SANDBOX_CPUS",
         "SANDBOX_CPU_COUNT", "SANDBOX_NETWORK_MODE", "SANDBOX_READ_ONLY", "SANDBOX_PRIVILEGED",

@@ -24,12 +24,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "deps.h"
-#include "error.h"
-#include "exec.h"
-#include "manifest.h"
-#include "proxy.h"
-#include "util.h"
+#include "base/error.h"
+#include "base/util.h"
+#include "cache/deps.h"
+#include "host/exec.h"
+#include "net/proxy.h"
+#include "plugins/manifest.h"
 
 struct fixture {
     char dir[64];

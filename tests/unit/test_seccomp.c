@@ -37,8 +37,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "error.h"
-#include "seccomp_policy.h"
+#include "base/error.h"
+#include "host/seccomp_policy.h"
 
 #define LOW32   UINT64_C(0xFFFFFFFF)
 #define HIGHBIT (UINT64_C(1) << 32)

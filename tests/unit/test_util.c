@@ -15,11 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dynbuf.h"
-#include "manifest.h"
-#include "plan.h"
+#include "base/dynbuf.h"
+#include "base/util.h"
+#include "engine/plan.h"
+#include "plugins/manifest.h"
 #include "runtime.h"
-#include "util.h"
 
 static void test_numbers(void **state)
 {

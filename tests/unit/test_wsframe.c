@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_wsframe.c: the WebSocket framing module (core/src/wsframe.h)
+ * test_wsframe.c: the WebSocket framing module (core/src/net/wsframe.h)
  * against the golden frames of RFC 6455 section 5.7 and the handshake
  * example of section 1.3, a Kubernetes exec exchange, every protocol
  * error the decoder must catch, and the response-head check. Every
@@ -21,7 +21,7 @@
 
 #include <llm-sandbox/plugin.h>
 
-#include "wsframe.h"
+#include "net/wsframe.h"
 
 static const uint8_t RFC_KEY[4] = {0x37, 0xfa, 0x21, 0x3d};
 static const uint8_t HELLO_TEXT[] = {0x81, 0x05, 'H', 'e', 'l', 'l', 'o'};

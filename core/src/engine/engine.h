@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * engine.h: what run.c (the engine) and install.c (dependency sets and
+ * warm-up sets) share: one run's state and the engine steps the set
+ * builders reuse to run a box of their own. Private to the core.
+ */
+#ifndef SBX_ENGINE_H
+#define SBX_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <llm-sandbox/plugin.h>
+#include <llm-sandbox/sbx.h>
+
+#include "base/error.h"
+#include "channel/agentc.h"
+
+#define SETUP_TIMEOUT_MS 15000
+#define STAGE_FILE_MAX   (1u << 20)   /* a file staged from a set or by a language hook */
+#define LANG_FILE_MAX    (256u << 10) /* a language's data file (driver, support) */
+
+struct sbx_runtime;
+struct sbx_session;
+struct plugin;
+struct sbx_plan;
+struct deps_set;
+
+struct sbx_cancel {
+    int fd; /* an eventfd */
+};
+
+/* Everything one run holds; released by engine_release. */
+struct run {
+    struct sbx_runtime *rt;
+    const struct sbx_request *req;
+    struct sbx_execution *ex;
+    struct plugin *backend, *lang;
+    struct sbx_policy policy;
+    uint32_t explicit_mask;
+    struct sbx_plan *plan;
+    char **env;
+    void *box;
+    struct agentc *ac;
+    struct agentc_sink sink;
+    int64_t t0;
+    bool ran;          /* an exec was sent: an exit code exists */
+    char **probe_argv; /* instead of staging and the plan: run this (version probes) */
+    /* libraries: the set, mounted read-only at /deps (and a directory of it
+     * in the workspace); while installing, the staging mount and the proxy */
+    struct deps_set *deps;
+    struct deps_set *warm; /* the language's warm-up set (Go's build cache), at /warm */
+    struct sbx_mount mounts[4];
+    size_t n_mounts;
+    char *ws_mount_src, *ws_mount_dst;
+    const struct sbx_policy *box_policy; /* a set's build, or NULL: the run's */
+    struct sbx_mount box_mounts[2];      /* a set's build: its staging, a local repository */
+    size_t n_box_mounts;
+    const char *proxy_sock;
+    /* the compile cache: ready, the build's outputs to reuse; else ours to
+     * fill after a successful build (exclusively locked until then) */
+    struct deps_set *build;
+    /* a session's call: the box, channel, environment and sets are the
+     * session's (engine_release leaves them) */
+    struct sbx_session *sess;
+    bool seeded;        /* the warm-up set was linked in already (a session's box) */
+    bool staged_source; /* the program is a file of the workspace (not an artifact) */
+    /* a box that outlives one run (a session's, a pooled one): how long the
+     * backend's own backstop must let it live, or 0: the run's wall time */
+    uint64_t box_life_ms;
+    bool prestarted; /* a pooled box whose interpreter waits for the go (pool.c) */
+};
+
+/* status refused with a message; returns 1 (the result is decided). */
+int refuse(struct run *r, const char *fmt, ...) SBX_PRINTF(2, 3);
+/* Announce a phase ("installing", "compiling", ...) to the front end. */
+void phase(const struct run *r, const char *name);
+/* Open a box for the run (r->box_policy and r->box_mounts when building a
+ * set) and wrap its channel in r->ac. */
+int open_box(struct run *r, struct sbx_error **err);
+/* Close r->box, reporting its stats; err may be NULL. */
+int close_box(struct run *r, struct sbx_box_stats *st, struct sbx_error **err);
+/* The rlimits the agent applies (at most AGENT_LIMITS_MAX). */
+size_t run_limits(const struct run *r, struct agentc_limit *l);
+/* Does env ("K=V" strings) set the key of entry? */
+bool env_sets(char *const *env, const char *entry);
+
+/* The engine's steps, in order, for session.c. engine_choose and
+ * engine_policy return 1 when the request was refused (r->ex says why). */
+int engine_choose(struct run *r);
+int engine_check_request(struct run *r);
+int engine_policy(struct run *r);
+int engine_build_env(struct run *r, struct sbx_error **err);
+/* Check that no staged file takes the program's name: 0, or 1 (refused). */
+int engine_check_source_name(struct run *r);
+/* A new box's agent: its greeting, the core's seccomp filter when the
+ * backend applies none itself (plugin.agent_filter), and the limits every
+ * exec inherits. 0, an enum agentc_end, or SBX_E_IO. */
+int engine_greet(struct run *r, int64_t deadline_ms);
+/* engine_greet, with a failure as err; *ret_end: 0 or an enum agentc_end. */
+int engine_setup(struct run *r, int *ret_end, struct sbx_error **err);
+/* A data file beside the language's manifest, NUL-terminated; NULL with
+ * err set when missing, empty or over LANG_FILE_MAX. (transfer full) */
+char *lang_file_read(
+        const struct plugin *lang, const char *name, size_t *ret_len, struct sbx_error **err);
+/* Stage the language's support files (language.support): 0,
+ * AGENTC_CANCELLED, or < 0 with err set. */
+int engine_stage_support(struct run *r, int64_t deadline, struct sbx_error **err);
+/* Stage the request's files (and the program, with_source): 0, an enum
+ * agentc_end, or SBX_E_IO. */
+int engine_stage(struct run *r, bool with_source, int64_t deadline);
+/* Seed, build and run under the policy's wall time. */
+int engine_programs(struct run *r, int *ret_end, struct agentc_exit *ex, struct sbx_error **err);
+void engine_classify(
+        struct run *r, int end, const struct agentc_exit *ex, const struct sbx_box_stats *st);
+int engine_output(struct run *r, struct sbx_error **err);
+void engine_release(struct run *r);
+/* Close the run's box, unreported, and free its channel. */
+void engine_release_box(struct run *r);
+
+/* pool.c: a ready box of the run's kind into r (r->box, r->ac,
+ * r->prestarted), or false: the run opens its own. */
+bool pool_take(struct run *r);
+
+/* session.c: a call in an open session (r->req->session_id). 0 with r->ex
+ * decided or ready for engine_output, or < 0: error of the tool. */
+int session_call(struct run *r, struct sbx_error **err);
+
+/* install.c: the request's libraries (0: go on with the set mounted; 1: the
+ * result is decided; < 0: error of the tool), and the language's warm-up
+ * set (0 with or without it; < 0: error of the tool). */
+int prepare_libraries(struct run *r, struct sbx_error **err);
+int prepare_warm(struct run *r, struct sbx_error **err);
+
+/* The compile cache (language.build_outputs): look the build up (0; r->build
+ * set when it applies), put a cached build's outputs and diagnostics in
+ * place instead of building (0, or an enum agentc_end / SBX_E_IO), and
+ * keep a successful build's (out0/err0: where its output began in the
+ * sink; a failure only loses the cache entry). */
+int prepare_build_cache(struct run *r, struct sbx_error **err);
+int build_cache_replay(struct run *r, int64_t deadline);
+void build_cache_save(struct run *r, size_t out0, size_t err0, int64_t deadline);
+
+#endif

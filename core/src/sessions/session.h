@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * session.h: what the parts of sessions share: session.c (the registry,
+ * lifetime, create, close, list), session_call.c (calls and the warm
+ * interpreter) and session_files.c (a session's files). Private to the
+ * core; see session.c for the design.
+ */
+#ifndef SBX_SESSION_H
+#define SBX_SESSION_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <llm-sandbox/sbx.h>
+
+#include "engine/engine.h"
+
+#define ID_BYTES     12
+#define NONCE_BYTES  16
+#define START_OUTPUT 4096 /* what an interpreter that failed to start said */
+
+struct sbx_session {
+    struct sbx_session *next;
+    char id[3 + 2 * ID_BYTES];
+    unsigned refs;        /* the registry's (while listed), and one per caller */
+    bool listed, busy;    /* under the registry's lock */
+    pthread_mutex_t lock; /* one call or file operation at a time */
+    struct sbx_cancel *kill;
+    struct run base; /* the box, channel, environment, sets and policy */
+    struct sbx_request req;
+    struct sbx_execution base_ex;
+    char *language, *backend;
+    char **libs;
+    /* the warm interpreter, or repl_argv NULL */
+    char **repl_argv, **repl_env;
+    char head[8 + 2 * NONCE_BYTES];
+    bool repl_alive;
+    bool seeded; /* the language's warm-up set is linked in */
+    bool dead;   /* the box is gone */
+    int64_t created_ms, used_ms;
+    time_t created_wall, used_wall;
+    uint64_t calls;
+};
+
+struct sessions {
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    struct sbx_session *head;
+    size_t n, pending; /* listed, and being created */
+    bool reaping, stopping;
+    pthread_t reaper;
+    struct sbx_runtime *rt;
+};
+
+/* The session, referenced and locked for one caller, or NULL. The timed
+ * one gives up after wait_ms (-1: never) while a call holds it. */
+struct sbx_session *session_get(struct sessions *ss, const char *id);
+struct sbx_session *session_get_timed(struct sessions *ss, const char *id, int wait_ms);
+/* Unlock and drop the caller's reference (the last one frees it). */
+void session_put(struct sessions *ss, struct sbx_session *s);
+/* bytes random bytes as lowercase hex into out (2 * bytes + 1). */
+int random_hex(char *out, size_t bytes);
+void hex(char *out, const unsigned char *in, size_t n);
+
+/* session_files.c: a file for resources/read, waiting at most a moment
+ * for a running call: 0, 1 when there is no such session or file, or < 0. */
+int session_read_timed(struct sbx_runtime *rt, const char *id, const char *path, char **ret,
+        size_t *ret_len, struct sbx_error **err);
+
+/* session_call.c: the interpreter's argv and environment (with a fresh
+ * nonce), and starting it: 0, 1 when it did not start (r->ex says why),
+ * or < 0. */
+int repl_prepare(struct sbx_session *s, struct sbx_error **err);
+int repl_start(struct sbx_session *s, struct run *r, struct sbx_error **err);
+
+#endif

@@ -1,0 +1,324 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * session_call.c: a call in an open session (session.c has the design).
+ * It passes the engine's checks as a one-shot does, under the session's
+ * policy with the call's timeout, then runs through the session's box:
+ * its files replace earlier ones of the same name, and the code goes to
+ * the warm interpreter when the language has one, else is staged, built
+ * and run as a one-shot's is. A timeout or cancellation kills the call's
+ * processes (and the interpreter, whose state is then lost), never the
+ * box.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <json-c/json.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+#include "base/error.h"
+#include "base/log.h"
+#include "base/util.h"
+#include "channel/agentc.h"
+#include "engine/artifacts.h"
+#include "engine/engine.h"
+#include "engine/plan.h"
+#include "host/exec.h"
+#include "plugins/manifest.h"
+#include "policy/policy.h"
+#include "policy/settings.h"
+#include "runtime.h"
+#include "sessions/session.h"
+
+#define KILL_WAIT_MS 5000
+
+/* ---- the warm interpreter ----------------------------------------------- */
+
+/* argv (the element "{driver}" replaced), the environment with a fresh
+ * nonce, and the marker head that goes with it. */
+int repl_prepare(struct sbx_session *s, struct sbx_error **err)
+{
+    const struct plugin *lang = s->base.lang;
+    size_t driver_len;
+    cleanup_free char *driver =
+            lang_file_read(lang, lang->m->lang->session->driver, &driver_len, err);
+    char nonce[2 * NONCE_BYTES + 1], *kv = NULL;
+
+    if (!driver)
+        return (*err)->rc;
+    for (char **a = lang->m->lang->session->run; *a; a++)
+        if (strv_push(&s->repl_argv, strcmp(*a, "{driver}") == 0 ? driver : *a) < 0)
+            goto oom;
+    for (char **e = s->base.env; e && *e; e++)
+        if (strv_push(&s->repl_env, *e) < 0)
+            goto oom;
+    if (random_hex(nonce, NONCE_BYTES) < 0)
+        return sbx_error_set(err, SBX_E_IO, errno, "getrandom: %s", strerror(errno));
+    if (asprintf(&kv, "SBX_SESSION_NONCE=%s", nonce) < 0)
+        goto oom;
+    if (strv_push(&s->repl_env, kv) < 0) {
+        free(kv);
+        goto oom;
+    }
+    free(kv);
+    snprintf(s->head, sizeof(s->head), "\033]sbx;%s;", nonce);
+    return 0;
+oom:
+    return sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
+}
+
+/* Start the interpreter: 0, 1 when it did not start (r->ex says why), or
+ * < 0. A new one gets a new nonce. */
+int repl_start(struct sbx_session *s, struct run *r, struct sbx_error **err)
+{
+    char nonce[2 * NONCE_BYTES + 1];
+    struct agentc_exit ex = {0};
+    char **kv;
+    int end;
+
+    if (random_hex(nonce, NONCE_BYTES) < 0)
+        return sbx_error_set(err, SBX_E_IO, errno, "getrandom: %s", strerror(errno));
+    for (kv = s->repl_env; *kv && strncmp(*kv, "SBX_SESSION_NONCE=", 18) != 0; kv++) {
+    }
+    if (!*kv)
+        return sbx_error_set(err, SBX_E_INTERNAL, 0, "the session's nonce went missing");
+    memcpy(*kv + 18, nonce, sizeof(nonce));
+    snprintf(s->head, sizeof(s->head), "\033]sbx;%s;", nonce);
+    end = agentc_start(
+            r->ac, s->repl_argv, s->repl_env, now_ms() + SETUP_TIMEOUT_MS, &r->sink, &ex);
+    if (end == 0) {
+        s->repl_alive = true;
+        return 0;
+    }
+    if (end == AGENTC_LOST) {
+        s->dead = true;
+    } else if (end == AGENTC_TIMEOUT || end == AGENTC_CANCELLED) {
+        /* it may be running without our knowing: end it, or the next
+         * start would find the agent busy */
+        struct agentc_exit kx;
+
+        if (agentc_kill(r->ac, now_ms() + KILL_WAIT_MS, &r->sink, &kx) != AGENTC_EXITED)
+            s->dead = true;
+    }
+    r->ex->status = SBX_STATUS_ERROR;
+    (void)!asprintf(&r->ex->message, "the %s interpreter did not start: %s", s->language,
+            end == AGENTC_EXITED ? "it exited at once (see stderr)" : agentc_last_error(r->ac));
+    return 1;
+}
+
+/* The call's code through the interpreter: 0 with *ret_end (and ex) as
+ * the engine's programs would give them, 1 when decided, or < 0. */
+static int repl_call(struct sbx_session *s, struct run *r, int *ret_end, struct agentc_exit *ex,
+        struct sbx_error **err)
+{
+    const struct sbx_request *q = r->req;
+    char head[48];
+    size_t hlen, len;
+    cleanup_free char *buf = NULL;
+    int status = 0, end, rc;
+
+    if (!s->repl_alive && (rc = repl_start(s, r, err)) != 0)
+        return rc;
+    hlen = (size_t)snprintf(head, sizeof(head), "%zu %zu\n", q->code_len, q->stdin_len);
+    len = hlen + q->code_len + q->stdin_len;
+    buf = malloc(len);
+    if (!buf)
+        return sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
+    memcpy(buf, head, hlen);
+    memcpy(buf + hlen, q->code, q->code_len);
+    if (q->stdin_len)
+        memcpy(buf + hlen + q->code_len, q->stdin_data, q->stdin_len);
+    r->ran = true;
+    phase(r, "running");
+    end = agentc_converse(r->ac, s->head, buf, len, now_ms() + (int64_t)r->policy.wall_time_ms,
+            &r->sink, &status, ex);
+    if (end < 0)
+        return sbx_error_set(err, SBX_E_BACKEND, 0, "%s", agentc_last_error(r->ac));
+    if (end == AGENTC_MARKED) {
+        *ex = (struct agentc_exit){.signaled = false, .code = status, .flags = 0};
+        end = AGENTC_EXITED;
+    } else if (end == AGENTC_EXITED) {
+        s->repl_alive = false;
+        strv_push(&r->ex->warnings, "the interpreter ended: the session's variables are gone "
+                                    "(its files remain); the next call starts a new one");
+    }
+    *ret_end = end;
+    return 0;
+}
+
+/* ---- calls -------------------------------------------------------------- */
+
+static bool has_lib(char *const *libs, const char *lib)
+{
+    for (; libs && *libs; libs++)
+        if (strcmp(*libs, lib) == 0)
+            return true;
+    return false;
+}
+
+/* The session's policy with the call's timeout and output cap, if given. */
+static int call_policy(struct sbx_session *s, struct run *r)
+{
+    const struct sbx_req_limits *l = &r->req->limits;
+    struct sbx_policy p;
+    uint32_t mask;
+    struct sbx_error *e = NULL;
+
+    r->policy = s->base.policy;
+    r->explicit_mask = s->base.explicit_mask;
+    if (l->set & ~(uint32_t)(SBX_REQ_WALL_TIME | SBX_REQ_OUTPUT))
+        return refuse(r, "only the timeout and the output cap may change per call; memory, "
+                         "CPU, processes, network and disk were set when the session was "
+                         "created");
+    if (!l->set)
+        return 0;
+    if (policy_resolve(r->rt->settings, l, &p, &mask, &e) < 0) {
+        refuse(r, "%s", e->msg);
+        sbx_error_free(e);
+        return 1;
+    }
+    if (l->set & SBX_REQ_WALL_TIME)
+        r->policy.wall_time_ms = p.wall_time_ms;
+    if (l->set & SBX_REQ_OUTPUT)
+        r->policy.output_bytes = p.output_bytes;
+    return 0;
+}
+
+/* The checks a call passes before it runs: 0, or 1 when refused. */
+static int call_check(struct sbx_session *s, struct run *r)
+{
+    const struct sbx_request *q = r->req;
+    const struct plugin *pl;
+
+    if (s->dead)
+        return refuse(r,
+                "session %s has no sandbox any more (it ended unexpectedly); close it "
+                "and create another",
+                s->id);
+    if (q->language && (pl = registry_find(r->rt, SBX_KIND_LANGUAGE, q->language)) != s->base.lang)
+        return refuse(r, "session %s runs %s, not '%.60s'", s->id, s->language, q->language);
+    if (q->backend && (pl = registry_find(r->rt, SBX_KIND_BACKEND, q->backend)) != s->base.backend)
+        return refuse(r, "session %s runs on %s, not '%.60s'", s->id, s->backend, q->backend);
+    if (engine_check_request(r))
+        return 1;
+    for (size_t i = 0; i < q->n_libraries; i++)
+        if (!has_lib(s->libs, q->libraries[i]))
+            return refuse(r,
+                    "library '%.80s' was not installed when session %s was created; a "
+                    "session's libraries are given to create_session",
+                    q->libraries[i], s->id);
+    return call_policy(s, r);
+}
+
+/* After a timeout or a cancellation: end the call's processes, keep the box. */
+static void call_kill(struct sbx_session *s, struct run *r)
+{
+    struct agentc_exit ex;
+    int end = agentc_kill(r->ac, now_ms() + KILL_WAIT_MS, &r->sink, &ex);
+
+    if (end != AGENTC_EXITED) {
+        s->dead = true;
+        if (r->box)
+            r->backend->desc->backend->box_kill(r->box);
+    }
+    if (s->repl_argv && s->repl_alive) {
+        s->repl_alive = false;
+        strv_push(&r->ex->warnings, "the call was stopped, and the interpreter with it: the "
+                                    "session's variables are gone (its files remain)");
+    }
+}
+
+static int call_run(struct sbx_session *s, struct run *r, struct sbx_error **err)
+{
+    struct agentc_exit ex = {0};
+    struct sbx_box_stats st = {.size = sizeof(st), .oom_killed = -1, .pids_limited = -1};
+    struct agentc_entry *before = NULL;
+    size_t n_before = 0;
+    int end = AGENTC_LOST, rc;
+
+    if (agentc_take_idle_exit(r->ac) && s->repl_alive) {
+        s->repl_alive = false;
+        strv_push(&r->ex->warnings, "the interpreter had ended since the last call: this call "
+                                    "starts a new one, without the earlier variables");
+    }
+    if (artifacts_snapshot(r, &before, &n_before) == AGENTC_LOST)
+        end = AGENTC_LOST;
+    else
+        end = engine_stage(r, s->repl_argv == NULL, now_ms() + SETUP_TIMEOUT_MS);
+    if (end == 0) {
+        rc = s->repl_argv ? repl_call(s, r, &end, &ex, err) : engine_programs(r, &end, &ex, err);
+    } else if (end == AGENTC_CANCELLED) {
+        rc = 0;
+    } else if (end == SBX_E_IO) {
+        agentc_entries_free(before, n_before);
+        refuse(r, "%s", agentc_last_error(r->ac));
+        return 0;
+    } else {
+        rc = sbx_error_set(err, SBX_E_BACKEND, 0, "staging the files failed: %s",
+                end == AGENTC_TIMEOUT ? "timed out" : agentc_last_error(r->ac));
+    }
+    if (rc != 0) {
+        agentc_entries_free(before, n_before);
+        return rc < 0 ? rc : 0;
+    }
+    if (r->ran && (end == AGENTC_TIMEOUT || end == AGENTC_CANCELLED))
+        call_kill(s, r);
+    if (end == AGENTC_EXITED)
+        artifacts_collect(r, before, n_before);
+    agentc_entries_free(before, n_before);
+    if (end == AGENTC_LOST)
+        s->dead = true;
+    engine_classify(r, end, &ex, &st);
+    if (end == AGENTC_CANCELLED && !s->listed)
+        r->ex->message = strdup("the session was closed during the call");
+    else if (r->ex->status == SBX_STATUS_ERROR && end == AGENTC_LOST)
+        r->ex->message = strdup(agentc_last_error(r->ac));
+    return 0;
+}
+
+int session_call(struct run *r, struct sbx_error **err)
+{
+    struct sessions *ss = r->rt->sessions;
+    struct sbx_session *s = session_get(ss, r->req->session_id);
+    int rc;
+
+    if (!s) {
+        refuse(r, "no open session '%.80s' (it was closed, it expired, or it never existed)",
+                r->req->session_id);
+        return 0;
+    }
+    r->sess = s;
+    r->backend = s->base.backend;
+    r->lang = s->base.lang;
+    r->ex->session_id = strdup(s->id);
+    if (call_check(s, r)) {
+        session_put(ss, s);
+        return 0;
+    }
+    r->ex->policy = policy_to_text(&r->policy);
+    r->env = s->base.env;
+    r->deps = s->base.deps;
+    r->warm = s->base.warm;
+    r->box = s->base.box;
+    r->ac = s->base.ac;
+    r->seeded = s->seeded;
+    rc = plan_make(r->lang, r->req->code, r->req->code_len, &r->plan, err);
+    if (rc == 0 && !engine_check_source_name(r) && (rc = prepare_build_cache(r, err)) == 0) {
+        capture_init(&r->sink.out, (size_t)r->policy.output_bytes);
+        capture_init(&r->sink.err, (size_t)r->policy.output_bytes);
+        r->sink.on_output = r->req->on_output;
+        r->sink.userdata = r->req->userdata;
+        agentc_set_cancel(r->ac, r->req->cancel ? r->req->cancel->fd : -1, s->kill->fd);
+        rc = call_run(s, r, err);
+        agentc_set_cancel(r->ac, -1, -1);
+        s->calls++;
+    }
+    session_put(ss, s);
+    return rc;
+}
