@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/random.h>
+#include <time.h>
 
 #include <llm-sandbox/plugin.h>
 
@@ -398,4 +400,53 @@ bool strv_contains(char *const *v, const char *s)
             return true;
     }
     return false;
+}
+
+bool strv_has_key(char *const *v, const char *kv)
+{
+    size_t n = strcspn(kv, "=");
+
+    for (; v && *v; v++)
+        if (strncmp(*v, kv, n) == 0 && (*v)[n] == '=')
+            return true;
+    return false;
+}
+
+void hex_encode(char *out, const unsigned char *in, size_t n)
+{
+    static const char digits[] = "0123456789abcdef";
+
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[in[i] >> 4];
+        out[2 * i + 1] = digits[in[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+int random_hex(char *out, size_t bytes)
+{
+    unsigned char buf[32];
+    size_t got = 0;
+
+    if (bytes > sizeof(buf))
+        return SBX_E_INVALID;
+    while (got < bytes) {
+        ssize_t n = getrandom(buf + got, bytes - got, 0);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return SBX_E_IO;
+        got += (size_t)n;
+    }
+    hex_encode(out, buf, bytes);
+    return 0;
+}
+
+int64_t now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * util.h: checked parsing of numbers and sizes (STYLE I2), name grammars
- * (I4), UTF-8 repair and NULL-terminated string vectors. Pure functions;
- * no I/O, no allocation except where a function returns (transfer full).
+ * (I4), UTF-8 repair, NULL-terminated string vectors, hex, and the
+ * monotonic clock. No I/O beyond the clock and getrandom(2); no allocation
+ * except where a function returns (transfer full).
  */
 #ifndef SBX_UTIL_H
 #define SBX_UTIL_H
@@ -52,5 +53,16 @@ int strv_setenv(char ***v, const char *kv);
 int strv_dup(char *const *v, char ***ret);
 int strv_pushf(char ***v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 bool strv_contains(char *const *v, const char *s);
+/* Does v ("KEY=VALUE" strings) set the key of kv ("KEY=..." or "KEY")? */
+bool strv_has_key(char *const *v, const char *kv);
+
+/* n bytes as 2n lowercase hex digits and a NUL into out. */
+void hex_encode(char *out, const unsigned char *in, size_t n);
+/* bytes (at most 32) random bytes from getrandom(2) as lowercase hex into
+ * out (2 * bytes + 1): 0, or SBX_E_IO (no randomness), SBX_E_INVALID. */
+int random_hex(char *out, size_t bytes);
+
+/* Milliseconds on CLOCK_MONOTONIC. */
+int64_t now_ms(void);
 
 #endif

@@ -38,13 +38,13 @@
 #include "plugins/manifest.h"
 #include "policy/settings.h"
 #include "runtime.h"
-#include "sessions/session.h"
 
-#define STORE_MAX (256u << 20) /* every kept run's bytes together */
+#define STORE_MAX    (256u << 20) /* every kept run's bytes together */
+#define RUN_ID_BYTES 12           /* a kept run's random id */
 
 struct stored {
     struct stored *next;
-    char id[2 * ID_BYTES + 1];
+    char id[2 * RUN_ID_BYTES + 1];
     int64_t expires_ms;
     struct sbx_artifact *a;
     size_t n;
@@ -193,7 +193,7 @@ static char *make_uri(const char *prefix, const char *path)
 }
 
 /* The path of a URI's tail, decoded; NULL when malformed. */
-static char *uri_path(const char *s)
+char *artifact_uri_path(const char *s)
 {
     char *out = malloc(strlen(s) + 1), *o = out;
 
@@ -345,7 +345,7 @@ void artifacts_collect(struct run *r, const struct agentc_entry *before, size_t 
     size_t n = 0, k = 0;
     uint64_t budget = set->artifacts_bytes;
     bool keep = r->req->keep_artifacts;
-    char id[2 * ID_BYTES + 1] = "", prefix[128];
+    char id[2 * RUN_ID_BYTES + 1] = "", prefix[128];
     int end = agentc_list_stat(r->ac, ".", &e, &n, now_ms() + SETUP_TIMEOUT_MS);
 
     if (end != 0) {
@@ -364,7 +364,7 @@ void artifacts_collect(struct run *r, const struct agentc_entry *before, size_t 
         if (e[i].path)
             e[k++] = e[i];
     n = k;
-    if (n == 0 || (keep && !r->sess && random_hex(id, ID_BYTES) < 0)) {
+    if (n == 0 || (keep && !r->sess && random_hex(id, RUN_ID_BYTES) < 0)) {
         agentc_entries_free(e, n);
         return;
     }
@@ -405,7 +405,7 @@ void artifacts_collect(struct run *r, const struct agentc_entry *before, size_t 
 
 /* ---- reading ------------------------------------------------------------ */
 
-static int read_run(struct sbx_runtime *rt, const char *rest, char **ret, size_t *ret_len,
+int artifacts_read_run(struct sbx_runtime *rt, const char *rest, char **ret, size_t *ret_len,
         const char **ret_mime, struct sbx_error **err)
 {
     struct artifact_store *st = rt->artifacts;
@@ -413,13 +413,13 @@ static int read_run(struct sbx_runtime *rt, const char *rest, char **ret, size_t
     cleanup_free char *path = NULL;
     int rc = 1;
 
-    if (!slash || (size_t)(slash - rest) != 2 * ID_BYTES || strncmp(slash, "/files/", 7) != 0 ||
-            !(path = uri_path(slash + 7)))
+    if (!slash || (size_t)(slash - rest) != 2 * RUN_ID_BYTES || strncmp(slash, "/files/", 7) != 0 ||
+            !(path = artifact_uri_path(slash + 7)))
         return 1;
     pthread_mutex_lock(&st->lock);
     store_trim(st, 0);
     for (struct stored *s = st->head; s && rc == 1; s = s->next) {
-        if (strncmp(s->id, rest, 2 * ID_BYTES) != 0)
+        if (strncmp(s->id, rest, 2 * RUN_ID_BYTES) != 0)
             continue;
         for (size_t i = 0; i < s->n && rc == 1; i++) {
             if (strcmp(s->a[i].path, path) != 0 || !s->a[i].data)
@@ -436,27 +436,5 @@ static int read_run(struct sbx_runtime *rt, const char *rest, char **ret, size_t
         }
     }
     pthread_mutex_unlock(&st->lock);
-    return rc;
-}
-
-int sbx_artifact_read(struct sbx_runtime *rt, const char *uri, char **ret, size_t *ret_len,
-        const char **ret_mime, struct sbx_error **err)
-{
-    static const char runs[] = "sandbox://runs/", sessions[] = "sandbox://sessions/";
-    int rc = 1;
-
-    if (strncmp(uri, runs, sizeof(runs) - 1) == 0) {
-        rc = read_run(rt, uri + sizeof(runs) - 1, ret, ret_len, ret_mime, err);
-    } else if (strncmp(uri, sessions, sizeof(sessions) - 1) == 0) {
-        const char *rest = uri + sizeof(sessions) - 1, *slash = strchr(rest, '/');
-        cleanup_free char *id = slash ? strndup(rest, (size_t)(slash - rest)) : NULL;
-        cleanup_free char *path =
-                slash && strncmp(slash, "/files/", 7) == 0 ? uri_path(slash + 7) : NULL;
-
-        if (id && path) {
-            rc = session_read_timed(rt, id, path, ret, ret_len, err);
-            *ret_mime = artifact_mime(path);
-        }
-    }
     return rc;
 }

@@ -11,6 +11,7 @@
 #include <llm-sandbox/sbx.h>
 
 struct run;
+struct sbx_runtime;
 struct agentc_entry;
 struct artifact_store;
 
@@ -24,5 +25,13 @@ int artifacts_snapshot(struct run *r, struct agentc_entry **ret, size_t *ret_n);
 /* After the program ended: the new or changed files into r->ex (a
  * failure only loses them). */
 void artifacts_collect(struct run *r, const struct agentc_entry *before, size_t n_before);
+/* The path of a URI's tail ("a%20b.png"), percent-decoded; NULL when
+ * malformed or out of memory. (transfer full) */
+char *artifact_uri_path(const char *s);
+/* A kept one-shot run's file by the rest of its URI after
+ * "sandbox://runs/" ("ID/files/PATH"): 0 with a copy, 1 when there is
+ * none (expired, never kept), or < 0. *ret_mime is static. */
+int artifacts_read_run(struct sbx_runtime *rt, const char *rest, char **ret, size_t *ret_len,
+        const char **ret_mime, struct sbx_error **err);
 
 #endif

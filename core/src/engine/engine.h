@@ -73,18 +73,16 @@ struct run {
 };
 
 /* status refused with a message; returns 1 (the result is decided). */
-int refuse(struct run *r, const char *fmt, ...) SBX_PRINTF(2, 3);
+int engine_refuse(struct run *r, const char *fmt, ...) SBX_PRINTF(2, 3);
 /* Announce a phase ("installing", "compiling", ...) to the front end. */
-void phase(const struct run *r, const char *name);
+void engine_phase(const struct run *r, const char *name);
 /* Open a box for the run (r->box_policy and r->box_mounts when building a
  * set) and wrap its channel in r->ac. */
-int open_box(struct run *r, struct sbx_error **err);
+int engine_open_box(struct run *r, struct sbx_error **err);
 /* Close r->box, reporting its stats; err may be NULL. */
-int close_box(struct run *r, struct sbx_box_stats *st, struct sbx_error **err);
+int engine_close_box(struct run *r, struct sbx_box_stats *st, struct sbx_error **err);
 /* The rlimits the agent applies (at most AGENT_LIMITS_MAX). */
-size_t run_limits(const struct run *r, struct agentc_limit *l);
-/* Does env ("K=V" strings) set the key of entry? */
-bool env_sets(char *const *env, const char *entry);
+size_t engine_limits(const struct run *r, struct agentc_limit *l);
 
 /* The engine's steps, in order, for session.c. engine_choose and
  * engine_policy return 1 when the request was refused (r->ex says why). */

@@ -30,6 +30,7 @@
 
 #include "base/cleanup.h"
 #include "base/error.h"
+#include "base/util.h"
 #include "host/cgroup.h"
 
 #define MAX_FDS 16
@@ -54,14 +55,6 @@ struct child_plan {
     pid_t parent;
     int err_fd;
 };
-
-int64_t now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static __attribute__((noreturn)) void child_fail(const struct child_plan *cp, int e)
 {

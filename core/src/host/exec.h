@@ -45,7 +45,4 @@ struct exec_proc *exec_proc_free(struct exec_proc *p);
 int exec_capture(const char *const *argv, int64_t timeout_ms, char *out, size_t out_len,
         int *ret_status, struct sbx_error **err);
 
-/* Milliseconds on CLOCK_MONOTONIC. */
-int64_t now_ms(void);
-
 #endif

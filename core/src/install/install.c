@@ -115,7 +115,7 @@ static int recipe_env(const struct run *r, const struct manifest_install *in, ch
     char **env = NULL;
 
     for (char **e = r->env; e && *e; e++)
-        if (!env_sets(r->rt->settings->env_pass, *e) && strv_push(&env, *e) < 0)
+        if (!strv_has_key(r->rt->settings->env_pass, *e) && strv_push(&env, *e) < 0)
             goto oom;
     for (char **e = in->env; *e; e++)
         if (strv_setenv(&env, *e) < 0)
@@ -143,7 +143,7 @@ static int install_env(const struct run *r, char ***ret)
         return SBX_E_NOMEM;
     /* the reference's variables (R_REPO) replace what the manifest names */
     for (char **e = r->rt->settings->install_env; e && *e; e++)
-        if (env_sets(r->lang->m->lang->install->env, *e) && strv_setenv(&env, *e) < 0)
+        if (strv_has_key(r->lang->m->lang->install->env, *e) && strv_setenv(&env, *e) < 0)
             goto oom;
     for (const char *p = v; p && *p;) {
         size_t n = strcspn(p, " ");
@@ -280,7 +280,7 @@ static int install_box(struct run *r, const struct manifest_install *in, const s
     capture_init(&sink.out, INSTALL_LOG_MAX);
     capture_init(&sink.err, INSTALL_LOG_MAX);
     *ok = false;
-    rc = open_box(r, err);
+    rc = engine_open_box(r, err);
     if (rc == 0) {
         watch = deps_watch_start(set->staging, r->rt->settings->install_max_bytes, install_kill, r);
         end = engine_greet(r, deadline);
@@ -311,7 +311,7 @@ static int install_box(struct run *r, const struct manifest_install *in, const s
     }
     bool over = deps_watch_stop(watch);
 
-    if (close_box(r, &st, rc < 0 ? NULL : err) < 0 && rc == 0)
+    if (engine_close_box(r, &st, rc < 0 ? NULL : err) < 0 && rc == 0)
         rc = (*err)->rc;
     /* A container backend copies the set into the staging directory only
      * as it closes the box (plugins/docker/volume.c): measure it again. */
@@ -511,13 +511,14 @@ int prepare_libraries(struct run *r, struct sbx_error **err)
     int rc = 0;
 
     if (r->backend->desc->abi_minor < 2)
-        return refuse(
+        return engine_refuse(
                 r, "backend '%s' predates dependency installs (plugin ABI 1.2)", r->backend->name);
     for (size_t i = 0; i < sizeof(needed) / sizeof(needed[0]); i++) {
         enum sbx_control c = needed[i];
 
         if (r->backend->caps.level[c] != SBX_ENF_FULL)
-            return refuse(r, "backend '%s' cannot install libraries here: %s", r->backend->name,
+            return engine_refuse(r, "backend '%s' cannot install libraries here: %s",
+                    r->backend->name,
                     r->backend->caps.note[c][0] ? r->backend->caps.note[c] : "not supported");
     }
     if (geteuid() == 0) {
@@ -538,7 +539,7 @@ int prepare_libraries(struct run *r, struct sbx_error **err)
         free(repo);
         if (rc == SBX_E_NOMEM)
             return sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
-        return refuse(r,
+        return engine_refuse(r,
                 rc == SBX_E_INVALID ? "LLM_SANDBOX_%s_INSTALL_HOSTS or _INSTALL_ENV is malformed"
                                     : "the %s repository must be https:// or a file:// directory",
                 r->lang->name);
@@ -547,7 +548,7 @@ int prepare_libraries(struct run *r, struct sbx_error **err)
     if (key_image(r, key, &e) < 0)
         return install_error(r, e, hosts, env, repo);
     r->ex->has_install = true;
-    phase(r, "installing");
+    engine_phase(r, "installing");
     if (deps_open(s, r->lang->name, key, uid, gid, (int64_t)s->install_timeout_ms, &r->deps, &e) <
             0)
         return install_error(r, e, hosts, env, repo);
@@ -654,7 +655,7 @@ int prepare_warm(struct run *r, struct sbx_error **err)
         return 0;
     }
     if (!r->warm->ready) {
-        phase(r, "warming up");
+        engine_phase(r, "warming up");
         dynbuf_init(&log, INSTALL_LOG_MAX);
         wpol.network = SBX_NET_OFF;
         wpol.wall_time_ms = s->install_timeout_ms;
@@ -723,7 +724,7 @@ static int build_key(const struct run *r, char out[65])
     for (char **a = r->plan->build; *a; a++)
         md_str(md, "arg", *a, strlen(*a));
     for (char **e = r->env; e && *e; e++)
-        if (!env_sets(r->rt->settings->env_pass, *e))
+        if (!strv_has_key(r->rt->settings->env_pass, *e))
             md_str(md, "env", *e, strlen(*e));
     md_str(md, "source", r->plan->source_name, strlen(r->plan->source_name));
     md_str(md, "code", r->req->code, r->req->code_len);

@@ -146,7 +146,7 @@ int policy_resolve(const struct settings *s, const struct sbx_req_limits *req,
     return 0;
 }
 
-static int refuse(struct sbx_error **err, enum sbx_control c, const char *backend,
+static int refuse_control(struct sbx_error **err, enum sbx_control c, const char *backend,
         const struct sbx_caps *caps)
 {
     const char *why = caps->note[c][0] ? caps->note[c] : "not supported";
@@ -166,12 +166,12 @@ int policy_check(const struct sbx_policy *p, uint32_t explicit_mask, const struc
 
     for (size_t i = 0; i < sizeof(always) / sizeof(always[0]); i++) {
         if (caps->level[always[i]] != SBX_ENF_FULL)
-            return refuse(err, always[i], backend, caps);
+            return refuse_control(err, always[i], backend, caps);
     }
     if (caps->level[net] != SBX_ENF_FULL)
-        return refuse(err, net, backend, caps);
+        return refuse_control(err, net, backend, caps);
     if (p->read_only_system && caps->level[SBX_CTL_READ_ONLY_SYSTEM] != SBX_ENF_FULL)
-        return refuse(err, SBX_CTL_READ_ONLY_SYSTEM, backend, caps);
+        return refuse_control(err, SBX_CTL_READ_ONLY_SYSTEM, backend, caps);
     for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++) {
         enum sbx_control c = limits[i];
         int r = 0;
@@ -181,7 +181,7 @@ int policy_check(const struct sbx_policy *p, uint32_t explicit_mask, const struc
         if (caps->level[c] == SBX_ENF_FULL)
             continue;
         if (caps->level[c] == SBX_ENF_NONE && (explicit_mask & (1u << c)))
-            return refuse(err, c, backend, caps);
+            return refuse_control(err, c, backend, caps);
         if (caps->level[c] == SBX_ENF_NONE)
             r = strv_pushf(warnings, "%s limit not enforced: %s", control_names[c], caps->note[c]);
         else

@@ -193,7 +193,7 @@ static void mark(const struct run *r, const char *phase)
         log_msg(SBX_LOG_DEBUG, NULL, "%s at %lld ms", phase, (long long)(now_ms() - r->t0));
 }
 
-int refuse(struct run *r, const char *fmt, ...)
+int engine_refuse(struct run *r, const char *fmt, ...)
 {
     va_list ap;
 
@@ -205,9 +205,9 @@ int refuse(struct run *r, const char *fmt, ...)
     return 1;
 }
 
-static int refuse_error(struct run *r, struct sbx_error *e)
+static int engine_refuse_error(struct run *r, struct sbx_error *e)
 {
-    refuse(r, "%s", e && e->msg ? e->msg : "refused");
+    engine_refuse(r, "%s", e && e->msg ? e->msg : "refused");
     sbx_error_free(e);
     return 1;
 }
@@ -225,11 +225,11 @@ static int pick_backend(struct run *r)
         return 0;
     }
     if (pl && pl->state == PLUGIN_UNLOADED)
-        return refuse(r, "backend '%s': %s", name, pl->error ? pl->error : "not loaded");
+        return engine_refuse(r, "backend '%s': %s", name, pl->error ? pl->error : "not loaded");
     if (pl)
-        return refuse(r, "backend '%s' is installed but broken: %s; available: %s", name,
+        return engine_refuse(r, "backend '%s' is installed but broken: %s; available: %s", name,
                 pl->error ? pl->error : "unknown error", avail && *avail ? avail : "none");
-    return refuse(r,
+    return engine_refuse(r,
             "no backend plugin named '%s' is installed here; installed: %s (a distribution may "
             "ship each backend as a package of its own)",
             name, found && *found ? found : "none");
@@ -246,14 +246,14 @@ static int pick_language(struct run *r)
         return 0;
     }
     if (pl && pl->state == PLUGIN_DISABLED)
-        return refuse(r,
+        return engine_refuse(r,
                 "language '%s' is not offered here (the operator's LLM_SANDBOX_LANGUAGES);"
                 " available: %s",
                 name, avail && *avail ? avail : "none");
     if (pl)
-        return refuse(r, "language '%s' is installed but broken: %s", name,
+        return engine_refuse(r, "language '%s' is installed but broken: %s", name,
                 pl->error ? pl->error : "unknown error");
-    return refuse(
+    return engine_refuse(
             r, "unknown language '%s'; available: %s", name, avail && *avail ? avail : "none");
 }
 
@@ -266,25 +266,26 @@ static int check_files(struct run *r)
     uint64_t total = 0;
 
     if (q->n_files > SBX_MAX_FILES)
-        return refuse(r, "%zu files; at most %d may be staged", q->n_files, SBX_MAX_FILES);
+        return engine_refuse(r, "%zu files; at most %d may be staged", q->n_files, SBX_MAX_FILES);
     for (size_t i = 0; i < q->n_files; i++) {
         const struct sbx_file *f = &q->files[i];
 
         if (!rel_path_is_valid(f->path))
-            return refuse(r,
+            return engine_refuse(r,
                     "file '%.200s': the path must be relative to the workspace, "
                     "without '..' or empty parts, each part at most 255 bytes",
                     f->path ? f->path : "");
         if (!f->data && f->len)
-            return refuse(r, "file '%.200s' has no data", f->path);
+            return engine_refuse(r, "file '%.200s' has no data", f->path);
         total += f->len;
         for (size_t j = 0; j < i; j++)
             if (strcmp(q->files[j].path, f->path) == 0)
-                return refuse(r, "file '%.200s' is given twice", f->path);
+                return engine_refuse(r, "file '%.200s' is given twice", f->path);
     }
     if (total > r->rt->settings->max_stdin_bytes * 4)
-        return refuse(r, "the files add up to %" PRIu64 " bytes; the limit is %" PRIu64 " bytes",
-                total, r->rt->settings->max_stdin_bytes * 4);
+        return engine_refuse(r,
+                "the files add up to %" PRIu64 " bytes; the limit is %" PRIu64 " bytes", total,
+                r->rt->settings->max_stdin_bytes * 4);
     return 0;
 }
 
@@ -292,7 +293,8 @@ int engine_check_source_name(struct run *r)
 {
     for (size_t i = 0; i < r->req->n_files; i++)
         if (strcmp(r->req->files[i].path, r->plan->source_name) == 0)
-            return refuse(r, "file '%s' would overwrite the program itself; choose another name",
+            return engine_refuse(r,
+                    "file '%s' would overwrite the program itself; choose another name",
                     r->plan->source_name);
     return 0;
 }
@@ -309,14 +311,14 @@ static int check_libraries(struct run *r)
 
         sbx_err_init(&perr);
         if (!lib || !*lib || lib[0] == '-')
-            return refuse(r, "library '%.80s' is not a valid name", lib ? lib : "");
+            return engine_refuse(r, "library '%.80s' is not a valid name", lib ? lib : "");
         if (!ops || !ops->check_library)
-            return refuse(r, "language '%s' cannot install libraries", r->lang->name);
+            return engine_refuse(r, "language '%s' cannot install libraries", r->lang->name);
         if (ops->check_library(r->lang->pstate, lib, &perr) < 0)
-            return refuse(r, "%s", perr.msg[0] ? perr.msg : "invalid library name");
+            return engine_refuse(r, "%s", perr.msg[0] ? perr.msg : "invalid library name");
     }
     if (r->req->n_libraries && !r->lang->m->lang->install)
-        return refuse(r, "language '%s' cannot install libraries", r->lang->name);
+        return engine_refuse(r, "language '%s' cannot install libraries", r->lang->name);
     return 0;
 }
 
@@ -325,32 +327,20 @@ int engine_check_request(struct run *r)
     const struct settings *s = r->rt->settings;
 
     if (!r->req->code)
-        return refuse(r, "no code given");
+        return engine_refuse(r, "no code given");
     if (r->req->code_len > s->max_code_bytes)
-        return refuse(r, "code is %zu bytes; the limit is %" PRIu64 " bytes", r->req->code_len,
-                s->max_code_bytes);
+        return engine_refuse(r, "code is %zu bytes; the limit is %" PRIu64 " bytes",
+                r->req->code_len, s->max_code_bytes);
     if (r->req->stdin_data && r->req->stdin_len > s->max_stdin_bytes)
-        return refuse(r, "stdin is %zu bytes; the limit is %" PRIu64 " bytes", r->req->stdin_len,
-                s->max_stdin_bytes);
+        return engine_refuse(r, "stdin is %zu bytes; the limit is %" PRIu64 " bytes",
+                r->req->stdin_len, s->max_stdin_bytes);
     return check_files(r) || check_libraries(r);
 }
 
-/* The sandbox's whole environment: a fixed base, the language's, and the
- * operator's pass-through list. Nothing else of ours leaks in. */
-/* Does env (KEY=VALUE strings) set the key of entry? */
-bool env_sets(char *const *env, const char *entry)
-{
-    size_t n = strcspn(entry, "=");
-
-    for (; env && *env; env++)
-        if (strncmp(*env, entry, n) == 0 && (*env)[n] == '=')
-            return true;
-    return false;
-}
-
-/* The fixed base, where the language's manifest does not set the same
- * variable (Go puts its toolchain on PATH), then the language's, then the
- * operator's allow-list. */
+/* The sandbox's whole environment: a fixed base, where the language's
+ * manifest does not set the same variable (Go puts its toolchain on PATH),
+ * then the language's, then the operator's allow-list. Nothing else of
+ * ours leaks in. */
 int engine_build_env(struct run *r, struct sbx_error **err)
 {
     static const char *const base[] = {"PATH=/usr/bin:/bin", "HOME=/tmp", "TMPDIR=/tmp",
@@ -358,7 +348,7 @@ int engine_build_env(struct run *r, struct sbx_error **err)
     char **env = NULL;
 
     for (size_t i = 0; i < sizeof(base) / sizeof(base[0]); i++)
-        if (!env_sets(r->lang->m->lang->env, base[i]) && strv_push(&env, base[i]) < 0)
+        if (!strv_has_key(r->lang->m->lang->env, base[i]) && strv_push(&env, base[i]) < 0)
             goto oom;
     for (char **e = r->lang->m->lang->env; e && *e; e++)
         if (strv_push(&env, *e) < 0)
@@ -377,7 +367,7 @@ oom:
     return sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
 }
 
-int open_box(struct run *r, struct sbx_error **err)
+int engine_open_box(struct run *r, struct sbx_error **err)
 {
     char id[96];
     struct sbx_box_spec spec;
@@ -461,7 +451,7 @@ void engine_classify(
  * processes when the backend has no cgroup to enforce them (weaker: per
  * process and per uid; the result carries a warning).
  */
-size_t run_limits(const struct run *r, struct agentc_limit *l)
+size_t engine_limits(const struct run *r, struct agentc_limit *l)
 {
     const struct sbx_caps *caps = &r->backend->caps;
     size_t n = 0;
@@ -480,7 +470,7 @@ size_t run_limits(const struct run *r, struct agentc_limit *l)
     return n;
 }
 
-void phase(const struct run *r, const char *name)
+void engine_phase(const struct run *r, const char *name)
 {
     mark(r, name);
     if (r->req->on_phase)
@@ -603,7 +593,7 @@ int engine_greet(struct run *r, int64_t deadline_ms)
         end = agentc_filter(r->ac, bpf, len, deadline_ms);
     }
     if (end == 0)
-        end = agentc_limits(r->ac, lims, run_limits(r, lims), deadline_ms);
+        end = agentc_limits(r->ac, lims, engine_limits(r, lims), deadline_ms);
     return end;
 }
 
@@ -692,7 +682,7 @@ int engine_programs(struct run *r, int *ret_end, struct agentc_exit *ex, struct 
     if (r->plan->build && !r->ex->build_cached) {
         size_t out0 = r->sink.out.buf.len, err0 = r->sink.err.buf.len;
 
-        phase(r, "compiling");
+        engine_phase(r, "compiling");
         end = agentc_exec(r->ac, r->plan->build, r->env, NULL, 0, deadline, &r->sink, ex);
         if (end < 0)
             return sbx_error_set(err, SBX_E_BACKEND, 0, "%s", agentc_last_error(r->ac));
@@ -702,7 +692,7 @@ int engine_programs(struct run *r, int *ret_end, struct agentc_exit *ex, struct 
         }
         build_cache_save(r, out0, err0, deadline);
     }
-    phase(r, "running");
+    engine_phase(r, "running");
     end = agentc_exec(r->ac, r->plan->run, r->env, r->req->stdin_data ? r->req->stdin_data : "",
             r->req->stdin_data ? r->req->stdin_len : 0, deadline, &r->sink, ex);
     if (end < 0)
@@ -712,7 +702,7 @@ int engine_programs(struct run *r, int *ret_end, struct agentc_exit *ex, struct 
     return 0;
 }
 
-int close_box(struct run *r, struct sbx_box_stats *st, struct sbx_error **err)
+int engine_close_box(struct run *r, struct sbx_box_stats *st, struct sbx_error **err)
 {
     struct sbx_err perr;
     int rc;
@@ -806,7 +796,7 @@ static int pooled_phases(
 go:
     r->ran = true;
     mark(r, "staged");
-    phase(r, "running");
+    engine_phase(r, "running");
     end = agentc_finish(r->ac, feed, len, now_ms() + (int64_t)r->policy.wall_time_ms, &r->sink, ex);
     if (end < 0)
         return sbx_error_set(err, SBX_E_BACKEND, 0, "%s", agentc_last_error(r->ac));
@@ -837,7 +827,7 @@ static int run_box(struct run *r, struct sbx_error **err)
         }
     }
     if (rc == 1) {
-        rc = open_box(r, err);
+        rc = engine_open_box(r, err);
         if (rc == 0)
             rc = exec_phases(r, &end, &ex, err);
     }
@@ -851,13 +841,13 @@ static int run_box(struct run *r, struct sbx_error **err)
         struct sbx_error *close_err = NULL;
 
         /* The backend's own account (e.g. bwrap's stderr) says more. */
-        if (close_box(r, &st, &close_err) < 0 && close_err) {
+        if (engine_close_box(r, &st, &close_err) < 0 && close_err) {
             sbx_error_free(*err);
             *err = close_err;
         }
         return (*err)->rc;
     }
-    rc = close_box(r, &st, err);
+    rc = engine_close_box(r, &st, err);
     mark(r, "box closed");
     if (rc < 0 && end == AGENTC_EXITED)
         log_msg(SBX_LOG_WARN, r->backend->name, "cleanup failed: %s", (*err)->msg);
@@ -877,7 +867,7 @@ void engine_release_box(struct run *r)
         struct sbx_box_stats st;
         struct sbx_error *e = NULL;
 
-        close_box(r, &st, &e);
+        engine_close_box(r, &st, &e);
         sbx_error_free(e);
     }
     r->ac = agentc_free(r->ac);
@@ -924,7 +914,7 @@ int engine_policy(struct run *r)
             backend_probe(r->rt, r->backend, &e) < 0 ||
             policy_check(&r->policy, r->explicit_mask, &r->backend->caps, r->backend->name,
                     &r->ex->warnings, &e) < 0)
-        return refuse_error(r, e);
+        return engine_refuse_error(r, e);
     mark(r, "probed and checked");
     return 0;
 }
@@ -947,7 +937,7 @@ static int run_checked(struct run *r, struct sbx_error **err)
     }
     if (prepare_warm(r, err) < 0 || prepare_build_cache(r, err) < 0)
         return (*err)->rc;
-    phase(r, "preparing");
+    engine_phase(r, "preparing");
     capture_init(&r->sink.out, (size_t)r->policy.output_bytes);
     capture_init(&r->sink.err, (size_t)r->policy.output_bytes);
     r->sink.on_output = r->req->on_output;

@@ -162,7 +162,8 @@ static struct pbox *pbox_make(struct pools *ps, struct pool *p, struct sbx_error
     r->box_life_ms = ps->rt->settings->pool_idle_ms + ps->rt->settings->ceilings.wall_time_ms;
     capture_init(&r->sink.out, READY_OUTPUT);
     capture_init(&r->sink.err, READY_OUTPUT);
-    if (engine_build_env(r, err) < 0 || open_box(r, err) < 0 || engine_setup(r, &end, err) < 0)
+    if (engine_build_env(r, err) < 0 || engine_open_box(r, err) < 0 ||
+            engine_setup(r, &end, err) < 0)
         goto fail;
     if (end != 0) {
         sbx_error_set(err, SBX_E_BACKEND, 0, "setting up the sandbox failed: %s",

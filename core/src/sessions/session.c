@@ -61,35 +61,6 @@
 
 #define REAP_EVERY_MS 1000
 
-void hex(char *out, const unsigned char *in, size_t n)
-{
-    static const char digits[] = "0123456789abcdef";
-
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = digits[in[i] >> 4];
-        out[2 * i + 1] = digits[in[i] & 15];
-    }
-    out[2 * n] = '\0';
-}
-
-int random_hex(char *out, size_t bytes)
-{
-    unsigned char buf[32];
-    size_t got = 0;
-
-    while (got < bytes) {
-        ssize_t n = getrandom(buf + got, bytes - got, 0);
-
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        got += (size_t)n;
-    }
-    hex(out, buf, bytes);
-    return 0;
-}
-
 /* ---- lifetime ----------------------------------------------------------- */
 
 static void session_destroy(struct sbx_session *s)
@@ -288,7 +259,7 @@ static struct sbx_session *session_new(const struct sbx_request *req, struct sbx
     }
     s->id[0] = 's';
     s->id[1] = '-';
-    hex(s->id + 2, id, sizeof(id));
+    hex_encode(s->id + 2, id, sizeof(id));
     if (sbx_cancel_new(&s->kill, err) < 0) {
         session_destroy(s);
         return NULL;
@@ -345,7 +316,7 @@ static int session_open(struct sbx_session *s, struct sbx_error **err)
         return (*err)->rc;
     if (r->lang->m->lang->session && repl_prepare(s, err) < 0)
         return (*err)->rc;
-    phase(r, "starting");
+    engine_phase(r, "starting");
     /* the box lives on after this request: bound to neither its
      * cancellation nor its callbacks */
     s->req.cancel = NULL;
@@ -356,7 +327,7 @@ static int session_open(struct sbx_session *s, struct sbx_error **err)
     capture_init(&r->sink.err, START_OUTPUT);
     /* the box lives as long as the session may, and a last call in it */
     r->box_life_ms = r->rt->settings->session_lifetime_ms + r->rt->settings->ceilings.wall_time_ms;
-    if (open_box(r, err) < 0 || engine_setup(r, &end, err) < 0)
+    if (engine_open_box(r, err) < 0 || engine_setup(r, &end, err) < 0)
         return (*err)->rc;
     if (end != 0)
         return sbx_error_set(err, SBX_E_BACKEND, 0, "setting up the sandbox failed: %s",

@@ -60,14 +60,6 @@ struct sbx_session *session_get(struct sessions *ss, const char *id);
 struct sbx_session *session_get_timed(struct sessions *ss, const char *id, int wait_ms);
 /* Unlock and drop the caller's reference (the last one frees it). */
 void session_put(struct sessions *ss, struct sbx_session *s);
-/* bytes random bytes as lowercase hex into out (2 * bytes + 1). */
-int random_hex(char *out, size_t bytes);
-void hex(char *out, const unsigned char *in, size_t n);
-
-/* session_files.c: a file for resources/read, waiting at most a moment
- * for a running call: 0, 1 when there is no such session or file, or < 0. */
-int session_read_timed(struct sbx_runtime *rt, const char *id, const char *path, char **ret,
-        size_t *ret_len, struct sbx_error **err);
 
 /* session_call.c: the interpreter's argv and environment (with a fresh
  * nonce), and starting it: 0, 1 when it did not start (r->ex says why),

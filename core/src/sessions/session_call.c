@@ -135,7 +135,7 @@ static int repl_call(struct sbx_session *s, struct run *r, int *ret_end, struct 
     if (q->stdin_len)
         memcpy(buf + hlen + q->code_len, q->stdin_data, q->stdin_len);
     r->ran = true;
-    phase(r, "running");
+    engine_phase(r, "running");
     end = agentc_converse(r->ac, s->head, buf, len, now_ms() + (int64_t)r->policy.wall_time_ms,
             &r->sink, &status, ex);
     if (end < 0)
@@ -173,13 +173,13 @@ static int call_policy(struct sbx_session *s, struct run *r)
     r->policy = s->base.policy;
     r->explicit_mask = s->base.explicit_mask;
     if (l->set & ~(uint32_t)(SBX_REQ_WALL_TIME | SBX_REQ_OUTPUT))
-        return refuse(r, "only the timeout and the output cap may change per call; memory, "
-                         "CPU, processes, network and disk were set when the session was "
-                         "created");
+        return engine_refuse(r, "only the timeout and the output cap may change per call; memory, "
+                                "CPU, processes, network and disk were set when the session was "
+                                "created");
     if (!l->set)
         return 0;
     if (policy_resolve(r->rt->settings, l, &p, &mask, &e) < 0) {
-        refuse(r, "%s", e->msg);
+        engine_refuse(r, "%s", e->msg);
         sbx_error_free(e);
         return 1;
     }
@@ -197,19 +197,20 @@ static int call_check(struct sbx_session *s, struct run *r)
     const struct plugin *pl;
 
     if (s->dead)
-        return refuse(r,
+        return engine_refuse(r,
                 "session %s has no sandbox any more (it ended unexpectedly); close it "
                 "and create another",
                 s->id);
     if (q->language && (pl = registry_find(r->rt, SBX_KIND_LANGUAGE, q->language)) != s->base.lang)
-        return refuse(r, "session %s runs %s, not '%.60s'", s->id, s->language, q->language);
+        return engine_refuse(r, "session %s runs %s, not '%.60s'", s->id, s->language, q->language);
     if (q->backend && (pl = registry_find(r->rt, SBX_KIND_BACKEND, q->backend)) != s->base.backend)
-        return refuse(r, "session %s runs on %s, not '%.60s'", s->id, s->backend, q->backend);
+        return engine_refuse(
+                r, "session %s runs on %s, not '%.60s'", s->id, s->backend, q->backend);
     if (engine_check_request(r))
         return 1;
     for (size_t i = 0; i < q->n_libraries; i++)
         if (!has_lib(s->libs, q->libraries[i]))
-            return refuse(r,
+            return engine_refuse(r,
                     "library '%.80s' was not installed when session %s was created; a "
                     "session's libraries are given to create_session",
                     q->libraries[i], s->id);
@@ -257,7 +258,7 @@ static int call_run(struct sbx_session *s, struct run *r, struct sbx_error **err
         rc = 0;
     } else if (end == SBX_E_IO) {
         agentc_entries_free(before, n_before);
-        refuse(r, "%s", agentc_last_error(r->ac));
+        engine_refuse(r, "%s", agentc_last_error(r->ac));
         return 0;
     } else {
         rc = sbx_error_set(err, SBX_E_BACKEND, 0, "staging the files failed: %s",
@@ -289,7 +290,7 @@ int session_call(struct run *r, struct sbx_error **err)
     int rc;
 
     if (!s) {
-        refuse(r, "no open session '%.80s' (it was closed, it expired, or it never existed)",
+        engine_refuse(r, "no open session '%.80s' (it was closed, it expired, or it never existed)",
                 r->req->session_id);
         return 0;
     }

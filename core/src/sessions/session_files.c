@@ -24,6 +24,7 @@
 #include "base/log.h"
 #include "base/util.h"
 #include "channel/agentc.h"
+#include "engine/artifacts.h"
 #include "engine/engine.h"
 #include "engine/plan.h"
 #include "host/exec.h"
@@ -156,7 +157,9 @@ int sbx_session_files(struct sbx_runtime *rt, const char *id, const char *path, 
     return 0;
 }
 
-int session_read_timed(struct sbx_runtime *rt, const char *id, const char *path, char **ret,
+/* A file for resources/read, waiting at most a moment for a running
+ * call: 0, 1 when there is no such session or file, or < 0. */
+static int session_read_timed(struct sbx_runtime *rt, const char *id, const char *path, char **ret,
         size_t *ret_len, struct sbx_error **err)
 {
     struct sbx_session *s;
@@ -178,4 +181,28 @@ int session_read_timed(struct sbx_runtime *rt, const char *id, const char *path,
     if (end != 0)
         return sbx_error_set(err, SBX_E_BACKEND, 0, "the session's sandbox did not answer");
     return 0;
+}
+
+/* A run's files from the store (engine/artifacts.c), a session's from
+ * its workspace. */
+int sbx_artifact_read(struct sbx_runtime *rt, const char *uri, char **ret, size_t *ret_len,
+        const char **ret_mime, struct sbx_error **err)
+{
+    static const char runs[] = "sandbox://runs/", sessions[] = "sandbox://sessions/";
+    int rc = 1;
+
+    if (strncmp(uri, runs, sizeof(runs) - 1) == 0) {
+        rc = artifacts_read_run(rt, uri + sizeof(runs) - 1, ret, ret_len, ret_mime, err);
+    } else if (strncmp(uri, sessions, sizeof(sessions) - 1) == 0) {
+        const char *rest = uri + sizeof(sessions) - 1, *slash = strchr(rest, '/');
+        cleanup_free char *id = slash ? strndup(rest, (size_t)(slash - rest)) : NULL;
+        cleanup_free char *path =
+                slash && strncmp(slash, "/files/", 7) == 0 ? artifact_uri_path(slash + 7) : NULL;
+
+        if (id && path) {
+            rc = session_read_timed(rt, id, path, ret, ret_len, err);
+            *ret_mime = artifact_mime(path);
+        }
+    }
+    return rc;
 }
