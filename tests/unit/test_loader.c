@@ -27,7 +27,8 @@
 
 #include <llm-sandbox/sbx.h>
 
-#include "runtime.h"
+#include "plugins/registry.h"
+#include "runtime_state.h"
 
 /* What the whole file shares, found once in group_setup. */
 static struct {

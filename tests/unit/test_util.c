@@ -19,7 +19,8 @@
 #include "base/util.h"
 #include "engine/plan.h"
 #include "plugins/manifest.h"
-#include "runtime.h"
+#include "plugins/registry.h"
+#include "runtime_state.h"
 
 static void test_numbers(void **state)
 {

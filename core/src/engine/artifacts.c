@@ -36,8 +36,9 @@
 #include "engine/plan.h"
 #include "host/exec.h"
 #include "plugins/manifest.h"
+#include "plugins/registry.h"
 #include "policy/settings.h"
-#include "runtime.h"
+#include "runtime_state.h"
 
 #define STORE_MAX    (256u << 20) /* every kept run's bytes together */
 #define RUN_ID_BYTES 12           /* a kept run's random id */

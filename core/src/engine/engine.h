@@ -1,8 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * engine.h: what run.c (the engine) and install.c (dependency sets and
- * warm-up sets) share: one run's state and the engine steps the set
- * builders reuse to run a box of their own. Private to the core.
+ * engine.h: one run's state (struct run) and the engine's steps, in the
+ * order a run takes them: prepare (choose the plugins, check the request,
+ * resolve the policy, make the environment: prepare.c), the box (open,
+ * greet, close, release: box.c), staging (stage.c), the programs (seed,
+ * build with the compile cache, run; classify the end: program.c), and
+ * the artifacts (artifacts.c). sbx_run (runtime/run.c), sessions and
+ * pools (sessions/) and the set builders (install/) drive these steps;
+ * the engine calls none of them.
  */
 #ifndef SBX_ENGINE_H
 #define SBX_ENGINE_H
@@ -14,22 +19,18 @@
 #include <llm-sandbox/plugin.h>
 #include <llm-sandbox/sbx.h>
 
+#include "base/cancel.h"
 #include "base/error.h"
 #include "channel/agentc.h"
 
 #define SETUP_TIMEOUT_MS 15000
-#define STAGE_FILE_MAX   (1u << 20)   /* a file staged from a set or by a language hook */
-#define LANG_FILE_MAX    (256u << 10) /* a language's data file (driver, support) */
+#define STAGE_FILE_MAX   (1u << 20) /* a file staged from a set or by a language hook */
 
 struct sbx_runtime;
 struct sbx_session;
 struct plugin;
 struct sbx_plan;
 struct deps_set;
-
-struct sbx_cancel {
-    int fd; /* an eventfd */
-};
 
 /* Everything one run holds; released by engine_release. */
 struct run {
@@ -72,6 +73,8 @@ struct run {
     bool prestarted; /* a pooled box whose interpreter waits for the go (pool.c) */
 };
 
+/* The phase timings at debug level: where a run's milliseconds go. */
+void engine_mark(const struct run *r, const char *what);
 /* status refused with a message; returns 1 (the result is decided). */
 int engine_refuse(struct run *r, const char *fmt, ...) SBX_PRINTF(2, 3);
 /* Announce a phase ("installing", "compiling", ...) to the front end. */
@@ -84,8 +87,9 @@ int engine_close_box(struct run *r, struct sbx_box_stats *st, struct sbx_error *
 /* The rlimits the agent applies (at most AGENT_LIMITS_MAX). */
 size_t engine_limits(const struct run *r, struct agentc_limit *l);
 
-/* The engine's steps, in order, for session.c. engine_choose and
+/* The engine's steps, in order. engine_pick_plugins, engine_choose and
  * engine_policy return 1 when the request was refused (r->ex says why). */
+int engine_pick_plugins(struct run *r);
 int engine_choose(struct run *r);
 int engine_check_request(struct run *r);
 int engine_policy(struct run *r);
@@ -98,10 +102,6 @@ int engine_check_source_name(struct run *r);
 int engine_greet(struct run *r, int64_t deadline_ms);
 /* engine_greet, with a failure as err; *ret_end: 0 or an enum agentc_end. */
 int engine_setup(struct run *r, int *ret_end, struct sbx_error **err);
-/* A data file beside the language's manifest, NUL-terminated; NULL with
- * err set when missing, empty or over LANG_FILE_MAX. (transfer full) */
-char *lang_file_read(
-        const struct plugin *lang, const char *name, size_t *ret_len, struct sbx_error **err);
 /* Stage the language's support files (language.support): 0,
  * AGENTC_CANCELLED, or < 0 with err set. */
 int engine_stage_support(struct run *r, int64_t deadline, struct sbx_error **err);
@@ -116,20 +116,6 @@ int engine_output(struct run *r, struct sbx_error **err);
 void engine_release(struct run *r);
 /* Close the run's box, unreported, and free its channel. */
 void engine_release_box(struct run *r);
-
-/* pool.c: a ready box of the run's kind into r (r->box, r->ac,
- * r->prestarted), or false: the run opens its own. */
-bool pool_take(struct run *r);
-
-/* session.c: a call in an open session (r->req->session_id). 0 with r->ex
- * decided or ready for engine_output, or < 0: error of the tool. */
-int session_call(struct run *r, struct sbx_error **err);
-
-/* install.c: the request's libraries (0: go on with the set mounted; 1: the
- * result is decided; < 0: error of the tool), and the language's warm-up
- * set (0 with or without it; < 0: error of the tool). */
-int prepare_libraries(struct run *r, struct sbx_error **err);
-int prepare_warm(struct run *r, struct sbx_error **err);
 
 /* The compile cache (language.build_outputs): look the build up (0; r->build
  * set when it applies), put a cached build's outputs and diagnostics in

@@ -18,7 +18,8 @@
 #include "base/error.h"
 #include "base/util.h"
 #include "plugins/manifest.h"
-#include "runtime.h"
+#include "plugins/registry.h"
+#include "runtime_state.h"
 
 static bool var_name_ok(const char *s)
 {

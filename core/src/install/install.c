@@ -8,6 +8,8 @@
  * read-only for the run. prepare_warm(): the language's warm-up set (Go's
  * standard library build cache), built once per toolchain without network.
  */
+#include "install/install.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -31,9 +33,10 @@
 #include "host/exec.h"
 #include "net/proxy.h"
 #include "plugins/manifest.h"
+#include "plugins/registry.h"
 #include "policy/settings.h"
 #include "proto.h"
-#include "runtime.h"
+#include "runtime_state.h"
 
 #define INSTALL_LOG_MAX (64u * 1024u)
 #define INSTALL_PORT    3128 /* the agent's relay to the proxy, on the box's loopback */

@@ -6,6 +6,8 @@
  * file only adapts types and converts errors to the ABI's struct sbx_err.
  * Nothing allocated here is freed by a plugin, or the reverse (STYLE E2).
  */
+#include "plugins/host_table.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <nettle/sha2.h>
@@ -27,8 +29,9 @@
 #include "net/http.h"
 #include "net/http_ws.h"
 #include "plugins/manifest.h"
+#include "plugins/registry.h"
 #include "policy/settings.h"
-#include "runtime.h"
+#include "runtime_state.h"
 
 struct sbx_proc {
     struct exec_proc *ep;

@@ -16,6 +16,8 @@
  * opened here, before the library of a plugin that says requires.host:
  * [http].
  */
+#include "plugins/loader.h"
+
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
@@ -31,9 +33,11 @@
 #include "base/log.h"
 #include "base/util.h"
 #include "net/http.h"
+#include "plugins/host_table.h"
 #include "plugins/manifest.h"
+#include "plugins/registry.h"
 #include "policy/settings.h"
-#include "runtime.h"
+#include "runtime_state.h"
 
 /* The part of struct sbx_plugin every 1.x descriptor has. */
 #define DESC_MIN_SIZE (offsetof(struct sbx_plugin, language) + sizeof(void *))
@@ -53,61 +57,6 @@ static int plugin_fail(struct plugin *pl, const char *fmt, ...)
     pl->error = msg;
     pl->state = PLUGIN_BROKEN;
     return -1;
-}
-
-static bool names_match(const struct plugin *pl, const char *name)
-{
-    if (strcmp(pl->name, name) == 0)
-        return true;
-    return pl->m && strv_contains(pl->m->aliases, name);
-}
-
-struct plugin *registry_find_any(
-        struct sbx_runtime *rt, enum sbx_plugin_kind kind, const char *name)
-{
-    for (size_t i = 0; name && i < rt->n_plugins; i++) {
-        struct plugin *pl = rt->plugins[i];
-
-        if (pl->state != PLUGIN_SHADOWED && pl->m && pl->m->kind == kind && names_match(pl, name))
-            return pl;
-    }
-    return NULL;
-}
-
-struct plugin *registry_find(struct sbx_runtime *rt, enum sbx_plugin_kind kind, const char *name)
-{
-    struct plugin *pl = registry_find_any(rt, kind, name);
-
-    return pl && pl->state == PLUGIN_OK ? pl : NULL;
-}
-
-static char *names_of(struct sbx_runtime *rt, enum sbx_plugin_kind kind, bool usable)
-{
-    struct dynbuf b;
-
-    dynbuf_init(&b, 64 * 1024);
-    for (size_t i = 0; i < rt->n_plugins; i++) {
-        const struct plugin *pl = rt->plugins[i];
-
-        if (!pl->m || pl->m->kind != kind || pl->state == PLUGIN_SHADOWED ||
-                (usable && pl->state != PLUGIN_OK))
-            continue;
-        if ((b.len && dynbuf_append_str(&b, ", ") < 0) || dynbuf_append_str(&b, pl->name) < 0) {
-            dynbuf_done(&b);
-            return NULL;
-        }
-    }
-    return dynbuf_take(&b, NULL);
-}
-
-char *registry_names(struct sbx_runtime *rt, enum sbx_plugin_kind kind)
-{
-    return names_of(rt, kind, true);
-}
-
-char *registry_names_found(struct sbx_runtime *rt, enum sbx_plugin_kind kind)
-{
-    return names_of(rt, kind, false);
 }
 
 /* Check the descriptor against the manifest and the core's ABI. */
@@ -269,7 +218,7 @@ static void plugin_load(struct sbx_runtime *rt, struct plugin *pl, bool builtin_
         return; /* a data-only language */
     }
     if (pl->m->kind == SBX_KIND_BACKEND && rt->only_default_backend &&
-            !names_match(pl, rt->settings->backend)) {
+            !plugin_has_name(pl, rt->settings->backend)) {
         /* what it would map (libcurl, libarchive, TLS) stays out of an
          * idle server; `llm-sandbox plugins` opens every one */
         pl->state = PLUGIN_UNLOADED;
@@ -370,7 +319,7 @@ static int apply_allowed_languages(struct sbx_runtime *rt, struct sbx_error **er
         if (pl->state != PLUGIN_OK || pl->m->kind != SBX_KIND_LANGUAGE)
             continue;
         for (char **l = allowed; *l && !keep; l++)
-            keep = names_match(pl, *l);
+            keep = plugin_has_name(pl, *l);
         if (!keep) {
             pl->state = PLUGIN_DISABLED;
             free(pl->error);

@@ -16,10 +16,13 @@
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "base/util.h"
+#include "plugins/host_table.h"
 #include "plugins/manifest.h"
+#include "plugins/registry.h"
 #include "policy/policy.h"
 #include "policy/settings.h"
-#include "runtime.h"
+#include "runtime/run.h"
+#include "runtime_state.h"
 
 static struct json_object *strv_json(char *const *v)
 {

@@ -22,11 +22,13 @@
 #include "host/cgroup.h"
 #include "host/exec.h"
 #include "host/seccomp_policy.h"
+#include "plugins/host_table.h"
 #include "plugins/manifest.h"
+#include "plugins/registry.h"
 #include "policy/config.h"
 #include "policy/policy.h"
 #include "policy/settings.h"
-#include "runtime.h"
+#include "runtime_state.h"
 
 static const char *const state_names[] = {"ok", "broken", "shadowed", "disabled", "unloaded"};
 static const char *const level_names[] = {"none", "fallback", "full"};

@@ -39,6 +39,8 @@
  * sandbox as a cold run would. One that dies in the instant between the
  * staging and the go is reported as the run's outcome.
  */
+#include "sessions/pool.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -57,8 +59,9 @@
 #include "engine/plan.h"
 #include "host/exec.h"
 #include "plugins/manifest.h"
+#include "plugins/registry.h"
 #include "policy/settings.h"
-#include "runtime.h"
+#include "runtime_state.h"
 
 #define READY_HEAD   "\033]sbx;ready;"
 #define READY_OUTPUT 4096 /* what an interpreter that did not start said */
@@ -176,7 +179,7 @@ static struct pbox *pbox_make(struct pools *ps, struct pool *p, struct sbx_error
     if (pre) {
         struct agentc_exit ex = {0};
         size_t len;
-        char *driver = lang_file_read(p->lang, pre->driver, &len, err);
+        char *driver = plugin_file_read(p->lang, pre->driver, &len, err);
 
         if (!driver)
             goto fail;

@@ -54,10 +54,12 @@
 #include "engine/engine.h"
 #include "engine/plan.h"
 #include "host/exec.h"
+#include "install/install.h"
 #include "plugins/manifest.h"
+#include "plugins/registry.h"
 #include "policy/policy.h"
 #include "policy/settings.h"
-#include "runtime.h"
+#include "runtime_state.h"
 
 #define REAP_EVERY_MS 1000
 
@@ -239,6 +241,80 @@ void sessions_free(struct sessions *ss)
     pthread_cond_destroy(&ss->wake);
     pthread_mutex_destroy(&ss->lock);
     free(ss);
+}
+
+/* ---- the warm interpreter ----------------------------------------------- */
+
+/* argv (the element "{driver}" replaced), the environment with a fresh
+ * nonce, and the marker head that goes with it. */
+int repl_prepare(struct sbx_session *s, struct sbx_error **err)
+{
+    const struct plugin *lang = s->base.lang;
+    size_t driver_len;
+    cleanup_free char *driver =
+            plugin_file_read(lang, lang->m->lang->session->driver, &driver_len, err);
+    char nonce[2 * NONCE_BYTES + 1], *kv = NULL;
+
+    if (!driver)
+        return (*err)->rc;
+    for (char **a = lang->m->lang->session->run; *a; a++)
+        if (strv_push(&s->repl_argv, strcmp(*a, "{driver}") == 0 ? driver : *a) < 0)
+            goto oom;
+    for (char **e = s->base.env; e && *e; e++)
+        if (strv_push(&s->repl_env, *e) < 0)
+            goto oom;
+    if (random_hex(nonce, NONCE_BYTES) < 0)
+        return sbx_error_set(err, SBX_E_IO, errno, "getrandom: %s", strerror(errno));
+    if (asprintf(&kv, "SBX_SESSION_NONCE=%s", nonce) < 0)
+        goto oom;
+    if (strv_push(&s->repl_env, kv) < 0) {
+        free(kv);
+        goto oom;
+    }
+    free(kv);
+    snprintf(s->head, sizeof(s->head), "\033]sbx;%s;", nonce);
+    return 0;
+oom:
+    return sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
+}
+
+/* Start the interpreter: 0, 1 when it did not start (r->ex says why), or
+ * < 0. A new one gets a new nonce. */
+int repl_start(struct sbx_session *s, struct run *r, struct sbx_error **err)
+{
+    char nonce[2 * NONCE_BYTES + 1];
+    struct agentc_exit ex = {0};
+    char **kv;
+    int end;
+
+    if (random_hex(nonce, NONCE_BYTES) < 0)
+        return sbx_error_set(err, SBX_E_IO, errno, "getrandom: %s", strerror(errno));
+    for (kv = s->repl_env; *kv && strncmp(*kv, "SBX_SESSION_NONCE=", 18) != 0; kv++) {
+    }
+    if (!*kv)
+        return sbx_error_set(err, SBX_E_INTERNAL, 0, "the session's nonce went missing");
+    memcpy(*kv + 18, nonce, sizeof(nonce));
+    snprintf(s->head, sizeof(s->head), "\033]sbx;%s;", nonce);
+    end = agentc_start(
+            r->ac, s->repl_argv, s->repl_env, now_ms() + SETUP_TIMEOUT_MS, &r->sink, &ex);
+    if (end == 0) {
+        s->repl_alive = true;
+        return 0;
+    }
+    if (end == AGENTC_LOST) {
+        s->dead = true;
+    } else if (end == AGENTC_TIMEOUT || end == AGENTC_CANCELLED) {
+        /* it may be running without our knowing: end it, or the next
+         * start would find the agent busy */
+        struct agentc_exit kx;
+
+        if (agentc_kill(r->ac, now_ms() + KILL_WAIT_MS, &r->sink, &kx) != AGENTC_EXITED)
+            s->dead = true;
+    }
+    r->ex->status = SBX_STATUS_ERROR;
+    (void)!asprintf(&r->ex->message, "the %s interpreter did not start: %s", s->language,
+            end == AGENTC_EXITED ? "it exited at once (see stderr)" : agentc_last_error(r->ac));
+    return 1;
 }
 
 /* ---- create, close, list ------------------------------------------------ */

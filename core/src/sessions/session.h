@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * session.h: what the parts of sessions share: session.c (the registry,
- * lifetime, create, close, list), session_call.c (calls and the warm
- * interpreter) and session_files.c (a session's files). Private to the
- * core; see session.c for the design.
+ * lifetime, the warm interpreter's start, create, close, list),
+ * session_call.c (calls) and session_files.c (a session's files). Private
+ * to the core; see session.c for the design.
  */
 #ifndef SBX_SESSION_H
 #define SBX_SESSION_H
@@ -20,6 +20,7 @@
 #define ID_BYTES     12
 #define NONCE_BYTES  16
 #define START_OUTPUT 4096 /* what an interpreter that failed to start said */
+#define KILL_WAIT_MS 5000 /* for a call's processes to end after a kill */
 
 struct sbx_session {
     struct sbx_session *next;
@@ -61,9 +62,16 @@ struct sbx_session *session_get_timed(struct sessions *ss, const char *id, int w
 /* Unlock and drop the caller's reference (the last one frees it). */
 void session_put(struct sessions *ss, struct sbx_session *s);
 
-/* session_call.c: the interpreter's argv and environment (with a fresh
- * nonce), and starting it: 0, 1 when it did not start (r->ex says why),
- * or < 0. */
+/* The registry, made with the runtime; freeing it closes every session. */
+struct sessions *sessions_new(void);
+void sessions_free(struct sessions *ss);
+
+/* session_call.c: a call in an open session (r->req->session_id): 0 with
+ * r->ex decided or ready for engine_output, or < 0: error of the tool. */
+int session_call(struct run *r, struct sbx_error **err);
+
+/* session.c: the interpreter's argv and environment (with a fresh nonce),
+ * and starting it: 0, 1 when it did not start (r->ex says why), or < 0. */
 int repl_prepare(struct sbx_session *s, struct sbx_error **err);
 int repl_start(struct sbx_session *s, struct run *r, struct sbx_error **err);
 

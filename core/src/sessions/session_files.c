@@ -29,9 +29,10 @@
 #include "engine/plan.h"
 #include "host/exec.h"
 #include "plugins/manifest.h"
+#include "plugins/registry.h"
 #include "policy/policy.h"
 #include "policy/settings.h"
-#include "runtime.h"
+#include "runtime_state.h"
 #include "sessions/session.h"
 
 #define READ_WAIT_MS 2000 /* resources/read on a session busy with a call */

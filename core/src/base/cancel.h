@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cancel.h: what a cancellation flag (sbx_cancel_new, sbx.h) is inside the
+ * core: an eventfd, readable once fired. Poll cancel->fd beside what a
+ * run waits for.
+ */
+#ifndef SBX_BASE_CANCEL_H
+#define SBX_BASE_CANCEL_H
+
+#include <llm-sandbox/sbx.h>
+
+struct sbx_cancel {
+    int fd; /* an eventfd */
+};
+
+#endif

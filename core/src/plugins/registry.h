@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * registry.h: the plugins the loader found (struct plugin), looked up by
+ * name or alias, and the data files beside their manifests. Written only
+ * while sbx_runtime_new runs (main thread, before any worker starts,
+ * STYLE C1) and read-only afterwards, except each backend's lazily made
+ * probe, guarded by its own mutex (host_table.h).
+ */
+#ifndef SBX_PLUGINS_REGISTRY_H
+#define SBX_PLUGINS_REGISTRY_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <llm-sandbox/plugin.h>
+#include <llm-sandbox/sbx.h>
+
+struct manifest;
+struct sbx_runtime;
+
+/* The host table lent to one plugin; the table comes first so a
+ * `const struct sbx_host *` can be turned back into its context. */
+struct host_ctx {
+    struct sbx_host host;
+    struct sbx_runtime *rt;
+    struct plugin *plugin;
+};
+
+enum plugin_state {
+    PLUGIN_OK = 0,
+    PLUGIN_BROKEN = 1,   /* manifest, library, ABI or init failed: see error */
+    PLUGIN_SHADOWED = 2, /* an earlier directory has a plugin of this name */
+    PLUGIN_DISABLED = 3, /* a language left out by LLM_SANDBOX_LANGUAGES */
+    PLUGIN_UNLOADED = 4, /* a backend a server does not run: library not opened */
+};
+
+struct plugin {
+    char *dir;
+    char *file; /* manifest file name */
+    char *name; /* manifest name, or the file's stem when unreadable */
+    struct manifest *m;
+    enum plugin_state state;
+    char *error;
+    void *handle; /* lt_dlhandle */
+    const struct sbx_plugin *desc;
+    void *pstate;
+    struct host_ctx hctx;
+    /* backends: the probe, made once on first use */
+    pthread_mutex_t probe_lock;
+    bool probed;
+    int probe_rc;
+    char *probe_error;
+    struct sbx_caps caps;
+    bool agent_filter; /* the backend applies no seccomp policy: the agent applies ours */
+    /* languages: the toolchain's version, probed once in a sandbox */
+    bool version_probed;
+    char *version;
+};
+
+/* Is name the plugin's name or one of its aliases? */
+bool plugin_has_name(const struct plugin *pl, const char *name);
+/* A usable plugin of that kind by name or alias, or NULL. */
+struct plugin *registry_find(struct sbx_runtime *rt, enum sbx_plugin_kind kind, const char *name);
+/* Any plugin (even broken) of that kind by name or alias, or NULL. */
+struct plugin *registry_find_any(
+        struct sbx_runtime *rt, enum sbx_plugin_kind kind, const char *name);
+/* "bwrap, nsjail" (usable plugins of a kind). (transfer full) */
+char *registry_names(struct sbx_runtime *rt, enum sbx_plugin_kind kind);
+/* The same for every plugin of kind found with a readable manifest,
+ * whatever its state (usable, broken, not loaded, disabled), aliases
+ * left out. */
+char *registry_names_found(struct sbx_runtime *rt, enum sbx_plugin_kind kind);
+
+/* A data file beside the plugin's manifest (a language's driver or support
+ * file), NUL-terminated; NULL with err set (SBX_E_UNAVAILABLE, SBX_E_NOMEM)
+ * when missing, empty or over 256 KiB. (transfer full) */
+char *plugin_file_read(
+        const struct plugin *pl, const char *name, size_t *ret_len, struct sbx_error **err);
+
+#endif
