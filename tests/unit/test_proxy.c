@@ -27,6 +27,7 @@
 #include "base/error.h"
 #include "base/util.h"
 #include "cache/deps.h"
+#include "cache/key.h"
 #include "host/exec.h"
 #include "net/proxy.h"
 #include "plugins/manifest.h"

@@ -15,7 +15,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <nettle/sha2.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,48 +34,6 @@
 #define SET_RECORD  ".sbx-set"
 #define WALK_DEPTH  128
 #define WATCH_EVERY 250 /* ms between size checks of a growing install */
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-static void hash_str(struct sha256_ctx *md, const char *tag, const char *s)
-{
-    sha256_update(md, strlen(tag) + 1, (const uint8_t *)tag);
-    sha256_update(md, s ? strlen(s) + 1 : 1, (const uint8_t *)(s ? s : ""));
-}
-
-int deps_key(const char *lang, const char *version, const struct manifest_install *in,
-        char *const *libs, size_t n_libs, char out[65])
-{
-    const char **sorted = calloc(n_libs + 1, sizeof(*sorted));
-    struct sha256_ctx md;
-    uint8_t dig[SHA256_DIGEST_SIZE];
-
-    if (!sorted)
-        return SBX_E_NOMEM;
-    for (size_t i = 0; i < n_libs; i++)
-        sorted[i] = libs[i];
-    qsort(sorted, n_libs, sizeof(*sorted), cmp_str);
-    sha256_init(&md);
-    hash_str(&md, "format", "llm-sandbox dependency set 1");
-    hash_str(&md, "language", lang);
-    hash_str(&md, "version", version);
-    for (size_t i = 0; i < in->n_steps; i++)
-        for (char **a = in->steps[i].run; *a; a++)
-            hash_str(&md, i == 0 && a == in->steps[i].run ? "step0" : "arg", *a);
-    for (char **e = in->env; *e; e++)
-        hash_str(&md, "env", *e);
-    for (size_t i = 0; i < n_libs; i++)
-        if (i == 0 || strcmp(sorted[i], sorted[i - 1]) != 0)
-            hash_str(&md, "library", sorted[i]);
-    sha256_digest(&md, sizeof(dig), dig);
-    free(sorted);
-    for (int i = 0; i < 32; i++)
-        snprintf(out + 2 * i, 3, "%02x", dig[i]);
-    return 0;
-}
 
 /* ---- trees written by untrusted code ----------------------------------- */
 

@@ -25,7 +25,6 @@
 #include <llm-sandbox/sbx.h>
 
 struct settings;
-struct manifest_install;
 
 struct deps_set {
     char *dir;     /* CACHE/deps/LANG-KEY: the finished set */
@@ -34,11 +33,6 @@ struct deps_set {
     int lock_fd;
     bool ready; /* dir is complete: mount it, install nothing */
 };
-
-/* The set's key: 64 hex digits into out. Libraries are sorted and
- * de-duplicated first; 0, or SBX_E_NOMEM. */
-int deps_key(const char *lang, const char *version, const struct manifest_install *in,
-        char *const *libs, size_t n_libs, char out[65]);
 
 /* Find the set or take the right to build it: ready with a shared lock, or
  * not ready with the exclusive lock and an empty staging directory owned

@@ -117,13 +117,4 @@ void engine_release(struct run *r);
 /* Close the run's box, unreported, and free its channel. */
 void engine_release_box(struct run *r);
 
-/* The compile cache (language.build_outputs): look the build up (0; r->build
- * set when it applies), put a cached build's outputs and diagnostics in
- * place instead of building (0, or an enum agentc_end / SBX_E_IO), and
- * keep a successful build's (out0/err0: where its output began in the
- * sink; a failure only loses the cache entry). */
-int prepare_build_cache(struct run *r, struct sbx_error **err);
-int build_cache_replay(struct run *r, int64_t deadline);
-void build_cache_save(struct run *r, size_t out0, size_t err0, int64_t deadline);
-
 #endif

@@ -16,6 +16,7 @@
 #include "base/util.h"
 #include "cache/deps.h"
 #include "channel/agentc.h"
+#include "engine/buildcache.h"
 #include "engine/engine.h"
 #include "engine/plan.h"
 #include "plugins/manifest.h"
@@ -37,7 +38,7 @@ int engine_programs(struct run *r, int *ret_end, struct agentc_exit *ex, struct 
         return end < 0 ? sbx_error_set(err, SBX_E_BACKEND, 0, "%s", agentc_last_error(r->ac)) : 0;
     }
     if (r->plan->build && r->build && r->build->ready) {
-        end = build_cache_replay(r, deadline); /* nothing to compile */
+        end = buildcache_replay(r, deadline); /* nothing to compile */
         if (end > 0) {
             *ret_end = end;
             return 0;
@@ -72,7 +73,7 @@ int engine_programs(struct run *r, int *ret_end, struct agentc_exit *ex, struct 
             *ret_end = end;
             return 0;
         }
-        build_cache_save(r, out0, err0, deadline);
+        buildcache_save(r, out0, err0, deadline);
     }
     engine_phase(r, "running");
     end = agentc_exec(r->ac, r->plan->run, r->env, r->req->stdin_data ? r->req->stdin_data : "",

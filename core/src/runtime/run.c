@@ -27,6 +27,7 @@
 #include "base/util.h"
 #include "channel/agentc.h"
 #include "engine/artifacts.h"
+#include "engine/buildcache.h"
 #include "engine/engine.h"
 #include "engine/plan.h"
 #include "install/install.h"
@@ -200,7 +201,7 @@ static int run_checked(struct run *r, struct sbx_error **err)
         if (rc != 0)
             return rc < 0 ? rc : 0;
     }
-    if (prepare_warm(r, err) < 0 || prepare_build_cache(r, err) < 0)
+    if (prepare_warm(r, err) < 0 || buildcache_open(r, err) < 0)
         return (*err)->rc;
     engine_phase(r, "preparing");
     capture_init(&r->sink.out, (size_t)r->policy.output_bytes);

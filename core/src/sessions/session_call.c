@@ -27,6 +27,7 @@
 #include "base/util.h"
 #include "channel/agentc.h"
 #include "engine/artifacts.h"
+#include "engine/buildcache.h"
 #include "engine/engine.h"
 #include "engine/plan.h"
 #include "host/exec.h"
@@ -237,7 +238,7 @@ int session_call(struct run *r, struct sbx_error **err)
     r->ac = s->base.ac;
     r->seeded = s->seeded;
     rc = plan_make(r->lang, r->req->code, r->req->code_len, &r->plan, err);
-    if (rc == 0 && !engine_check_source_name(r) && (rc = prepare_build_cache(r, err)) == 0) {
+    if (rc == 0 && !engine_check_source_name(r) && (rc = buildcache_open(r, err)) == 0) {
         capture_init(&r->sink.out, (size_t)r->policy.output_bytes);
         capture_init(&r->sink.err, (size_t)r->policy.output_bytes);
         r->sink.on_output = r->req->on_output;
