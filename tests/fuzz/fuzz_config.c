@@ -2,7 +2,7 @@
 /*
  * fuzz_config.c: libFuzzer target for the config file, through
  * settings_load_data() (config.c's shape checks, then settings.c's value
- * checks) and settings_check_plugin_keys(). Every input must either load
+ * checks) and plugin_settings_check_keys(). Every input must either load
  * or fail with one well-formed error: SBX_E_INVALID or SBX_E_UNSUPPORTED
  * with a one-line message that starts "fuzz.yaml:" (a location), or
  * SBX_E_NOMEM. Anything else, a crash or a leak is a bug. The environment
@@ -15,6 +15,7 @@
 
 #include "base/error.h"
 #include "plugins/manifest.h"
+#include "plugins/plugin_settings.h"
 #include "policy/config.h"
 #include "policy/settings.h"
 
@@ -58,8 +59,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (config_find(s->config, s->config->entries[i].key) != &s->config->entries[i])
                 abort(); /* a duplicate key got through */
         }
-        (void)settings_plugin_value(s, &bwrap, "bwrap", "path");
-        r = settings_check_plugin_keys(s, ms, 2, &err);
+        (void)plugin_setting_value(s, &bwrap, "bwrap", "path");
+        r = plugin_settings_check_keys(s, ms, 2, &err);
         if (r < 0)
             check_error(r, err);
     } else {

@@ -25,6 +25,7 @@
 
 #include "base/error.h"
 #include "plugins/manifest.h"
+#include "plugins/plugin_settings.h"
 #include "policy/config.h"
 #include "policy/settings.h"
 
@@ -125,8 +126,8 @@ static void test_valid_file(void **state)
     assert_non_null(s->config);
     assert_string_equal(s->config->path, "/c/t.yaml");
     assert_int_equal(s->config->n, 12);
-    assert_string_equal(settings_plugin_value(s, NULL, "bwrap", "path"), "/opt/bwrap");
-    assert_null(settings_plugin_value(s, NULL, "bwrap", "pasta"));
+    assert_string_equal(plugin_setting_value(s, NULL, "bwrap", "path"), "/opt/bwrap");
+    assert_null(plugin_setting_value(s, NULL, "bwrap", "pasta"));
     settings_free(s);
 }
 
@@ -158,7 +159,7 @@ static void test_environment_beats_file(void **state)
     assert_int_equal(s->defaults.wall_time_ms, 7000);
     assert_int_equal(s->defaults.memory_bytes, 100 * MIB);
     assert_int_equal(s->defaults.pids_max, 9);
-    assert_string_equal(settings_plugin_value(s, NULL, "bwrap", "path"), "/env/bwrap");
+    assert_string_equal(plugin_setting_value(s, NULL, "bwrap", "path"), "/env/bwrap");
     settings_free(s);
     /* a bad value in the file is not reached when the environment sets it */
     setenv("SANDBOX_MEMORY", "64M", 1);
@@ -331,21 +332,21 @@ static void test_plugin_keys(void **state)
 
     (void)state;
     s = load_ok("BACKEND: bwrap\nLLM_SANDBOX_BWRAP_PASTA: /usr/bin/pasta\n");
-    assert_int_equal(settings_check_plugin_keys(s, ms, 2, &e), 0);
-    assert_int_equal(settings_check_plugin_keys(s, ms, 1, &e), SBX_E_INVALID);
+    assert_int_equal(plugin_settings_check_keys(s, ms, 2, &e), 0);
+    assert_int_equal(plugin_settings_check_keys(s, ms, 1, &e), SBX_E_INVALID);
     assert_string_equal(e->field, "LLM_SANDBOX_BWRAP_PASTA");
     assert_non_null(strstr(e->msg, P "2:1: unknown key 'LLM_SANDBOX_BWRAP_PASTA'"));
     e = sbx_error_free(e);
     settings_free(s);
     s = load_ok("LLM_SANDBOX_MAX_TIMEOUTS: 3\n"); /* a typo shaped like a plugin key */
-    assert_int_equal(settings_check_plugin_keys(s, ms, 2, &e), SBX_E_INVALID);
+    assert_int_equal(plugin_settings_check_keys(s, ms, 2, &e), SBX_E_INVALID);
     assert_non_null(strstr(e->msg, P "1:1: unknown key 'LLM_SANDBOX_MAX_TIMEOUTS'"));
     e = sbx_error_free(e);
     settings_free(s);
     /* an upper-case typo is taken while the file is read (a plugin may
      * declare the name) and refused once the manifests say none does */
     s = load_ok("BACKEND: bwrap\nSANDBOX_MEMROY: 1G\n");
-    assert_int_equal(settings_check_plugin_keys(s, ms, 2, &e), SBX_E_INVALID);
+    assert_int_equal(plugin_settings_check_keys(s, ms, 2, &e), SBX_E_INVALID);
     assert_string_equal(e->field, "SANDBOX_MEMROY");
     assert_non_null(strstr(e->msg, P "2:1: unknown key 'SANDBOX_MEMROY'"));
     e = sbx_error_free(e);
@@ -361,24 +362,24 @@ static void test_declared_names(void **state)
 
     (void)state;
     s = load_ok("DOCKER_HOST: unix:///file.sock\nSANDBOX_IMAGE_PYTHON: img:file\n");
-    assert_int_equal(settings_check_plugin_keys(s, ms, 2, &e), 0);
+    assert_int_equal(plugin_settings_check_keys(s, ms, 2, &e), 0);
     /* without the manifest that declares them they are typos */
-    assert_int_equal(settings_check_plugin_keys(s, ms, 1, &e), SBX_E_INVALID);
+    assert_int_equal(plugin_settings_check_keys(s, ms, 1, &e), SBX_E_INVALID);
     assert_string_equal(e->field, "DOCKER_HOST");
     e = sbx_error_free(e);
     /* the file's foreign name, then the environment's, then our own name */
-    assert_string_equal(settings_plugin_value(s, &m_docker, "docker", "host"), "unix:///file.sock");
+    assert_string_equal(plugin_setting_value(s, &m_docker, "docker", "host"), "unix:///file.sock");
     setenv("DOCKER_HOST", "unix:///env.sock", 1);
-    assert_string_equal(settings_plugin_value(s, &m_docker, "docker", "host"), "unix:///env.sock");
+    assert_string_equal(plugin_setting_value(s, &m_docker, "docker", "host"), "unix:///env.sock");
     setenv("LLM_SANDBOX_DOCKER_HOST", "unix:///ours.sock", 1);
-    assert_string_equal(settings_plugin_value(s, &m_docker, "docker", "host"), "unix:///ours.sock");
+    assert_string_equal(plugin_setting_value(s, &m_docker, "docker", "host"), "unix:///ours.sock");
     /* another plugin reading the same key does not see docker's names */
-    assert_null(settings_plugin_value(s, &m_python, "python", "host"));
-    assert_null(settings_plugin_value(s, NULL, "podman", "host"));
+    assert_null(plugin_setting_value(s, &m_python, "python", "host"));
+    assert_null(plugin_setting_value(s, NULL, "podman", "host"));
     /* a family: the rest of the key, upper-cased, in place of the star */
-    assert_string_equal(settings_plugin_value(s, &m_docker, "docker", "image_python"), "img:file");
-    assert_null(settings_plugin_value(s, &m_docker, "docker", "image_ruby"));
-    assert_null(settings_plugin_value(s, &m_docker, "docker", "image_"));
+    assert_string_equal(plugin_setting_value(s, &m_docker, "docker", "image_python"), "img:file");
+    assert_null(plugin_setting_value(s, &m_docker, "docker", "image_ruby"));
+    assert_null(plugin_setting_value(s, &m_docker, "docker", "image_"));
     settings_free(s);
 }
 
@@ -394,12 +395,11 @@ static void test_declared_defaults(void **state)
     (void)state;
     setenv("HOME", "/home/tester", 1);
     s = load_ok("");
-    assert_int_equal(settings_expand_defaults(s, &m), 0);
+    assert_int_equal(plugin_settings_expand_defaults(s, &m), 0);
     assert_string_equal(st.default_value, "/home/tester/.docker");
-    assert_string_equal(
-            settings_plugin_value(s, &m, "docker", "cert_path"), "/home/tester/.docker");
+    assert_string_equal(plugin_setting_value(s, &m, "docker", "cert_path"), "/home/tester/.docker");
     setenv("DOCKER_CERT_PATH", "/etc/certs", 1);
-    assert_string_equal(settings_plugin_value(s, &m, "docker", "cert_path"), "/etc/certs");
+    assert_string_equal(plugin_setting_value(s, &m, "docker", "cert_path"), "/etc/certs");
     settings_free(s);
     free(st.default_value);
 }

@@ -25,6 +25,7 @@
 #include "channel/agentc.h"
 #include "engine/engine.h"
 #include "plugins/manifest.h"
+#include "plugins/plugin_settings.h"
 #include "plugins/registry.h"
 #include "policy/settings.h"
 #include "proto.h"
@@ -270,7 +271,7 @@ int install_key(const struct run *r, const struct manifest_install *in, const ch
      * for image_<lang>): its toolchain
      * is the one that installs */
     snprintf(image_key, sizeof(image_key), "image_%s", r->lang->name);
-    image = settings_plugin_value(r->rt->settings, r->backend->m, r->backend->name, image_key);
+    image = plugin_setting_value(r->rt->settings, r->backend->m, r->backend->name, image_key);
     dynbuf_init(&id, 1u << 20);
     rc |= dynbuf_printf(&id, "%s|%s %s|%s|%s", r->backend->name, r->lang->name, r->lang->m->version,
             image       ? image

@@ -34,6 +34,7 @@
 #include "install/builder.h"
 #include "net/proxy.h"
 #include "plugins/manifest.h"
+#include "plugins/plugin_settings.h"
 #include "plugins/registry.h"
 #include "policy/settings.h"
 #include "proto.h"
@@ -44,7 +45,7 @@
 static int install_hosts(const struct run *r, char ***ret)
 {
     const char *v =
-            settings_plugin_value(r->rt->settings, r->lang->m, r->lang->name, "install_hosts");
+            plugin_setting_value(r->rt->settings, r->lang->m, r->lang->name, "install_hosts");
     char **hosts = NULL;
 
     if (!v)
@@ -78,8 +79,7 @@ static int install_env(const struct run *r, char ***ret)
     static const char *const proxy[] = {"HTTPS_PROXY=http://127.0.0.1:3128",
             "https_proxy=http://127.0.0.1:3128", "HTTP_PROXY=http://127.0.0.1:3128",
             "http_proxy=http://127.0.0.1:3128", "NO_PROXY=", "no_proxy="};
-    const char *v =
-            settings_plugin_value(r->rt->settings, r->lang->m, r->lang->name, "install_env");
+    const char *v = plugin_setting_value(r->rt->settings, r->lang->m, r->lang->name, "install_env");
     char **env = NULL;
 
     if (recipe_env(r, r->lang->m->lang->install, &env) < 0)

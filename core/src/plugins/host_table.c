@@ -29,6 +29,7 @@
 #include "net/http.h"
 #include "net/http_ws.h"
 #include "plugins/manifest.h"
+#include "plugins/plugin_settings.h"
 #include "plugins/registry.h"
 #include "policy/settings.h"
 #include "runtime_state.h"
@@ -74,7 +75,7 @@ static const char *host_setting(const struct sbx_host *h, const char *key)
 {
     const struct host_ctx *hc = ctx_of(h);
 
-    return settings_plugin_value(hc->rt->settings, hc->plugin->m, hc->plugin->name, key);
+    return plugin_setting_value(hc->rt->settings, hc->plugin->m, hc->plugin->name, key);
 }
 
 static int host_proc_spawn(const struct sbx_host *h, const struct sbx_spawn *spec,

@@ -35,6 +35,7 @@
 #include "net/http.h"
 #include "plugins/host_table.h"
 #include "plugins/manifest.h"
+#include "plugins/plugin_settings.h"
 #include "plugins/registry.h"
 #include "policy/settings.h"
 #include "runtime_state.h"
@@ -195,7 +196,7 @@ static void plugin_load(struct sbx_runtime *rt, struct plugin *pl, bool builtin_
         plugin_fail(pl, "%s", e->msg);
         return;
     }
-    if (settings_expand_defaults(rt->settings, pl->m) < 0) {
+    if (plugin_settings_expand_defaults(rt->settings, pl->m) < 0) {
         plugin_fail(pl, "out of memory");
         return;
     }
@@ -293,7 +294,7 @@ static int check_config_keys(struct sbx_runtime *rt, struct sbx_error **err)
         return sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
     for (size_t i = 0; i < rt->n_plugins; i++)
         ms[i] = rt->plugins[i]->m;
-    if (settings_check_plugin_keys(rt->settings, ms, rt->n_plugins, err) < 0)
+    if (plugin_settings_check_keys(rt->settings, ms, rt->n_plugins, err) < 0)
         return sbx_error_wrap(err, "configuration");
     return 0;
 }

@@ -20,7 +20,6 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "base/util.h"
-#include "plugins/manifest.h"
 #include "policy/config.h"
 
 #define MIB (1024ull * 1024ull)
@@ -84,9 +83,7 @@ void settings_init_defaults(struct settings *s)
 
 static int core_kind(const char *key);
 
-/* A variable from the environment, else from the config file; empty counts
- * as unset in both. */
-static const char *lookup(const struct settings *s, const char *name)
+const char *settings_lookup(const struct settings *s, const char *name)
 {
     const char *v = secure_getenv(name);
     const struct config_entry *e;
@@ -102,7 +99,7 @@ static const char *lookup(const struct settings *s, const char *name)
 static const char *env(const struct settings *s, const char *name)
 {
     assert(core_kind(name) != CONFIG_KEY_UNKNOWN);
-    return lookup(s, name);
+    return settings_lookup(s, name);
 }
 
 /* The first of two names that is set (reference name, then ours). */
@@ -557,8 +554,8 @@ static int core_kind(const char *key)
     return CONFIG_KEY_UNKNOWN;
 }
 
-/* LLM_SANDBOX_<PLUGIN>_<KEY> as settings_plugin_value() builds it; which
- * plugin is checked once plugins are found (settings_check_plugin_keys). */
+/* LLM_SANDBOX_<PLUGIN>_<KEY> as plugin_setting_value() builds it; which
+ * plugin is checked once plugins are found (plugins/plugin_settings.c). */
 static bool is_plugin_key(const char *key)
 {
     const char *rest, *us;
@@ -575,7 +572,7 @@ static bool is_plugin_key(const char *key)
 /* A name a plugin may declare as a foreign name of one of its settings
  * (manifest settings:, e.g. DOCKER_HOST): upper case, outside our own
  * LLM_SANDBOX_ names. Checked against the manifests once they are read
- * (settings_check_plugin_keys). */
+ * (plugins/plugin_settings.c). */
 static bool is_foreign_key(const char *key)
 {
     size_t len = strlen(key);
@@ -583,6 +580,11 @@ static bool is_foreign_key(const char *key)
     return len >= 1 && len <= 64 && key[0] >= 'A' && key[0] <= 'Z' &&
            strspn(key, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == len &&
            strncmp(key, PLUGIN_PREFIX, strlen(PLUGIN_PREFIX)) != 0;
+}
+
+bool settings_is_core_key(const char *key)
+{
+    return core_kind(key) != CONFIG_KEY_UNKNOWN;
 }
 
 static int key_kind(const char *key)
@@ -696,74 +698,6 @@ int settings_load_data(const char *path, const char *data, size_t len, struct se
     return r < 0 ? r : load_with(cfg, ret, err);
 }
 
-/* Does a manifest declare name (a foreign name of one of its settings)? */
-static bool declared(const struct manifest *m, const char *name)
-{
-    for (size_t i = 0; m && i < m->n_settings; i++) {
-        for (char **e = m->settings[i].env; e && *e; e++) {
-            size_t len = strlen(*e);
-
-            if (strcmp(*e, name) == 0)
-                return true;
-            if (len > 2 && strcmp(*e + len - 2, "_*") == 0 && strncmp(name, *e, len - 1) == 0 &&
-                    name[len - 1] != '\0')
-                return true;
-        }
-    }
-    return false;
-}
-
-/* Is key LLM_SANDBOX_<NAME>_<KEY> for plugin name? */
-static bool is_key_of(const char *key, const char *name)
-{
-    const char *rest = key + strlen(PLUGIN_PREFIX);
-    size_t k = 0;
-
-    if (strncmp(key, PLUGIN_PREFIX, strlen(PLUGIN_PREFIX)) != 0)
-        return false;
-    while (name[k] && toupper((unsigned char)name[k]) == rest[k])
-        k++;
-    return !name[k] && rest[k] == '_' && rest[k + 1];
-}
-
-int settings_check_plugin_keys(const struct settings *s, const struct manifest *const *ms, size_t n,
-        struct sbx_error **err)
-{
-    const struct config *c = s ? s->config : NULL;
-
-    for (size_t i = 0; c && i < c->n; i++) {
-        const char *key = c->entries[i].key;
-        bool found = false;
-
-        if (core_kind(key) != CONFIG_KEY_UNKNOWN)
-            continue;
-        for (size_t j = 0; j < n && !found; j++)
-            found = ms[j] && (is_key_of(key, ms[j]->name) || declared(ms[j], key));
-        if (!found)
-            return sbx_error_set_field(err, SBX_E_INVALID, key,
-                    "%s:%zu:%zu: unknown key '%s': neither a setting, nor "
-                    "LLM_SANDBOX_<PLUGIN>_<KEY> for a plugin found here, nor a name a plugin "
-                    "found here reads (its manifest's settings)",
-                    c->path, c->entries[i].line, c->entries[i].col, key);
-    }
-    return 0;
-}
-
-int settings_expand_defaults(const struct settings *s, struct manifest *m)
-{
-    for (size_t i = 0; i < m->n_settings; i++) {
-        char *d = m->settings[i].default_value, *x = NULL;
-
-        if (!d || strncmp(d, "~/", 2) != 0)
-            continue;
-        if (asprintf(&x, "%s%s", s->home, d + 1) < 0)
-            return SBX_E_NOMEM;
-        free(d);
-        m->settings[i].default_value = x;
-    }
-    return 0;
-}
-
 struct settings *settings_free(struct settings *s)
 {
     if (!s)
@@ -819,46 +753,4 @@ int sbx_socket_path(const char *config_path, char **ret_path, struct sbx_error *
         return sbx_error_set(err, SBX_E_NOMEM, 0, "out of memory");
     *ret_path = path;
     return 0;
-}
-
-/* A declared foreign name of key (a family's with the rest of the key,
- * upper-cased, in place of its "*"), looked up. */
-static const char *foreign_value(const struct settings *s, const char *name, const char *key,
-        const struct manifest_setting *decl)
-{
-    size_t len = strlen(name), klen = strlen(decl->key), o;
-    char buf[160];
-
-    if (len < 2 || strcmp(name + len - 2, "_*") != 0)
-        return lookup(s, name);
-    o = len - 1; /* keep the '_' */
-    if (o + strlen(key) - (klen - 1) >= sizeof(buf))
-        return NULL;
-    memcpy(buf, name, o);
-    for (const char *p = key + klen - 1; *p; p++)
-        buf[o++] = (char)toupper((unsigned char)*p);
-    buf[o] = '\0';
-    return lookup(s, buf);
-}
-
-const char *settings_plugin_value(
-        const struct settings *s, const struct manifest *m, const char *plugin, const char *key)
-{
-    const struct manifest_setting *decl;
-    const char *v;
-    char name[128];
-    size_t o = 0;
-
-    for (const char *p = PLUGIN_PREFIX; *p; p++)
-        name[o++] = *p;
-    for (const char *parts[] = {plugin, "_", key}, **q = parts; q < parts + 3; q++) {
-        for (const char *p = *q; *p && o + 1 < sizeof(name); p++)
-            name[o++] = (char)toupper((unsigned char)*p);
-    }
-    name[o] = '\0';
-    v = lookup(s, name);
-    decl = v ? NULL : manifest_setting_find(m, key);
-    for (char **e = decl ? decl->env : NULL; e && *e && !v; e++)
-        v = foreign_value(s, *e, key, decl);
-    return v ? v : decl ? decl->default_value : NULL;
 }

@@ -25,7 +25,6 @@
 #include <llm-sandbox/sbx.h>
 
 struct config;
-struct manifest;
 
 struct settings {
     char *backend;      /* BACKEND (canonical or alias), default "bwrap" */
@@ -90,24 +89,11 @@ int settings_load_data(const char *path, const char *data, size_t len, struct se
         struct sbx_error **err);
 struct settings *settings_free(struct settings *s);
 
-/* Once plugins are found: each config file key that is no core variable
- * must be LLM_SANDBOX_<PLUGIN>_<KEY> for one of the plugins whose manifests
- * are ms (n of them; NULL entries are skipped), or a foreign name one of
- * them declares (settings:). Else SBX_E_INVALID "FILE:LINE:COLUMN:
- * unknown key ...". */
-int settings_check_plugin_keys(const struct settings *s, const struct manifest *const *ms, size_t n,
-        struct sbx_error **err);
-
-/* Expand "~/" at the start of m's setting defaults to the server's home.
- * 0 or SBX_E_NOMEM. */
-int settings_expand_defaults(const struct settings *s, struct manifest *m);
-
-/* A plugin's setting KEY: LLM_SANDBOX_<PLUGIN>_<KEY> (upper-cased) from
- * the environment, else the config file; else each foreign name m declares
- * for it, in order; else m's default; or NULL. m may be NULL. (transfer
- * none: points into the environment, s or m) */
-const char *settings_plugin_value(
-        const struct settings *s, const struct manifest *m, const char *plugin, const char *key);
+/* A variable from the environment, else from the config file; empty
+ * counts as unset in both. (transfer none) */
+const char *settings_lookup(const struct settings *s, const char *name);
+/* Is key one of the core's own variables (not a plugin's)? */
+bool settings_is_core_key(const char *key);
 
 /* Names and parsing of network modes ("off", "registries", "allowlist",
  * "on", "host"); -1 when unknown. */
