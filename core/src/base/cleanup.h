@@ -8,6 +8,7 @@
 #ifndef SBX_CLEANUP_H
 #define SBX_CLEANUP_H
 
+#include <dirent.h>
 #include <json-c/json_object.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +37,12 @@ static inline void cleanup_fclosep(FILE **f)
         fclose(*f);
 }
 
+static inline void cleanup_closedirp(DIR **d)
+{
+    if (*d)
+        closedir(*d);
+}
+
 static inline void cleanup_jsonp(struct json_object **j)
 {
     if (*j)
@@ -59,6 +66,7 @@ static inline void cleanup_strvp(char ***v)
 #define cleanup_free   __attribute__((cleanup(cleanup_freep)))
 #define cleanup_close  __attribute__((cleanup(cleanup_closep)))
 #define cleanup_fclose __attribute__((cleanup(cleanup_fclosep)))
+#define cleanup_dir    __attribute__((cleanup(cleanup_closedirp)))
 #define cleanup_json   __attribute__((cleanup(cleanup_jsonp)))
 #define cleanup_error  __attribute__((cleanup(cleanup_errorp)))
 #define cleanup_strv   __attribute__((cleanup(cleanup_strvp)))
