@@ -121,7 +121,7 @@ const char *yamltree_shown(const char *s, char buf[static 48])
 }
 
 #define fail(c, line, col, ...) yamltree_error_at((c)->err, (c)->path, (line), (col), __VA_ARGS__)
-#define fail_at(c, n, ...)      yamltree_error((c)->err, (c)->path, (n), __VA_ARGS__)
+#define node_fail(c, n, ...)    yamltree_error((c)->err, (c)->path, (n), __VA_ARGS__)
 #define fail_ev(c, ev, ...)                                                                        \
     fail((c), (ev)->start_mark.line + 1, (ev)->start_mark.column + 1, __VA_ARGS__)
 
@@ -174,7 +174,7 @@ static int check_unique(
         return 0;
     for (const struct yamltree_node *k = map->first; k && k->next; k = k->next->next) {
         if (k->type == YAMLTREE_SCALAR && strcmp(k->value, key->value) == 0)
-            return fail_at(c, key, "duplicate key '%s'", yamltree_shown(key->value, buf));
+            return node_fail(c, key, "duplicate key '%s'", yamltree_shown(key->value, buf));
     }
     return 0;
 }
@@ -252,7 +252,7 @@ static int build_node(
         const char *v = (const char *)ev->data.scalar.value;
 
         if (strlen(v) != ev->data.scalar.length)
-            return fail_at(c, n, "NUL characters are not allowed");
+            return node_fail(c, n, "NUL characters are not allowed");
         n->value = strdup(v);
         if (!n->value)
             return oom(c);
