@@ -8,7 +8,10 @@
  * its side). Output beyond a stream's cap is counted and dropped while the
  * program keeps running. Frames are validated before use; anything
  * unexpected ends the exchange as AGENTC_LOST with a message. No policy
- * decisions here.
+ * decisions here. Here: the channel, framing, the greeting and what it
+ * sends (limits, filter, relay), and one-shot execs; file transfers are
+ * in agentc_files.c, a session's long-lived interpreter in
+ * agentc_converse.c.
  */
 #include "channel/agentc.h"
 
@@ -20,32 +23,9 @@
 #include <string.h>
 
 #include "base/util.h"
+#include "channel/agentc_int.h"
 #include "host/exec.h"
 #include "proto.h"
-
-#define QUEUE_CAP (4u * 1024u * 1024u)
-#define GOT_FRAME 100 /* distinct from every enum agentc_end */
-#define GOT_ROOM  101 /* the write queue drained and the caller has more to send */
-#define GOT_START 102 /* exec_frame: the program started */
-#define LOW_WATER (AGENT_CHUNK * 2)
-
-struct agentc {
-    const struct sbx_backend_ops *ops;
-    void *box;
-    int cancel_fd, cancel_fd2; /* either cancels; -1: none */
-    unsigned char *rbuf;       /* header + payload of the frame being read */
-    size_t rlen;
-    struct dynbuf wq; /* encoded frames not yet written */
-    size_t wq_off;
-    char error[256];
-    bool want_room; /* return GOT_ROOM once the queue is below LOW_WATER */
-    /* the frame just completed */
-    struct agent_hdr hdr;
-    const unsigned char *payload;
-    /* a long-lived exec (a session's interpreter) ended while no exec
-     * was waited for; its output then was dropped */
-    bool idle_exited;
-};
 
 void capture_init(struct capture *c, size_t cap)
 {
@@ -59,7 +39,7 @@ void capture_done(struct capture *c)
     dynbuf_done(&c->buf);
 }
 
-static void capture_add(
+void agentc_capture_add(
         struct agentc_sink *s, enum sbx_stream stream, const unsigned char *data, size_t len)
 {
     struct capture *c = stream == SBX_STREAM_STDOUT ? &s->out : &s->err;
@@ -76,7 +56,7 @@ static void capture_add(
 
 void agentc_sink_write(struct agentc_sink *s, enum sbx_stream stream, const void *data, size_t len)
 {
-    capture_add(s, stream, data, len);
+    agentc_capture_add(s, stream, data, len);
 }
 
 struct agentc *agentc_new(const struct sbx_backend_ops *ops, void *box, int cancel_fd)
@@ -113,9 +93,7 @@ const char *agentc_last_error(const struct agentc *ac)
     return ac->error;
 }
 
-static int lost(struct agentc *ac, const char *fmt, ...) SBX_PRINTF(2, 3);
-
-static int lost(struct agentc *ac, const char *fmt, ...)
+int agentc_lost(struct agentc *ac, const char *fmt, ...)
 {
     va_list ap;
 
@@ -125,7 +103,7 @@ static int lost(struct agentc *ac, const char *fmt, ...)
     return AGENTC_LOST;
 }
 
-static int queue_frame(struct agentc *ac, uint8_t type, uint8_t flags, const void *a, size_t alen,
+int agentc_queue_frame(struct agentc *ac, uint8_t type, uint8_t flags, const void *a, size_t alen,
         const void *b, size_t blen)
 {
     unsigned char hdr[AGENT_HDR_SIZE];
@@ -138,7 +116,7 @@ static int queue_frame(struct agentc *ac, uint8_t type, uint8_t flags, const voi
     return 0;
 }
 
-static int flush_some(struct agentc *ac)
+int agentc_flush_some(struct agentc *ac)
 {
     while (ac->wq_off < ac->wq.len) {
         int64_t n = ac->ops->box_write(ac->box, ac->wq.buf + ac->wq_off, ac->wq.len - ac->wq_off);
@@ -148,7 +126,7 @@ static int flush_some(struct agentc *ac)
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             return 0;
         if (n <= 0)
-            return lost(ac, "cannot write to the sandbox agent: %s", strerror(errno));
+            return agentc_lost(ac, "cannot write to the sandbox agent: %s", strerror(errno));
         ac->wq_off += (size_t)n;
     }
     ac->wq.len = 0;
@@ -168,7 +146,7 @@ static int read_frame(struct agentc *ac)
 
         if (ac->rlen >= AGENT_HDR_SIZE) {
             if (agent_hdr_decode(ac->rbuf, &ac->hdr) < 0)
-                return lost(ac, "%s", "the sandbox agent sent a malformed frame");
+                return agentc_lost(ac, "%s", "the sandbox agent sent a malformed frame");
             need += ac->hdr.len;
             if (ac->rlen == need) {
                 ac->payload = ac->rbuf + AGENT_HDR_SIZE;
@@ -182,7 +160,7 @@ static int read_frame(struct agentc *ac)
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             return 0;
         if (n <= 0)
-            return lost(ac, "%s",
+            return agentc_lost(ac, "%s",
                     n == 0 ? "the sandbox ended unexpectedly"
                            : "cannot read from the sandbox agent");
         ac->rlen += (size_t)n;
@@ -193,7 +171,7 @@ static int read_frame(struct agentc *ac)
  * Wait for the next frame. Returns GOT_FRAME with a frame, or AGENTC_TIMEOUT,
  * AGENTC_CANCELLED, AGENTC_LOST.
  */
-static int next_frame(struct agentc *ac, int64_t deadline_ms)
+int agentc_next_frame(struct agentc *ac, int64_t deadline_ms)
 {
     for (;;) {
         struct pollfd pfd[4] = {
@@ -211,7 +189,7 @@ static int next_frame(struct agentc *ac, int64_t deadline_ms)
             return AGENTC_TIMEOUT;
         if ((ac->cancel_fd >= 0 || ac->cancel_fd2 >= 0) && poll(&pfd[2], 2, 0) > 0)
             return AGENTC_CANCELLED;
-        if ((r = flush_some(ac)) != 0)
+        if ((r = agentc_flush_some(ac)) != 0)
             return r;
         if ((r = read_frame(ac)) != 0)
             return r;
@@ -222,14 +200,14 @@ static int next_frame(struct agentc *ac, int64_t deadline_ms)
         pfd[1].fd = ac->wq.len ? pfd[1].fd : -1;
         r = poll(pfd, 4, (int)(left > 60000 ? 60000 : left));
         if (r < 0 && errno != EINTR)
-            return lost(ac, "poll: %s", strerror(errno));
+            return agentc_lost(ac, "poll: %s", strerror(errno));
         if (r > 0 && (pfd[2].revents || pfd[3].revents))
             return AGENTC_CANCELLED;
     }
 }
 
 /* Copy an ERROR frame's message into ac->error. */
-static void take_error(struct agentc *ac, const char *what)
+void agentc_take_error(struct agentc *ac, const char *what)
 {
     size_t n = ac->hdr.len > 4 ? ac->hdr.len - 4 : 0;
     const char *msg = (const char *)ac->payload + 4;
@@ -244,10 +222,10 @@ static void take_error(struct agentc *ac, const char *what)
  * interpreter) sends between calls: output is dropped, and its end is
  * remembered for agentc_running(). GOT_FRAME or an enum agentc_end.
  */
-static int next_reply(struct agentc *ac, int64_t deadline_ms)
+int agentc_next_reply(struct agentc *ac, int64_t deadline_ms)
 {
     for (;;) {
-        int r = next_frame(ac, deadline_ms);
+        int r = agentc_next_frame(ac, deadline_ms);
 
         if (r != GOT_FRAME)
             return r;
@@ -262,69 +240,15 @@ static int next_reply(struct agentc *ac, int64_t deadline_ms)
 
 int agentc_hello(struct agentc *ac, int64_t deadline_ms)
 {
-    int r = next_frame(ac, deadline_ms);
+    int r = agentc_next_frame(ac, deadline_ms);
 
     if (r != GOT_FRAME)
         return r;
     if (ac->hdr.type != AGENT_READY || ac->hdr.len < 12)
-        return lost(ac, "%s", "the sandbox agent did not start properly");
+        return agentc_lost(ac, "%s", "the sandbox agent did not start properly");
     if (agent_get_u32(ac->payload) != AGENT_PROTO_VERSION)
-        return lost(ac, "%s", "the sandbox agent speaks another protocol version");
+        return agentc_lost(ac, "%s", "the sandbox agent speaks another protocol version");
     return 0;
-}
-
-int agentc_put(struct agentc *ac, const char *path, uint32_t mode, const void *data, size_t len,
-        int64_t deadline_ms)
-{
-    return agentc_put_file(ac, path, mode, data, len, 0, deadline_ms);
-}
-
-int agentc_put_file(struct agentc *ac, const char *path, uint32_t mode, const void *data,
-        size_t len, unsigned how, int64_t deadline_ms)
-{
-    size_t plen = strlen(path), off = 0;
-    unsigned char head[8];
-    int r;
-
-    agent_put_u32(head, mode);
-    agent_put_u32(head + 4, (uint32_t)plen);
-    do {
-        size_t n = len - off < AGENT_CHUNK ? len - off : AGENT_CHUNK;
-        uint8_t flags = (uint8_t)((off == 0 ? AGENT_PUT_FIRST : 0) |
-                                  (off == 0 && (how & AGENTC_PUT_REPLACE) ? AGENT_PUT_REPLACE : 0) |
-                                  (off == 0 && (how & AGENTC_PUT_TMP) ? AGENT_PUT_TMP : 0) |
-                                  (off + n == len ? AGENT_PUT_LAST : 0));
-        struct dynbuf b;
-
-        dynbuf_init(&b, AGENT_MAX_PAYLOAD);
-        if (dynbuf_append(&b, head, 8) < 0 || dynbuf_append(&b, path, plen) < 0 ||
-                queue_frame(ac, AGENT_PUT, flags, b.buf, b.len, (const char *)data + off, n) < 0) {
-            dynbuf_done(&b);
-            return lost(ac, "%s", "cannot queue a file for the sandbox");
-        }
-        dynbuf_done(&b);
-        off += n;
-        /* Keep the queue short for big files: wait until it drained. */
-        while (ac->wq.len > AGENT_CHUNK * 4) {
-            if ((r = flush_some(ac)) != 0)
-                return r;
-            if (ac->wq.len > AGENT_CHUNK * 4) {
-                struct pollfd pfd = {.fd = ac->ops->box_write_fd(ac->box), .events = POLLOUT};
-
-                if (now_ms() >= deadline_ms)
-                    return AGENTC_TIMEOUT;
-                poll(&pfd, 1, 100);
-            }
-        }
-    } while (off < len);
-    r = next_reply(ac, deadline_ms);
-    if (r != GOT_FRAME)
-        return r;
-    if (ac->hdr.type == AGENT_ERROR) {
-        take_error(ac, path);
-        return SBX_E_IO;
-    }
-    return ac->hdr.type == AGENT_OK ? 0 : lost(ac, "%s", "unexpected reply to a file upload");
 }
 
 int agentc_limits(struct agentc *ac, const struct agentc_limit *lims, size_t n, int64_t deadline_ms)
@@ -333,23 +257,23 @@ int agentc_limits(struct agentc *ac, const struct agentc_limit *lims, size_t n, 
     int r;
 
     if (n > AGENT_LIMITS_MAX)
-        return lost(ac, "too many limits");
+        return agentc_lost(ac, "too many limits");
     memset(buf, 0, sizeof(buf));
     agent_put_u32(buf, (uint32_t)n);
     for (size_t i = 0; i < n; i++) {
         agent_put_u32(buf + 4 + 16 * i, lims[i].resource);
         agent_put_u64(buf + 4 + 16 * i + 8, lims[i].value);
     }
-    if (queue_frame(ac, AGENT_LIMITS, 0, buf, 4 + 16 * n, NULL, 0) < 0)
-        return lost(ac, "cannot queue limits");
-    r = next_reply(ac, deadline_ms);
+    if (agentc_queue_frame(ac, AGENT_LIMITS, 0, buf, 4 + 16 * n, NULL, 0) < 0)
+        return agentc_lost(ac, "cannot queue limits");
+    r = agentc_next_reply(ac, deadline_ms);
     if (r != GOT_FRAME)
         return r;
     if (ac->hdr.type == AGENT_ERROR) {
-        take_error(ac, "the sandbox agent refused the limits");
+        agentc_take_error(ac, "the sandbox agent refused the limits");
         return SBX_E_IO;
     }
-    return ac->hdr.type == AGENT_OK ? 0 : lost(ac, "unexpected reply to limits");
+    return ac->hdr.type == AGENT_OK ? 0 : agentc_lost(ac, "unexpected reply to limits");
 }
 
 int agentc_filter(struct agentc *ac, const void *bpf, size_t len, int64_t deadline_ms)
@@ -358,17 +282,19 @@ int agentc_filter(struct agentc *ac, const void *bpf, size_t len, int64_t deadli
     int r;
 
     if (len == 0 || len % 8 != 0 || len / 8 > AGENT_FILTER_MAX)
-        return lost(ac, "%s", "the seccomp filter does not fit the agent's");
-    if (queue_frame(ac, AGENT_FILTER, 0, head, sizeof(head), bpf, len) < 0)
-        return lost(ac, "%s", "cannot queue the seccomp filter");
-    r = next_reply(ac, deadline_ms);
+        return agentc_lost(ac, "%s", "the seccomp filter does not fit the agent's");
+    if (agentc_queue_frame(ac, AGENT_FILTER, 0, head, sizeof(head), bpf, len) < 0)
+        return agentc_lost(ac, "%s", "cannot queue the seccomp filter");
+    r = agentc_next_reply(ac, deadline_ms);
     if (r != GOT_FRAME)
         return r;
     if (ac->hdr.type == AGENT_ERROR) {
-        take_error(ac, "the sandbox agent refused the seccomp filter");
+        agentc_take_error(ac, "the sandbox agent refused the seccomp filter");
         return SBX_E_IO;
     }
-    return ac->hdr.type == AGENT_OK ? 0 : lost(ac, "%s", "unexpected reply to the seccomp filter");
+    return ac->hdr.type == AGENT_OK
+                   ? 0
+                   : agentc_lost(ac, "%s", "unexpected reply to the seccomp filter");
 }
 
 int agentc_relay(struct agentc *ac, uint16_t port, const char *path, int64_t deadline_ms)
@@ -378,106 +304,23 @@ int agentc_relay(struct agentc *ac, uint16_t port, const char *path, int64_t dea
     int r;
 
     if (plen > sizeof(buf) - 8)
-        return lost(ac, "relay socket path too long");
+        return agentc_lost(ac, "relay socket path too long");
     agent_put_u32(buf, port);
     agent_put_u32(buf + 4, 0);
     memcpy(buf + 8, path, plen);
-    if (queue_frame(ac, AGENT_RELAY, 0, buf, 8 + plen, NULL, 0) < 0)
-        return lost(ac, "cannot queue the relay");
-    r = next_reply(ac, deadline_ms);
+    if (agentc_queue_frame(ac, AGENT_RELAY, 0, buf, 8 + plen, NULL, 0) < 0)
+        return agentc_lost(ac, "cannot queue the relay");
+    r = agentc_next_reply(ac, deadline_ms);
     if (r != GOT_FRAME)
         return r;
     if (ac->hdr.type == AGENT_ERROR) {
-        take_error(ac, "the sandbox agent cannot relay to the proxy");
+        agentc_take_error(ac, "the sandbox agent cannot relay to the proxy");
         return SBX_E_IO;
     }
-    return ac->hdr.type == AGENT_OK ? 0 : lost(ac, "unexpected reply to relay");
+    return ac->hdr.type == AGENT_OK ? 0 : agentc_lost(ac, "unexpected reply to relay");
 }
 
-int agentc_get(struct agentc *ac, const char *path, size_t max, char **ret_data, size_t *ret_len,
-        uint32_t *ret_mode, int64_t deadline_ms)
-{
-    unsigned char head[4];
-    struct dynbuf b;
-    int r;
-
-    if (max > UINT32_MAX)
-        max = UINT32_MAX;
-    agent_put_u32(head, (uint32_t)max);
-    if (queue_frame(ac, AGENT_GET, 0, head, 4, path, strlen(path)) < 0)
-        return lost(ac, "%s", "cannot queue a file request");
-    dynbuf_init(&b, max + 1);
-    for (;;) {
-        r = next_reply(ac, deadline_ms);
-        if (r != GOT_FRAME) {
-            dynbuf_done(&b);
-            return r;
-        }
-        if (ac->hdr.type == AGENT_DATA) {
-            if (dynbuf_append(&b, ac->payload, ac->hdr.len) < 0) {
-                dynbuf_done(&b);
-                return lost(ac, "%s", "the sandbox sent more than it was asked for");
-            }
-            continue;
-        }
-        if (ac->hdr.type == AGENT_ERROR) {
-            dynbuf_done(&b);
-            take_error(ac, path);
-            return SBX_E_IO;
-        }
-        if (ac->hdr.type != AGENT_OK || ac->hdr.len != 4) {
-            dynbuf_done(&b);
-            return lost(ac, "%s", "unexpected reply to a file request");
-        }
-        *ret_mode = agent_get_u32(ac->payload);
-        *ret_data = dynbuf_take(&b, ret_len);
-        dynbuf_done(&b);
-        return *ret_data ? 0 : SBX_E_NOMEM;
-    }
-}
-
-/* The frame that ends a listing: OK (0), ERROR (SBX_E_IO), or anything
- * else (AGENTC_LOST). */
-static int listing_end(struct agentc *ac, const char *path)
-{
-    if (ac->hdr.type == AGENT_ERROR) {
-        take_error(ac, path);
-        return SBX_E_IO;
-    }
-    return ac->hdr.type == AGENT_OK ? 0 : lost(ac, "%s", "unexpected reply to a listing");
-}
-
-int agentc_list(struct agentc *ac, const char *path, char ***ret_files, int64_t deadline_ms)
-{
-    char **files = NULL;
-    int r;
-
-    if (queue_frame(ac, AGENT_LIST, 0, path, strlen(path), NULL, 0) < 0)
-        return lost(ac, "%s", "cannot queue a directory request");
-    for (;;) {
-        r = next_reply(ac, deadline_ms);
-        if (r != GOT_FRAME)
-            break;
-        if (ac->hdr.type == AGENT_DATA && ac->hdr.len > 0 && ac->payload[ac->hdr.len - 1] == '\0' &&
-                strlen((const char *)ac->payload) == ac->hdr.len - 1) {
-            if (strv_push(&files, (const char *)ac->payload) < 0) {
-                r = SBX_E_NOMEM;
-                break;
-            }
-            continue;
-        }
-        r = listing_end(ac, path);
-        break;
-    }
-    if (r != 0) {
-        strv_free(files);
-        return r;
-    }
-    *ret_files = files ? files : calloc(1, sizeof(char *));
-    return *ret_files ? 0 : SBX_E_NOMEM;
-}
-
-static int queue_exec(struct agentc *ac, char *const *argv, char *const *envp, bool with_stdin)
+int agentc_queue_exec(struct agentc *ac, char *const *argv, char *const *envp, bool with_stdin)
 {
     struct dynbuf b;
     unsigned char head[12];
@@ -500,12 +343,12 @@ static int queue_exec(struct agentc *ac, char *const *argv, char *const *envp, b
     if (r == 0)
         r = dynbuf_append(&b, "", 1);
     if (r == 0)
-        r = queue_frame(ac, AGENT_EXEC, 0, b.buf, b.len, NULL, 0);
+        r = agentc_queue_frame(ac, AGENT_EXEC, 0, b.buf, b.len, NULL, 0);
     dynbuf_done(&b);
     return r;
 }
 
-static void parse_exited(const struct agentc *ac, struct agentc_exit *ex)
+void agentc_parse_exited(const struct agentc *ac, struct agentc_exit *ex)
 {
     ex->signaled = agent_get_u32(ac->payload) == AGENT_EXIT_SIGNAL;
     ex->code = (int)agent_get_u32(ac->payload + 4);
@@ -515,24 +358,25 @@ static void parse_exited(const struct agentc *ac, struct agentc_exit *ex)
 /* A frame while an exec runs: its output goes into sink (GOT_FRAME), its
  * start (GOT_START), its end (AGENTC_EXITED, which is 0, and ret_exit), a
  * refusal (SBX_E_BACKEND), or anything else (AGENTC_LOST). */
-static int exec_frame(struct agentc *ac, struct agentc_sink *sink, struct agentc_exit *ret_exit)
+int agentc_exec_frame(struct agentc *ac, struct agentc_sink *sink, struct agentc_exit *ret_exit)
 {
     switch (ac->hdr.type) {
     case AGENT_STDOUT:
     case AGENT_STDERR:
-        capture_add(sink, ac->hdr.type == AGENT_STDOUT ? SBX_STREAM_STDOUT : SBX_STREAM_STDERR,
-                ac->payload, ac->hdr.len);
+        agentc_capture_add(sink,
+                ac->hdr.type == AGENT_STDOUT ? SBX_STREAM_STDOUT : SBX_STREAM_STDERR, ac->payload,
+                ac->hdr.len);
         return GOT_FRAME;
     case AGENT_STARTED: return GOT_START;
     case AGENT_EXITED:
         if (ac->hdr.len < AGENT_EXITED_SIZE)
-            return lost(ac, "%s", "the sandbox agent sent a short exit report");
-        parse_exited(ac, ret_exit);
+            return agentc_lost(ac, "%s", "the sandbox agent sent a short exit report");
+        agentc_parse_exited(ac, ret_exit);
         return AGENTC_EXITED;
     case AGENT_ERROR:
-        take_error(ac, "the sandbox agent refused to run the program");
+        agentc_take_error(ac, "the sandbox agent refused to run the program");
         return SBX_E_BACKEND;
-    default: return lost(ac, "%s", "the sandbox agent sent an unexpected frame");
+    default: return agentc_lost(ac, "%s", "the sandbox agent sent an unexpected frame");
     }
 }
 
@@ -550,21 +394,21 @@ int agentc_finish(struct agentc *ac, const char *stdin_data, size_t stdin_len, i
         while (stdin_data && sent < stdin_len && ac->wq.len < AGENT_CHUNK * 4) {
             size_t n = stdin_len - sent < AGENT_CHUNK ? stdin_len - sent : AGENT_CHUNK;
 
-            if (queue_frame(ac, AGENT_STDIN, 0, stdin_data + sent, n, NULL, 0) < 0)
+            if (agentc_queue_frame(ac, AGENT_STDIN, 0, stdin_data + sent, n, NULL, 0) < 0)
                 break;
             sent += n;
         }
         if (stdin_data && sent == stdin_len && !eof_sent &&
-                queue_frame(ac, AGENT_STDIN_EOF, 0, NULL, 0, NULL, 0) == 0)
+                agentc_queue_frame(ac, AGENT_STDIN_EOF, 0, NULL, 0, NULL, 0) == 0)
             eof_sent = true;
         ac->want_room = stdin_data && sent < stdin_len;
-        r = next_frame(ac, deadline_ms);
+        r = agentc_next_frame(ac, deadline_ms);
         ac->want_room = false;
         if (r == GOT_ROOM)
             continue;
         if (r != GOT_FRAME)
             return r;
-        r = exec_frame(ac, sink, ret_exit);
+        r = agentc_exec_frame(ac, sink, ret_exit);
         if (r != GOT_FRAME && r != GOT_START)
             return r;
     }
@@ -574,15 +418,15 @@ int agentc_exec(struct agentc *ac, char *const *argv, char *const *envp, const c
         size_t stdin_len, int64_t deadline_ms, struct agentc_sink *sink,
         struct agentc_exit *ret_exit)
 {
-    if (queue_exec(ac, argv, envp, stdin_data != NULL) < 0)
-        return lost(ac, "%s", "the command is too large for the sandbox agent");
+    if (agentc_queue_exec(ac, argv, envp, stdin_data != NULL) < 0)
+        return agentc_lost(ac, "%s", "the command is too large for the sandbox agent");
     return agentc_finish(ac, stdin_data, stdin_len, deadline_ms, sink, ret_exit);
 }
 
 void agentc_quit(struct agentc *ac)
 {
-    if (queue_frame(ac, AGENT_QUIT, 0, NULL, 0, NULL, 0) == 0)
-        flush_some(ac);
+    if (agentc_queue_frame(ac, AGENT_QUIT, 0, NULL, 0, NULL, 0) == 0)
+        agentc_flush_some(ac);
 }
 
 /* ---- a long-lived exec: a session's interpreter ------------------------ */
@@ -599,224 +443,4 @@ bool agentc_take_idle_exit(struct agentc *ac)
 
     ac->idle_exited = false;
     return r;
-}
-
-int agentc_start(struct agentc *ac, char *const *argv, char *const *envp, int64_t deadline_ms,
-        struct agentc_sink *sink, struct agentc_exit *ret_exit)
-{
-    int r;
-
-    if (queue_exec(ac, argv, envp, true) < 0)
-        return lost(ac, "%s", "the command is too large for the sandbox agent");
-    ac->idle_exited = false;
-    for (;;) {
-        r = next_frame(ac, deadline_ms);
-        if (r != GOT_FRAME)
-            return r;
-        /* output before it started: "sbx-agent: cannot execute ..." */
-        r = exec_frame(ac, sink, ret_exit);
-        if (r != GOT_FRAME)
-            return r == GOT_START ? 0 : r;
-    }
-}
-
-/*
- * One stream's search for the end marker: head (no byte of it but the
- * first equals head[0]), three decimal digits, BEL. got bytes of a
- * possible marker are held back; a mismatch releases them as output.
- */
-struct scan {
-    unsigned char held[AGENTC_MARK_HEAD_MAX + 4];
-    size_t got;
-    bool done;
-    int status;
-};
-
-static void scan_release(struct scan *sc, struct agentc_sink *sink, enum sbx_stream st)
-{
-    if (sc->got)
-        capture_add(sink, st, sc->held, sc->got);
-    sc->got = 0;
-}
-
-static void scan_feed(struct scan *sc, const char *head, size_t hlen, struct agentc_sink *sink,
-        enum sbx_stream st, const unsigned char *p, size_t n)
-{
-    size_t i = 0;
-
-    while (i < n && !sc->done) {
-        unsigned char c;
-        bool ok;
-
-        if (sc->got == 0) {
-            const unsigned char *e = memchr(p + i, head[0], n - i);
-            size_t run = e ? (size_t)(e - (p + i)) : n - i;
-
-            if (run)
-                capture_add(sink, st, p + i, run);
-            i += run;
-            if (!e)
-                break;
-        }
-        c = p[i];
-        if (sc->got < hlen)
-            ok = c == (unsigned char)head[sc->got];
-        else if (sc->got < hlen + 3)
-            ok = c >= '0' && c <= '9';
-        else
-            ok = c == 0x07;
-        if (!ok) {
-            scan_release(sc, sink, st); /* c is looked at again from the start */
-            if (c != (unsigned char)head[0]) {
-                capture_add(sink, st, &c, 1);
-                i++;
-            }
-            continue;
-        }
-        sc->held[sc->got++] = c;
-        i++;
-        if (sc->got == hlen + 4) {
-            sc->done = true;
-            sc->status = (sc->held[hlen] - '0') * 100 + (sc->held[hlen + 1] - '0') * 10 +
-                         (sc->held[hlen + 2] - '0');
-            sc->got = 0;
-        }
-    }
-    /* what follows a marker belongs to no call (a background thread's
-     * late output): dropped */
-}
-
-int agentc_converse(struct agentc *ac, const char *head, const void *data, size_t len,
-        int64_t deadline_ms, struct agentc_sink *sink, int *ret_status,
-        struct agentc_exit *ret_exit)
-{
-    struct scan sc[2];
-    size_t hlen = strlen(head), sent = 0;
-    int r;
-
-    if (hlen == 0 || hlen > AGENTC_MARK_HEAD_MAX || memchr(head + 1, head[0], hlen - 1))
-        return lost(ac, "%s", "bad end marker");
-    memset(sc, 0, sizeof(sc));
-    for (;;) {
-        while (sent < len && ac->wq.len < AGENT_CHUNK * 4) {
-            size_t n = len - sent < AGENT_CHUNK ? len - sent : AGENT_CHUNK;
-
-            if (queue_frame(ac, AGENT_STDIN, 0, (const char *)data + sent, n, NULL, 0) < 0)
-                break;
-            sent += n;
-        }
-        ac->want_room = sent < len;
-        r = next_frame(ac, deadline_ms);
-        ac->want_room = false;
-        if (r == GOT_ROOM)
-            continue;
-        if (r != GOT_FRAME)
-            break;
-        if (ac->hdr.type == AGENT_STDOUT || ac->hdr.type == AGENT_STDERR) {
-            int i = ac->hdr.type == AGENT_STDERR;
-
-            scan_feed(&sc[i], head, hlen, sink, i ? SBX_STREAM_STDERR : SBX_STREAM_STDOUT,
-                    ac->payload, ac->hdr.len);
-            if (sc[0].done && sc[1].done) {
-                *ret_status = sc[0].status;
-                return AGENTC_MARKED;
-            }
-        } else if (ac->hdr.type == AGENT_EXITED && ac->hdr.len >= AGENT_EXITED_SIZE) {
-            parse_exited(ac, ret_exit);
-            r = AGENTC_EXITED;
-            break;
-        } else if (ac->hdr.type == AGENT_ERROR) {
-            take_error(ac, "the sandbox agent refused the input");
-            r = SBX_E_BACKEND;
-            break;
-        } else if (ac->hdr.type != AGENT_STARTED) {
-            r = lost(ac, "%s", "the sandbox agent sent an unexpected frame");
-            break;
-        }
-    }
-    scan_release(&sc[0], sink, SBX_STREAM_STDOUT);
-    scan_release(&sc[1], sink, SBX_STREAM_STDERR);
-    return r;
-}
-
-int agentc_kill(struct agentc *ac, int64_t deadline_ms, struct agentc_sink *sink,
-        struct agentc_exit *ret_exit)
-{
-    unsigned char sig[4];
-    int r;
-
-    agent_put_u32(sig, 9);
-    if (queue_frame(ac, AGENT_SIGNAL, 0, sig, 4, NULL, 0) < 0)
-        return lost(ac, "%s", "cannot queue a signal");
-    for (;;) {
-        int cancel_fd = ac->cancel_fd, cancel_fd2 = ac->cancel_fd2;
-
-        ac->cancel_fd = ac->cancel_fd2 = -1; /* a fired cancellation may have brought us here */
-        r = next_frame(ac, deadline_ms);
-        ac->cancel_fd = cancel_fd;
-        ac->cancel_fd2 = cancel_fd2;
-        if (r != GOT_FRAME)
-            return r;
-        r = exec_frame(ac, sink, ret_exit);
-        if (r != GOT_FRAME && r != GOT_START)
-            return r;
-    }
-}
-
-void agentc_entries_free(struct agentc_entry *e, size_t n)
-{
-    for (size_t i = 0; e && i < n; i++)
-        free(e[i].path);
-    free(e);
-}
-
-int agentc_list_stat(struct agentc *ac, const char *path, struct agentc_entry **ret, size_t *ret_n,
-        int64_t deadline_ms)
-{
-    struct agentc_entry *e = NULL;
-    size_t n = 0, cap = 0;
-    int r;
-
-    if (queue_frame(ac, AGENT_LIST, AGENT_LIST_STAT, path, strlen(path), NULL, 0) < 0)
-        return lost(ac, "%s", "cannot queue a directory request");
-    for (;;) {
-        size_t plen;
-
-        r = next_reply(ac, deadline_ms);
-        if (r != GOT_FRAME)
-            break;
-        if (ac->hdr.type != AGENT_DATA) {
-            r = listing_end(ac, path);
-            break;
-        }
-        plen = strnlen((const char *)ac->payload, ac->hdr.len);
-        if (ac->hdr.len < 18 || plen != ac->hdr.len - 17) {
-            r = lost(ac, "%s", "the sandbox agent sent a malformed listing");
-            break;
-        }
-        if (n == cap) {
-            struct agentc_entry *m = realloc(e, (cap = cap ? cap * 2 : 16) * sizeof(*e));
-
-            if (!m) {
-                r = SBX_E_NOMEM;
-                break;
-            }
-            e = m;
-        }
-        e[n].path = strdup((const char *)ac->payload);
-        if (!e[n].path) {
-            r = SBX_E_NOMEM;
-            break;
-        }
-        e[n].size = agent_get_u64(ac->payload + plen + 1);
-        e[n].mtime_ns = agent_get_u64(ac->payload + plen + 9);
-        n++;
-    }
-    if (r != 0) {
-        agentc_entries_free(e, n);
-        return r;
-    }
-    *ret = e;
-    *ret_n = n;
-    return 0;
 }
