@@ -32,6 +32,9 @@ enum seccomp_op {
 #define SECCOMP_MAX_VALUES 8
 #define SECCOMP_MAX_CONDS  3
 #define SECCOMP_MAX_ARGS   6
+/* Allow lines of one syscall name: the expansion keeps them in a uint64_t. */
+#define SECCOMP_ALLOWS_PER_NAME 64
+#define SECCOMP_LOW32           UINT64_C(0xFFFFFFFF)
 
 struct seccomp_cond {
     unsigned arg; /* 0..5 */
