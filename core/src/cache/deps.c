@@ -27,7 +27,6 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "base/util.h"
-#include "host/exec.h"
 #include "plugins/manifest.h"
 #include "policy/settings.h"
 

@@ -24,7 +24,6 @@
 
 #include "base/util.h"
 #include "channel/agentc_int.h"
-#include "host/exec.h"
 #include "proto.h"
 
 void capture_init(struct capture *c, size_t cap)

@@ -30,7 +30,6 @@
 #include "cache/key.h"
 #include "engine/engine.h"
 #include "engine/plan.h"
-#include "host/exec.h"
 #include "install/builder.h"
 #include "net/proxy.h"
 #include "plugins/manifest.h"

@@ -34,7 +34,6 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "base/util.h"
-#include "host/exec.h"
 
 #define PROXY_CONNS     32
 #define HEAD_MAX        8192

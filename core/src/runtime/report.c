@@ -20,7 +20,6 @@
 #include "base/cleanup.h"
 #include "base/util.h"
 #include "host/cgroup.h"
-#include "host/exec.h"
 #include "host/seccomp_policy.h"
 #include "plugins/host_table.h"
 #include "plugins/manifest.h"

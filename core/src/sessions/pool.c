@@ -57,7 +57,6 @@
 #include "channel/agentc.h"
 #include "engine/engine.h"
 #include "engine/plan.h"
-#include "host/exec.h"
 #include "plugins/manifest.h"
 #include "plugins/registry.h"
 #include "policy/settings.h"

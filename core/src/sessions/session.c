@@ -53,7 +53,6 @@
 #include "channel/agentc.h"
 #include "engine/engine.h"
 #include "engine/plan.h"
-#include "host/exec.h"
 #include "install/install.h"
 #include "plugins/manifest.h"
 #include "plugins/registry.h"

@@ -30,7 +30,6 @@
 #include "engine/buildcache.h"
 #include "engine/engine.h"
 #include "engine/plan.h"
-#include "host/exec.h"
 #include "plugins/manifest.h"
 #include "plugins/registry.h"
 #include "policy/policy.h"

@@ -27,7 +27,6 @@
 #include "engine/artifacts.h"
 #include "engine/engine.h"
 #include "engine/plan.h"
-#include "host/exec.h"
 #include "plugins/manifest.h"
 #include "plugins/registry.h"
 #include "policy/policy.h"
