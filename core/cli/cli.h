@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * cli.h: the llm-sandbox command's subcommands, and the few helpers they
- * share (run_cmd.c). Front end only: parses arguments, calls
+ * share (io.c). Front end only: parses arguments, calls
  * llm-sandbox/sbx.h (or a server, for `session`), prints. Exit codes are
  * documented in the README (125: the tool failed or refused; 124: timeout).
  */

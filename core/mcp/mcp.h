@@ -8,9 +8,10 @@
  * thread after mcp_handle() returned; sink->done is called exactly once
  * per message, after its last send.
  *
- * Tools, resources and prompts live in tables (tools.c; fixtures.c adds
- * the conformance suite's fixtures when asked). The MCP layer parses,
- * validates, calls llm-sandbox/sbx.h and formats; it decides no policy.
+ * Tools, resources and prompts live in tables (tools.c, session_tools.c;
+ * fixtures.c adds the conformance suite's fixtures when asked), put
+ * together by mcp_server_new (catalog.c). The MCP layer parses, validates,
+ * calls llm-sandbox/sbx.h and formats; it decides no policy.
  */
 #ifndef SBX_MCP_H
 #define SBX_MCP_H
@@ -57,7 +58,7 @@ const char *mcp_conn_protocol(const struct mcp_conn *c);
 /* One of the versions initialize negotiates (2025-11-25 and older). */
 bool mcp_protocol_supported(const char *version);
 
-/* ---- revision 2026-07-28 (modern.c) -------------------------------------
+/* ---- revision 2026-07-28 (protocol.c) -----------------------------------
  * A request of this revision needs no initialize: it names its version,
  * and the client's capabilities, in its own params._meta (the envelope):
  * "io.modelcontextprotocol/protocolVersion" and
@@ -143,13 +144,10 @@ void mcp_set_completer(struct mcp_server *s,
  * update is ever sent; the fixtures need the methods). */
 void mcp_set_subscriptions(struct mcp_server *s, bool on);
 
+/* Each table's registration, called once by mcp_server_new (catalog.c). */
 void tools_register(struct mcp_server *s);         /* tools.c */
 void session_tools_register(struct mcp_server *s); /* session_tools.c */
-/* session_tools.c: the run's images inline and its other artifacts as
- * resource links, appended to a CallToolResult's content. */
-void artifact_blocks(
-        struct mcp_call *call, struct json_object *result, const struct sbx_execution *ex);
-void fixtures_register(struct mcp_server *s); /* fixtures.c (test-only) */
+void fixtures_register(struct mcp_server *s);      /* fixtures.c (test-only) */
 
 /* ---- what a tool may do with its call --------------------------------- */
 
@@ -167,11 +165,17 @@ bool mcp_call_wants_progress(const struct mcp_call *call);
  * connection's logging level lets it through. (data: transfer full) */
 void mcp_call_log(struct mcp_call *call, const char *level, struct json_object *data);
 
-/* CallToolResult helpers. (transfer full) */
+/* ---- CallToolResult helpers (results.c) -------------------------------- */
+
+/* (transfer full) */
 struct json_object *mcp_text_result(const char *text, bool is_error);
 struct json_object *mcp_error_result(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* structured as structuredContent, mirrored as compact text; isError
- * unless ok (tools.c). */
+ * unless ok. (structured: transfer full) */
 struct json_object *mcp_structured_result(struct json_object *structured, bool ok);
+/* The run's images inline and its other artifacts as resource links,
+ * appended to a CallToolResult's content. */
+void artifact_blocks(
+        struct mcp_call *call, struct json_object *result, const struct sbx_execution *ex);
 
 #endif

@@ -81,7 +81,7 @@ struct phases {
 };
 
 /* "installing", "starting": progress notifications, when asked for */
-static void on_phase(void *ud, const char *phase)
+static void phase_progress(void *ud, const char *phase)
 {
     struct phases *p = ud;
 
@@ -156,7 +156,7 @@ static int t_create_session(
     }
     req.cancel = mcp_call_cancel(call);
     if (mcp_call_wants_progress(call)) {
-        req.on_phase = on_phase;
+        req.on_phase = phase_progress;
         req.userdata = &phases;
     }
     if (sbx_session_create(mcp_call_runtime(call), &req, &ex, &err) < 0)
@@ -348,42 +348,6 @@ static int t_list_files(struct mcp_call *call, struct json_object *args, struct 
 }
 
 /* ---- artifacts ---------------------------------------------------------- */
-
-static bool inline_image(const char *mime)
-{
-    return strcmp(mime, "image/png") == 0 || strcmp(mime, "image/jpeg") == 0 ||
-           strcmp(mime, "image/gif") == 0 || strcmp(mime, "image/webp") == 0;
-}
-
-void artifact_blocks(
-        struct mcp_call *call, struct json_object *result, const struct sbx_execution *ex)
-{
-    struct json_object *content = json_object_object_get(result, "content");
-    bool links = mcp_call_protocol_at_least(call, "2025-06-18");
-
-    for (size_t i = 0; content && i < ex->n_artifacts; i++) {
-        const struct sbx_artifact *a = &ex->artifacts[i];
-        struct json_object *b = json_object_new_object();
-        char *data = NULL;
-
-        if (a->data && inline_image(a->mime_type) && (data = b64_encode(a->data, a->len))) {
-            json_object_object_add(b, "type", json_object_new_string("image"));
-            json_object_object_add(b, "data", json_object_new_string(data));
-            json_object_object_add(b, "mimeType", json_object_new_string(a->mime_type));
-            free(data);
-        } else if (links && a->uri) {
-            json_object_object_add(b, "type", json_object_new_string("resource_link"));
-            json_object_object_add(b, "uri", json_object_new_string(a->uri));
-            json_object_object_add(b, "name", json_object_new_string(a->path));
-            json_object_object_add(b, "mimeType", json_object_new_string(a->mime_type));
-            json_object_object_add(b, "size", json_object_new_uint64(a->size));
-        } else { /* older clients: the URIs are in structuredContent */
-            json_object_put(b);
-            continue;
-        }
-        json_object_array_add(content, b);
-    }
-}
 
 /* sandbox://runs/{run_id}/files/{path} and sandbox://sessions/{id}/files/{path} */
 static int r_artifact(struct mcp_server *s, const char *uri, struct json_object **ret)

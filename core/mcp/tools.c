@@ -22,22 +22,6 @@
 #define PROGRESS_EVERY_MS 250 /* output progress at most this often */
 #define PROGRESS_TAIL     200 /* bytes of latest output in a progress message */
 
-struct json_object *mcp_structured_result(struct json_object *exec_json, bool ok)
-{
-    struct json_object *r = json_object_new_object(), *c = json_object_new_array(),
-                       *t = json_object_new_object();
-
-    json_object_object_add(t, "type", json_object_new_string("text"));
-    json_object_object_add(t, "text",
-            json_object_new_string(json_object_to_json_string_ext(
-                    exec_json, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)));
-    json_object_array_add(c, t);
-    json_object_object_add(r, "content", c);
-    json_object_object_add(r, "structuredContent", exec_json);
-    json_object_object_add(r, "isError", json_object_new_boolean(!ok));
-    return r;
-}
-
 /* ---- execute_code ------------------------------------------------------ */
 
 struct live {
@@ -398,6 +382,5 @@ static const struct mcp_resource resources[] = {
 void tools_register(struct mcp_server *s)
 {
     mcp_add_tools(s, tools, sizeof(tools) / sizeof(tools[0]));
-    session_tools_register(s);
     mcp_add_resources(s, resources, sizeof(resources) / sizeof(resources[0]));
 }

@@ -1,19 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * modern.c: what MCP revision 2026-07-28 adds to the server. That revision
- * has no handshake: each request carries its version in params._meta (the
- * envelope, checked by mcp_envelope_error), the server answers
- * server/discover, every result says resultType "complete" and names the
- * server in _meta, cacheable results (lists, resources/read,
+ * protocol.c: the protocol's constants and shapes, for every revision this
+ * server speaks: the versions initialize negotiates, the server's
+ * identity and instructions, the logging levels, and what revision
+ * 2026-07-28 adds. That revision has no handshake: each request carries
+ * its version in params._meta (the envelope, checked by
+ * mcp_envelope_error), every result says resultType "complete" and names
+ * the server in _meta, cacheable results (lists, resources/read,
  * server/discover) say ttlMs and cacheScope, a missing resource is -32602,
  * logs go only to a request whose envelope asks for a logLevel, and ping,
- * logging/setLevel and resources/(un)subscribe are gone. subscriptions/listen
- * is not served: nothing here ever changes, so there is nothing to listen for.
+ * logging/setLevel and resources/(un)subscribe are gone.
+ * subscriptions/listen is not served: nothing here ever changes, so there
+ * is nothing to listen for.
  *
- * The method table, the initialize revisions and everything stateful stay
- * in server.c, which calls modern_dispatch() and modern_result(); the few
- * places where one method differs by era test R_MODERN there. No I/O of its
- * own and no state: it judges envelopes and shapes results (server_priv.h).
+ * No I/O and no state: it judges envelopes and shapes results; the method
+ * table (methods.c) and the server (server.c) use it (server_priv.h).
  */
 #include <stdio.h>
 #include <string.h>
@@ -21,6 +22,51 @@
 #include "jsonrpc.h"
 #include "mcp.h"
 #include "server_priv.h"
+
+static const char *const protocol_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26"};
+const char server_instructions[] =
+        "Runs code in an isolated sandbox and returns what it printed. Call "
+        "get_supported_languages first; execute_code runs one program in a fresh sandbox with "
+        "no network by default.";
+static const char *const log_levels[] = {
+        "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"};
+
+struct json_object *server_info(void)
+{
+    struct json_object *info = json_object_new_object();
+
+    json_object_object_add(info, "name", json_object_new_string("llm-sandbox"));
+    json_object_object_add(info, "title", json_object_new_string("LLM Sandbox"));
+    json_object_object_add(info, "version", json_object_new_string(sbx_version()));
+    return info;
+}
+
+int server_level_index(const char *level)
+{
+    for (int i = 0; i < 8; i++)
+        if (level && strcmp(level, log_levels[i]) == 0)
+            return i;
+    return -1;
+}
+
+bool mcp_protocol_supported(const char *version)
+{
+    for (size_t i = 0; version && i < sizeof(protocol_versions) / sizeof(*protocol_versions); i++)
+        if (strcmp(version, protocol_versions[i]) == 0)
+            return true;
+    return false;
+}
+
+void server_add_versions(struct json_object *array)
+{
+    for (size_t i = 0; i < sizeof(protocol_versions) / sizeof(*protocol_versions); i++)
+        json_object_array_add(array, json_object_new_string(protocol_versions[i]));
+}
+
+const char *protocol_negotiate(const char *asked)
+{
+    return mcp_protocol_supported(asked) ? asked : protocol_versions[0];
+}
 
 static void add_absent(struct json_object *o, const char *key, struct json_object *v)
 {
@@ -136,46 +182,4 @@ int modern_log_level(struct json_object *params)
     if (json_object_object_get_ex(envelope_meta(params), "io.modelcontextprotocol/logLevel", &v))
         lv = server_level_index(json_object_get_string(v));
     return lv < 0 ? LOG_NONE : lv;
-}
-
-/* Every revision this server speaks, newest first: 2026-07-28 per
- * request, the others through initialize. */
-static void m_discover(const struct mcp_server *s, const struct req *r)
-{
-    struct json_object *res = json_object_new_object(), *v = json_object_new_array();
-
-    json_object_array_add(v, json_object_new_string(MCP_MODERN_VERSION));
-    server_add_versions(v);
-    json_object_object_add(res, "supportedVersions", v);
-    json_object_object_add(res, "capabilities", server_capabilities(s, true));
-    json_object_object_add(res, "instructions", json_object_new_string(server_instructions));
-    server_answer(r, res);
-}
-
-static bool cacheable(const char *me)
-{
-    static const char *const methods[] = {"tools/list", "prompts/list", "resources/list",
-            "resources/templates/list", "resources/read", "server/discover"};
-
-    for (size_t i = 0; i < sizeof(methods) / sizeof(*methods); i++)
-        if (strcmp(me, methods[i]) == 0)
-            return true;
-    return false;
-}
-
-bool modern_dispatch(
-        const struct mcp_server *s, const char *method, struct req *r, struct json_object *params)
-{
-    struct json_object *err = mcp_envelope_error(r->id, params);
-
-    if (err) {
-        server_send(r->sink, err);
-        return true;
-    }
-    r->flags = R_MODERN | (cacheable(method) ? R_CACHEABLE : 0);
-    if (strcmp(method, "server/discover") == 0) {
-        m_discover(s, r);
-        return true;
-    }
-    return false;
 }
