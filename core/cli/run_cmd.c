@@ -88,64 +88,20 @@ static int fail(const struct opts *o, const char *fmt, ...)
     return EXIT_TOOL;
 }
 
-/* A limit option: the text goes to the core's parsers via the request. */
-static int set_limit(struct opts *o, int opt, const char *v)
+/* The request field each limit option sets; its text goes to the core's
+ * one parser (sbx_req_limit_parse), which says what is wrong with it. */
+static int set_limit(struct opts *o, int opt, const char *v, struct sbx_error **err)
 {
-    struct sbx_req_limits *l = &o->req.limits;
-    char *end = NULL;
-    double d;
-    unsigned long long u;
+    enum sbx_req_field f = opt == 't'    ? SBX_REQ_WALL_TIME
+                           : opt == 1002 ? SBX_REQ_MEMORY
+                           : opt == 1003 ? SBX_REQ_CPU
+                           : opt == 1004 ? SBX_REQ_PIDS
+                           : opt == 1005 ? SBX_REQ_NETWORK
+                           : opt == 1006 ? SBX_REQ_OUTPUT
+                           : opt == 1007 ? SBX_REQ_FILE_SIZE
+                                         : SBX_REQ_WORKSPACE;
 
-    errno = 0;
-    switch (opt) {
-    case 't':
-    case 1003:
-        d = strtod(v, &end);
-        if (errno || !end || *end || !(d > 0) || d > 1e9)
-            return -1;
-        if (opt == 't')
-            l->wall_time_ms = (uint64_t)(d * 1000.0 + 0.5), l->set |= SBX_REQ_WALL_TIME;
-        else
-            l->cpu_millicores = (uint64_t)(d * 1000.0 + 0.5), l->set |= SBX_REQ_CPU;
-        return l->wall_time_ms || l->cpu_millicores ? 0 : -1;
-    case 1004:
-        if (v[0] == '-')
-            return -1;
-        u = strtoull(v, &end, 10);
-        if (errno || !end || *end || u == 0)
-            return -1;
-        l->pids_max = u, l->set |= SBX_REQ_PIDS;
-        return 0;
-    case 1005: l->network = v, l->set |= SBX_REQ_NETWORK; return 0;
-    default: break;
-    }
-    /* sizes: digits with an optional k/m/g suffix */
-    if (v[0] < '0' || v[0] > '9')
-        return -1;
-    u = strtoull(v, &end, 10);
-    if (errno)
-        return -1;
-    if (*end == 'k' || *end == 'K')
-        u <<= 10, end++;
-    else if (*end == 'm' || *end == 'M')
-        u <<= 20, end++;
-    else if (*end == 'g' || *end == 'G')
-        u <<= 30, end++;
-    if (*end == 'i')
-        end++;
-    if (*end == 'b' || *end == 'B')
-        end++;
-    if (*end || u == 0)
-        return -1;
-    if (opt == 1002)
-        l->memory_bytes = u, l->set |= SBX_REQ_MEMORY;
-    else if (opt == 1006)
-        l->output_bytes = u, l->set |= SBX_REQ_OUTPUT;
-    else if (opt == 1007)
-        l->file_size_bytes = u, l->set |= SBX_REQ_FILE_SIZE;
-    else
-        l->workspace_bytes = u, l->set |= SBX_REQ_WORKSPACE;
-    return 0;
+    return sbx_req_limit_parse(&o->req.limits, f, v, err);
 }
 
 /* "a,b,c" -> req.libraries; each name is checked by the language later. */
@@ -230,10 +186,17 @@ static int parse(struct opts *o, int argc, char **argv)
             return 1;
         case ':': return fail(o, "option '%s' needs a value", argv[optind - 1]);
         case '?': return fail(o, "unknown option '%s'", argv[optind - 1]);
-        default:
-            if (set_limit(o, c, optarg) < 0)
-                return fail(o, "bad value '%s' for --%s (see llm-sandbox run --help)", optarg,
-                        opt_name(c));
+        default: {
+            struct sbx_error *e = NULL;
+
+            if (set_limit(o, c, optarg, &e) < 0) {
+                int r = fail(o, "bad value '%s' for --%s: %s", optarg, opt_name(c),
+                        e && e->msg ? e->msg : "see llm-sandbox run --help");
+
+                sbx_error_free(e);
+                return r;
+            }
+        }
         }
     }
     if (optind < argc)

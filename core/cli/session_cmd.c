@@ -680,30 +680,40 @@ static int add_file(struct sopts *o, const char *v)
     return 0;
 }
 
-static int set_number(struct sopts *o, int c, const char *v)
+/* --timeout and --memory, read by the core's one parser
+ * (sbx_req_limit_parse): seconds, and a size whose bare number is MiB, this
+ * option's unit from the start ("512" is 512M); sent on as create_session's
+ * timeout (seconds) and memory_mb. */
+static int set_number(struct sopts *o, int c, const char *v, struct sbx_error **err)
 {
-    char *end = NULL;
+    struct sbx_req_limits l = {0};
+    size_t n = strlen(v);
+    char mib[64];
 
-    errno = 0;
     if (c == 't') {
-        o->timeout = strtod(v, &end);
+        if (sbx_req_limit_parse(&l, SBX_REQ_WALL_TIME, v, err) < 0)
+            return -1;
+        o->timeout = (double)l.wall_time_ms / 1000.0;
         o->has_timeout = true;
-        return errno || end == v || *end || !(o->timeout > 0) || o->timeout > 1e9 ? -1 : 0;
+        return 0;
     }
-    if (v[0] < '0' || v[0] > '9')
+    if (n > 0 && n < sizeof(mib) - 1 && v[n - 1] >= '0' && v[n - 1] <= '9') {
+        snprintf(mib, sizeof(mib), "%sM", v);
+        v = mib;
+    }
+    if (sbx_req_limit_parse(&l, SBX_REQ_MEMORY, v, err) < 0)
         return -1;
-    o->memory_mb = strtoll(v, &end, 10);
+    if (l.memory_bytes % (UINT64_C(1) << 20) != 0 || (l.memory_bytes >> 20) > INT64_MAX)
+        return -1; /* a session's memory is given in whole MiB */
+    o->memory_mb = (int64_t)(l.memory_bytes >> 20);
     o->has_memory = true;
-    if (!errno && (*end == 'g' || *end == 'G') && o->memory_mb < (INT64_C(1) << 40))
-        o->memory_mb *= 1024, end++;
-    else if (*end == 'm' || *end == 'M')
-        end++;
-    return errno || *end || o->memory_mb <= 0 ? -1 : 0;
+    return 0;
 }
 
 /* Options and positionals; 0, or an exit code (help printed: -1). */
 static int parse(const struct subcmd *sc, struct sopts *o, int argc, char **argv)
 {
+    struct sbx_error *e = NULL;
     int c, r;
 
     opterr = 0;
@@ -733,13 +743,14 @@ static int parse(const struct subcmd *sc, struct sopts *o, int argc, char **argv
         case 'o': o->out_path = optarg; break;
         case 'L': r = add_libraries(o, optarg); break;
         case 'F': r = add_file(o, optarg); break;
-        default: r = set_number(o, c, optarg); break;
+        default: r = set_number(o, c, optarg, &e); break;
         }
         if (r == -2)
             return EXIT_TOOL;
         if (r < 0) {
-            fprintf(stderr, "llm-sandbox session %s: bad value '%s' for '%s'\n", sc->name, optarg,
-                    argv[optind - 1]);
+            fprintf(stderr, "llm-sandbox session %s: bad value '%s' for '%s'%s%s\n", sc->name,
+                    optarg, argv[optind - 1], e ? ": " : " (whole MiB)", e ? e->msg : "");
+            sbx_error_free(e);
             return EXIT_USAGE;
         }
     }

@@ -3,7 +3,7 @@
  * args.c: read and check execute_code's arguments (args.h). Unknown keys,
  * wrong types and a timeout that is not a positive finite number are
  * refused here, with a message a model can act on; everything else is
- * passed on for sbx_run to judge.
+ * passed on for the core to judge.
  */
 #include "args.h"
 
@@ -13,7 +13,43 @@
 #include <string.h>
 
 static const char *const exec_keys[] = {
-        "code", "language", "libraries", "timeout", "stdin", "files", "session_id", NULL};
+        "code", "language", "libraries", "stdin", "files", "session_id", NULL};
+
+#define NUMBER (1u << json_type_int | 1u << json_type_double)
+const struct exec_control exec_controls[] = {
+        {"timeout", SBX_REQ_WALL_TIME, NUMBER, "a number of seconds"},
+        {"memory", SBX_REQ_MEMORY, 1u << json_type_string | 1u << json_type_int,
+                "a size (\"256M\", \"1.5G\") or a whole number of bytes"},
+        {"cpus", SBX_REQ_CPU, 1u << json_type_string | NUMBER, "a number of cores"},
+        {"pids", SBX_REQ_PIDS, 1u << json_type_string | 1u << json_type_int, "a whole number"},
+        {"network", SBX_REQ_NETWORK, 1u << json_type_string, "a string (off, on)"},
+};
+const size_t exec_n_controls = sizeof(exec_controls) / sizeof(exec_controls[0]);
+
+static bool is_control(const char *k)
+{
+    for (size_t i = 0; i < exec_n_controls; i++)
+        if (strcmp(exec_controls[i].key, k) == 0)
+            return true;
+    return false;
+}
+
+const char *exec_controls_check(struct json_object *args, char *why, size_t n)
+{
+    for (size_t i = 0; args && i < exec_n_controls; i++) {
+        struct json_object *v;
+
+        if (!json_object_object_get_ex(args, exec_controls[i].key, &v) || !v)
+            continue;
+        if (!(exec_controls[i].types & (1u << json_object_get_type(v))))
+            return snprintf(why, n, "'%s' must be %s", exec_controls[i].key, exec_controls[i].what),
+                   why;
+        if (json_object_is_type(v, json_type_string) &&
+                strlen(json_object_get_string(v)) != (size_t)json_object_get_string_len(v))
+            return snprintf(why, n, "'%s' must not hold a NUL byte", exec_controls[i].key), why;
+    }
+    return NULL;
+}
 
 static bool known(const char *const *keys, const char *k)
 {
@@ -31,7 +67,7 @@ static const char *parse_scalars(struct json_object *args, struct exec_args *a, 
     json_object_object_foreach(args, key, val)
     {
         (void)val;
-        if (!known(exec_keys, key))
+        if (!known(exec_keys, key) && !is_control(key))
             return snprintf(why, n, "unknown argument '%.60s'", key), why;
     }
     if (!json_object_object_get_ex(args, "code", &v) || !json_object_is_type(v, json_type_string))
@@ -115,6 +151,8 @@ const char *exec_args_parse(struct json_object *args, struct exec_args *a, char 
     if (!args || !json_object_is_type(args, json_type_object))
         return "'code' (a string) is required";
     r = parse_scalars(args, a, why, n);
+    if (!r)
+        r = exec_controls_check(args, why, n);
     return r ? r : parse_lists(args, a);
 }
 

@@ -2,8 +2,9 @@
 /*
  * args.h: execute_code's arguments, read from the tools/call "arguments"
  * object and checked for shape (types, known keys, a positive timeout, at
- * most 64 libraries). No I/O and no sandbox: the values themselves (the
- * language, the library names, the ceilings) are judged by sbx_run. Split
+ * most 64 libraries, the controls' types). No I/O and no sandbox: the
+ * values themselves (the language, the library names, the limits and their
+ * ceilings) are judged by the core. Split
  * from tools.c so the fuzz target tests/fuzz/fuzz_tool_args.c can reach it.
  */
 #ifndef SBX_MCP_ARGS_H
@@ -16,6 +17,21 @@
 #include <llm-sandbox/sbx.h>
 
 #define EXEC_MAX_LIBRARIES 64
+
+/* The narrowing controls a call may give, as the CLI takes them (the text
+ * is read by limits.c through the core's one parser), and the JSON types
+ * each may have. */
+struct exec_control {
+    const char *key;
+    enum sbx_req_field field;
+    unsigned types;   /* 1u << enum json_type */
+    const char *what; /* the types, in a refusal's words */
+};
+extern const struct exec_control exec_controls[];
+extern const size_t exec_n_controls;
+/* NULL when each control args gives has one of its JSON types, else why
+ * not (static text or why[n]). */
+const char *exec_controls_check(struct json_object *args, char *why, size_t n);
 
 struct exec_args {
     const char *code, *language, *stdin_data; /* borrowed from the arguments */

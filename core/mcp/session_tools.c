@@ -13,8 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "args.h"
 #include "b64.h"
 #include "jsonrpc.h"
+#include "limits.h"
 #include "mcp.h"
 
 #define CREATE_MAX_LIBRARIES 64
@@ -89,34 +91,37 @@ static void phase_progress(void *ud, const char *phase)
     mcp_call_progress(p->call, p->progress, 0, phase);
 }
 
-static const char *create_limits(struct json_object *args, struct sbx_request *req)
+/* The session's limits: the controls execute_code takes (a call may then
+ * change only its timeout and output cap), and memory_mb, the older
+ * spelling of memory in whole MiB. */
+static const char *create_limits(
+        struct json_object *args, struct sbx_request *req, char *why, size_t n)
 {
     struct json_object *v;
+    const char *r = exec_controls_check(args, why, n);
 
-    if (json_object_object_get_ex(args, "timeout", &v) && v) {
-        double t = json_object_get_double(v);
-
-        if ((!json_object_is_type(v, json_type_int) && !json_object_is_type(v, json_type_double)) ||
-                !(t > 0) || !isfinite(t) || t > 1e9)
-            return "'timeout' must be a positive number of seconds (each call's default)";
-        req->limits.set |= SBX_REQ_WALL_TIME;
-        req->limits.wall_time_ms = (uint64_t)ceil(t * 1000.0);
-    }
-    if (json_object_object_get_ex(args, "memory_mb", &v) && v) {
+    if (!r)
+        r = mcp_limits_parse(args, &req->limits, why, n);
+    if (!r && json_object_object_get_ex(args, "memory_mb", &v) && v) {
         int64_t mb = json_object_get_int64(v);
+        char text[32];
+        struct sbx_error *e = NULL;
 
         if (!json_object_is_type(v, json_type_int) || mb <= 0 || mb > (1 << 20))
             return "'memory_mb' must be a positive whole number of MiB";
-        req->limits.set |= SBX_REQ_MEMORY;
-        req->limits.memory_bytes = (uint64_t)mb << 20;
+        snprintf(text, sizeof(text), "%" PRId64 "M", mb);
+        if (sbx_req_limit_parse(&req->limits, SBX_REQ_MEMORY, text, &e) < 0)
+            r = "'memory_mb' must be a positive whole number of MiB";
+        sbx_error_free(e);
     }
-    return NULL;
+    return r;
 }
 
 static int t_create_session(
         struct mcp_call *call, struct json_object *args, struct json_object **ret)
 {
-    static const char *const keys[] = {"language", "libraries", "timeout", "memory_mb", NULL};
+    static const char *const keys[] = {"language", "libraries", "timeout", "memory", "cpus", "pids",
+            "network", "memory_mb", NULL};
     struct sbx_request req = {0};
     struct sbx_execution *ex = NULL;
     struct sbx_error *err = NULL;
@@ -133,7 +138,7 @@ static int t_create_session(
     if (!why && bad)
         why = "'language' must be a string";
     if (!why)
-        why = create_limits(args, &req);
+        why = create_limits(args, &req, buf, sizeof(buf));
     if (!why && json_object_object_get_ex(args, "libraries", &v) && v) {
         size_t n = json_object_is_type(v, json_type_array) ? json_object_array_length(v) : 0;
 
@@ -409,9 +414,7 @@ static const char create_input[] =
         "\"language\":{\"type\":\"string\",\"description\":\"A language from "
         "get_supported_languages.\"},"
         "\"libraries\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":"
-        "\"Packages installed once, for every call of the session.\"},"
-        "\"timeout\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"description\":"
-        "\"Each call's default wall-clock limit in seconds.\"},"
+        "\"Packages installed once, for every call of the session.\"}," MCP_LIMITS_SCHEMA ","
         "\"memory_mb\":{\"type\":\"integer\",\"minimum\":1,\"description\":"
         "\"Memory for the whole session, in MiB (at most what the server allows).\"}},"
         "\"required\":[\"language\"],\"additionalProperties\":false}";

@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "args.h"
+#include "limits.h"
 #include "mcp.h"
 
 #define PROGRESS_EVERY_MS 250 /* output progress at most this often */
@@ -117,7 +118,9 @@ static int t_execute_code(struct mcp_call *call, struct json_object *args, struc
         ex = sbx_execution_refused(why);
         goto done;
     }
-    req = (struct sbx_request){.language = a.language || a.session_id ? a.language : "python",
+    /* no language: the server's default (LLM_SANDBOX_DEFAULT_LANGUAGE), as
+     * for the CLI, or a session's own */
+    req = (struct sbx_request){.language = a.language,
             .session_id = a.session_id,
             .keep_artifacts = true,
             .code = a.code,
@@ -134,12 +137,10 @@ static int t_execute_code(struct mcp_call *call, struct json_object *args, struc
         req.on_phase = on_phase;
         req.on_output = on_output;
     }
-    if (a.has_timeout) {
-        req.limits.set |= SBX_REQ_WALL_TIME;
-        /* whole milliseconds, never rounded down to nothing */
-        req.limits.wall_time_ms = (uint64_t)ceil(a.timeout * 1000.0);
-    }
-    if (sbx_run(rt, &req, &ex, &err) < 0)
+    why = mcp_limits_parse(args, &req.limits, buf, sizeof(buf));
+    if (why)
+        ex = sbx_execution_refused(why);
+    else if (sbx_run(rt, &req, &ex, &err) < 0)
         ex = sbx_execution_from_error(err);
 done:
     if (!ex) {
@@ -300,14 +301,12 @@ static int r_policy(struct mcp_server *s, const char *uri, struct json_object **
 static const char exec_input[] =
         "{\"type\":\"object\",\"properties\":{"
         "\"code\":{\"type\":\"string\",\"description\":\"The program to run.\"},"
-        "\"language\":{\"type\":\"string\",\"default\":\"python\",\"description\":"
+        "\"language\":{\"type\":\"string\",\"description\":"
         "\"A language from get_supported_languages (python, javascript, go, cpp, java, r, ruby "
-        "when installed).\"},"
+        "when installed); without it, the server's default language.\"},"
         "\"libraries\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},"
         "\"description\":\"Packages to install before running (names in the language's "
-        "package manager's grammar).\"},"
-        "\"timeout\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"default\":30,"
-        "\"description\":\"Wall-clock limit in seconds.\"},"
+        "package manager's grammar).\"}," MCP_LIMITS_SCHEMA ","
         "\"stdin\":{\"type\":\"string\",\"description\":\"Standard input for the program.\"},"
         "\"files\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"},"
         "\"description\":\"Files to stage in the working directory: relative path -> text.\"},"
@@ -354,7 +353,9 @@ static const char language_input[] =
 static const struct mcp_tool tools[] = {
         {"execute_code", "Execute code",
                 "Run a program in an isolated sandbox (no network by default) and return what it "
-                "printed, its exit code and how it ended (status, and the limit that stopped it).",
+                "printed, its exit code and how it ended (status, and the limit that stopped it). "
+                "The limits may be narrowed, never widened past what the server allows "
+                "(sandbox://policy).",
                 exec_input, exec_output, MCP_TOOL_WORKER | MCP_TOOL_OPEN_WORLD, t_execute_code},
         {"get_supported_languages", "Supported languages",
                 "List the languages this server can run.", no_input, NULL, MCP_TOOL_READ_ONLY,

@@ -27,8 +27,8 @@ static void check(int ok)
         abort();
 }
 
-static const char *const keys[] = {
-        "code", "language", "libraries", "timeout", "stdin", "files", "session_id"};
+static const char *const keys[] = {"code", "language", "libraries", "timeout", "stdin", "files",
+        "session_id", "memory", "cpus", "pids", "network"};
 
 static int is_known(const char *k)
 {
@@ -74,6 +74,10 @@ static void check_accepted(struct json_object *args, const struct exec_args *a)
     check(a->has_timeout == (v != NULL));
     if (v)
         check(a->timeout > 0 && isfinite(a->timeout) && a->timeout <= 1e9);
+    for (size_t i = 0; i < exec_n_controls; i++) {
+        v = member(args, exec_controls[i].key);
+        check(!v || (exec_controls[i].types & (1u << json_object_get_type(v))));
+    }
     v = member(args, "libraries");
     check(v ? json_object_is_type(v, json_type_array) && a->n_libs == json_object_array_length(v)
             : a->n_libs == 0);

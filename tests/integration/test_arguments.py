@@ -2,10 +2,18 @@
 """Bad arguments and policy ceilings: every one ends as exactly one JSON
 object with status refused, a message saying why, and nothing run (issue 2,
 sections 5 and 9)."""
+import os
+import sys
+
 import pytest
 
-from conftest import (EXIT_TOOL, RESULT_FIELDS, check_contract, clean_env, code, run_cli,
+from conftest import (EXIT_TOOL, RESULT_FIELDS, ROOT, check_contract, clean_env, code, run_cli,
                       sbx)
+
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "mcp"))
+import mcptest  # noqa: E402  (tests/mcp: the JSON-RPC client)
 
 
 def refused(args, extra_env=None, input=None):
@@ -86,6 +94,71 @@ def test_memory_above_ceiling_refused():
     assert "memory" in res["message"], res["message"]
     res, _ = refused(["--memory", "1G", "--code", "print(1)"])
     assert "memory" in res["message"]
+
+
+def test_memory_out_of_range_is_refused_not_wrapped():
+    """17179869185G is 2^64 + 1 GiB bytes: a 64-bit shift made it 1 GiB,
+    under a 64G ceiling, and the run went on with 1 GiB (issue 17). The one
+    parser refuses it, naming the value."""
+    res, _ = refused(["--memory", "17179869185G", "--code", "print(1)"],
+                     extra_env={"LLM_SANDBOX_MAX_MEMORY": "64G"})
+    assert "out of range" in res["message"] and "17179869185G" in res["message"], res
+
+
+def test_memory_with_a_fraction_runs():
+    r = sbx("--memory", "1.5G", "--code", "print(3)", extra_env={"LLM_SANDBOX_MAX_MEMORY": "2G"})
+    assert r.json["status"] == "ok" and r.json["stdout"] == "3\n", r.json
+    res, _ = refused(["--memory", "1.5G", "--code", "print(1)"])  # above the default 512M
+    assert "memory" in res["message"], res["message"]
+
+
+def mcp_run(arguments, env=None):
+    """One execute_code through a real MCP server; its structured result."""
+    s = mcptest.Server(env=clean_env(env))
+    try:
+        s.initialize()
+        r = s.call_tool("execute_code", arguments, timeout=120)
+        return r["result"]["structuredContent"]
+    finally:
+        assert s.finish(30) == 0, s.stderr.decode(errors="replace")
+
+
+@pytest.mark.parametrize("arguments,phrase", [
+    ({"memory": "17179869185G"}, "out of range"),
+    ({"memory": "1G"}, "ceiling"),
+    ({"memory": "lots"}, "not a size"),
+    ({"memory": 1.5}, "'memory'"),
+    ({"cpus": "4"}, "cpu"),
+    ({"pids": 0}, "greater than 0"),
+    ({"pids": "100000"}, "pids"),
+    ({"network": "on"}, "network"),
+    ({"timeout": 301}, "wall_time")])
+def test_mcp_controls_are_the_cli_controls(arguments, phrase):
+    """execute_code narrows the policy with the CLI's controls, in its units
+    and under the same ceilings (issue 17): what the CLI refuses, it refuses
+    with the same words."""
+    res = mcp_run(dict(code="print(1)", **arguments))
+    assert res["status"] == "refused" and phrase in res["message"], (arguments, res)
+
+
+def test_mcp_controls_narrow_a_run():
+    arguments = {"code": "print('narrowed')", "memory": "256M", "pids": "64", "network": "off",
+                 "timeout": 20}
+    if ROOT:  # a CPU quota needs a cgroup: refused without one
+        arguments["cpus"] = 0.5
+    res = mcp_run(arguments)
+    assert res["status"] == "ok" and res["stdout"] == "narrowed\n", res
+
+
+def test_mcp_and_cli_share_the_default_language():
+    """No language: the server's default, LLM_SANDBOX_DEFAULT_LANGUAGE, for
+    MCP as for the CLI (the MCP layer no longer says python itself)."""
+    env = {"LLM_SANDBOX_DEFAULT_LANGUAGE": "javascript"}
+    res = mcp_run({"code": "console.log(6 * 7)"}, env)
+    assert res["status"] == "ok" and res["language"] == "javascript", res
+    assert res["stdout"] == "42\n", res
+    r = sbx("--code", "console.log(6 * 7)", extra_env=env)
+    assert r.json["language"] == "javascript" and r.json["stdout"] == "42\n", r.json
 
 
 @pytest.mark.parametrize("opt,ctl", [("--output-bytes", "output"), ("--file-size", "file_size"),

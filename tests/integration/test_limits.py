@@ -6,6 +6,7 @@ says in its warnings, and an explicit CPU quota is refused."""
 import os
 import re
 import subprocess
+import sys
 import time
 
 import pytest
@@ -14,6 +15,10 @@ import conftest
 from conftest import (BACKEND, CONTAINER, DEFAULT_FILE_SIZE, DEFAULT_OUTPUT_CAP, EXIT_TIMEOUT,
                       FORK_UNTIL_REFUSED, MIB, ROOT, SBX_BIN, clean_env, code, expected_cli_rc,
                       find_marked, new_mark)
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "mcp"))
+import mcptest  # noqa: E402  (tests/mcp: the JSON-RPC client)
 
 MEMORY_FALLBACK = "memory limit enforced by a fallback: RLIMIT_AS"
 PIDS_FALLBACK = "pids limit enforced by a fallback: RLIMIT_NPROC"
@@ -52,6 +57,29 @@ def test_memory_bomb_gradual_with_small_limit():
                "--timeout", "20")
     assert_memory_ended(res)
     assert res["duration_ms"] < 15000, res
+
+
+def test_mcp_memory_ends_a_1gib_allocation():
+    """MCP execute_code takes the CLI's controls in the CLI's units (issue
+    17): with memory "128M" a 1 GiB allocation ends as --memory 128M ends it,
+    where the default 512M would not stop it before it was made."""
+    s = mcptest.Server(env=clean_env())
+    try:
+        s.initialize()
+        r = s.call_tool("execute_code", {
+            "code": "x = bytearray(1024**3)\nfor i in range(0, len(x), 4096): x[i] = 1\n"
+                    "print('survived', len(x))",
+            "memory": "128M", "timeout": 30}, timeout=120)
+        res = r["result"]["structuredContent"]
+        assert "survived" not in res["stdout"], res
+        if ROOT:
+            assert res["status"] == "oom" and res["limit"] == "memory", res
+            assert res["exit_code"] == 137, res
+        else:  # no writable cgroup: RLIMIT_AS makes the allocation fail instead
+            assert res["status"] == "error" and "MemoryError" in res["stderr"], res
+            assert any(w.startswith(MEMORY_FALLBACK) for w in res["warnings"]), res
+    finally:
+        assert s.finish(30) == 0, s.stderr.decode(errors="replace")
 
 
 def test_memory_below_limit_is_fine():

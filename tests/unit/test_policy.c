@@ -279,6 +279,47 @@ static struct sbx_caps full_caps(void)
     return c;
 }
 
+/* The one parser of the front ends' limits: the CLI's units, every field
+ * through one function, out of range refused rather than wrapped (a
+ * 64-bit shift of 17179869185G used to come back as 1 GiB). */
+static void test_req_limit_parse(void **state)
+{
+    struct sbx_req_limits l = {0};
+    struct sbx_error *e = NULL;
+
+    (void)state;
+    assert_int_equal(sbx_req_limit_parse(&l, SBX_REQ_MEMORY, "1.5G", &e), 0);
+    assert_int_equal(l.memory_bytes, UINT64_C(3) << 29);
+    assert_int_equal(sbx_req_limit_parse(&l, SBX_REQ_WALL_TIME, "2.5", &e), 0);
+    assert_int_equal(l.wall_time_ms, 2500);
+    assert_int_equal(sbx_req_limit_parse(&l, SBX_REQ_CPU, "0.5", &e), 0);
+    assert_int_equal(l.cpu_millicores, 500);
+    assert_int_equal(sbx_req_limit_parse(&l, SBX_REQ_PIDS, "64", &e), 0);
+    assert_int_equal(l.pids_max, 64);
+    assert_int_equal(sbx_req_limit_parse(&l, SBX_REQ_OUTPUT, "4k", &e), 0);
+    assert_int_equal(l.output_bytes, 4096);
+    assert_int_equal(sbx_req_limit_parse(&l, SBX_REQ_NETWORK, "on", &e), 0);
+    assert_string_equal(l.network, "on");
+    assert_int_equal(l.set, SBX_REQ_MEMORY | SBX_REQ_WALL_TIME | SBX_REQ_CPU | SBX_REQ_PIDS |
+                                    SBX_REQ_OUTPUT | SBX_REQ_NETWORK);
+
+    assert_int_equal(sbx_req_limit_parse(&l, SBX_REQ_MEMORY, "17179869185G", &e), SBX_E_INVALID);
+    assert_non_null(strstr(e->msg, "'17179869185G' is out of range"));
+    assert_string_equal(e->field, "memory");
+    e = sbx_error_free(e);
+    assert_int_equal(l.memory_bytes, UINT64_C(3) << 29); /* unchanged on failure */
+    assert_int_equal(sbx_req_limit_parse(&l, SBX_REQ_MEMORY, "lots", &e), SBX_E_INVALID);
+    assert_non_null(strstr(e->msg, "'lots' is not a size"));
+    e = sbx_error_free(e);
+    assert_int_equal(sbx_req_limit_parse(&l, SBX_REQ_WALL_TIME, "0", &e), SBX_E_INVALID);
+    assert_non_null(strstr(e->msg, "must be greater than 0"));
+    e = sbx_error_free(e);
+    assert_int_equal(sbx_req_limit_parse(&l, SBX_REQ_WALL_TIME, "1e3", &e), SBX_E_INVALID);
+    e = sbx_error_free(e);
+    assert_int_equal(sbx_req_limit_parse(&l, SBX_REQ_PIDS, "-3", &e), SBX_E_INVALID);
+    e = sbx_error_free(e);
+}
+
 static void test_check(void **state)
 {
     struct settings s;
@@ -344,6 +385,7 @@ int main(void)
             cmocka_unit_test_setup(test_resolve_tmpfs_bytes, clear_env),
             cmocka_unit_test_setup(test_resolve_refusals, clear_env),
             cmocka_unit_test_setup(test_resolve_registries_for_a_program, clear_env),
+            cmocka_unit_test_setup(test_req_limit_parse, clear_env),
             cmocka_unit_test_setup(test_check, clear_env),
     };
 

@@ -49,7 +49,11 @@ static void test_sizes(void **state)
     assert_int_equal(parse_size("1g", &v), 0), assert_int_equal(v, 1u << 30);
     assert_int_equal(parse_size("1GiB", &v), 0), assert_int_equal(v, 1u << 30);
     assert_int_equal(parse_size("4kb", &v), 0), assert_int_equal(v, 4096);
-    assert_true(parse_size("1.5G", &v) < 0);
+    assert_int_equal(parse_size("1.5G", &v), 0), assert_int_equal(v, 3u << 29);
+    assert_int_equal(parse_size("0.25M", &v), 0), assert_int_equal(v, 256u << 10);
+    assert_true(parse_size("1.5", &v) < 0);                        /* a fraction of a byte */
+    assert_true(parse_size("1.2345G", &v) < 0);                    /* at most 3 decimals */
+    assert_int_equal(parse_size("17179869184G", &v), SBX_E_LIMIT); /* 2^64: out of range */
     assert_true(parse_size("-1M", &v) < 0);
     assert_true(parse_size("1Q", &v) < 0);
     assert_true(parse_size("99999999999999999999T", &v) < 0);

@@ -70,6 +70,21 @@ struct sbx_req_limits {
     const char *network; /* "off", "on", ... */
 };
 
+/*
+ * A request's limit from the text a person or a model wrote, for every
+ * front end alike (the CLI's options, MCP's arguments): the one checked
+ * parser, in one set of units. SBX_REQ_WALL_TIME: seconds ("30", "1.5");
+ * SBX_REQ_CPU: cores ("1", "0.5"); SBX_REQ_MEMORY, _OUTPUT, _FILE_SIZE,
+ * _WORKSPACE: bytes, with an optional binary unit ("512", "256M", "1.5G",
+ * "2GiB"); at most 3 decimals; SBX_REQ_PIDS: a count; SBX_REQ_NETWORK: a
+ * mode, judged later by the policy. Sets the field and its bit in l->set
+ * (text is borrowed for the network). SBX_E_INVALID naming the control
+ * (field) with a message that quotes text: malformed, 0, or out of range.
+ * Whether the value is within the configured ceiling is sbx_run's to say.
+ */
+int sbx_req_limit_parse(struct sbx_req_limits *l, enum sbx_req_field field, const char *text,
+        struct sbx_error **err);
+
 enum sbx_stream { SBX_STREAM_STDOUT = 1, SBX_STREAM_STDERR = 2 };
 
 struct sbx_cancel;

@@ -32,8 +32,11 @@ int parse_u64(const char *s, uint64_t *ret)
     return 0;
 }
 
-/* Digits with an optional fraction of at most 3 digits, scaled by 1000. */
-static int parse_milli(const char *s, const char **ret_end, uint64_t *ret)
+/* Digits with an optional fraction of at most 3 digits: the whole part and
+ * the fraction in thousandths. SBX_E_INVALID when malformed, SBX_E_LIMIT
+ * when the whole part overflows. */
+static int parse_decimal(
+        const char *s, const char **ret_end, uint64_t *ret_whole, uint64_t *ret_milli)
 {
     uint64_t whole = 0, frac = 0;
     int nfrac = 0;
@@ -42,8 +45,8 @@ static int parse_milli(const char *s, const char **ret_end, uint64_t *ret)
     if (!isdigit((unsigned char)*p))
         return SBX_E_INVALID;
     for (; isdigit((unsigned char)*p); p++) {
-        if (whole > (UINT64_MAX / 1000 - 9) / 10)
-            return SBX_E_INVALID;
+        if (whole > (UINT64_MAX - 9) / 10)
+            return SBX_E_LIMIT;
         whole = whole * 10 + (uint64_t)(*p - '0');
     }
     if (*p == '.') {
@@ -59,19 +62,32 @@ static int parse_milli(const char *s, const char **ret_end, uint64_t *ret)
             frac *= 10;
     }
     *ret_end = p;
-    *ret = whole * 1000 + frac;
+    *ret_whole = whole;
+    *ret_milli = frac;
+    return 0;
+}
+
+/* whole.milli * scale, the fraction's part rounded down: SBX_E_LIMIT past
+ * UINT64_MAX. scale is at most 2^40. */
+static int scale_decimal(uint64_t whole, uint64_t milli, uint64_t scale, uint64_t *ret)
+{
+    uint64_t part = milli * scale / 1000; /* milli < 1000: no overflow */
+
+    if (whole > (UINT64_MAX - part) / scale)
+        return SBX_E_LIMIT;
+    *ret = whole * scale + part;
     return 0;
 }
 
 int parse_seconds_ms(const char *s, uint64_t *ret_ms)
 {
     const char *end = NULL;
-    uint64_t v;
+    uint64_t whole, milli;
+    int r = s ? parse_decimal(s, &end, &whole, &milli) : SBX_E_INVALID;
 
-    if (!s || parse_milli(s, &end, &v) < 0 || *end != '\0')
-        return SBX_E_INVALID;
-    *ret_ms = v;
-    return 0;
+    if (r == 0 && *end != '\0')
+        r = SBX_E_INVALID;
+    return r < 0 ? r : scale_decimal(whole, milli, 1000, ret_ms);
 }
 
 int parse_millicores(const char *s, uint64_t *ret_mc)
@@ -100,25 +116,18 @@ int parse_size(const char *s, uint64_t *ret_bytes)
             {"tb", 40},
             {"tib", 40},
     };
-    const char *p = s;
-    uint64_t v = 0;
+    const char *end = NULL;
+    uint64_t whole, milli;
+    int r = s ? parse_decimal(s, &end, &whole, &milli) : SBX_E_INVALID;
 
-    if (!s || !isdigit((unsigned char)*p))
-        return SBX_E_INVALID;
-    for (; isdigit((unsigned char)*p); p++) {
-        if (v > (UINT64_MAX - 9) / 10)
-            return SBX_E_INVALID;
-        v = v * 10 + (uint64_t)(*p - '0');
-    }
-    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-        if (strcasecmp(p, units[i].suffix) != 0)
+    for (size_t i = 0; r == 0 && i < sizeof(units) / sizeof(units[0]); i++) {
+        if (strcasecmp(end, units[i].suffix) != 0)
             continue;
-        if (units[i].shift && v > (UINT64_MAX >> units[i].shift))
-            return SBX_E_INVALID;
-        *ret_bytes = v << units[i].shift;
-        return 0;
+        if (units[i].shift == 0 && milli != 0)
+            return SBX_E_INVALID; /* no fraction of a byte */
+        return scale_decimal(whole, milli, UINT64_C(1) << units[i].shift, ret_bytes);
     }
-    return SBX_E_INVALID;
+    return r < 0 ? r : SBX_E_INVALID;
 }
 
 int parse_bool(const char *s, bool *ret)

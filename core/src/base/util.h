@@ -14,11 +14,17 @@
 
 /* Decimal unsigned integer, whole string, no sign, no overflow. */
 int parse_u64(const char *s, uint64_t *ret);
-/* "512", "512k", "256M", "1G", "1GiB", "1gb" (binary multiples). */
+/* The one grammar of sizes and durations, for the configuration and for
+ * requests alike (sbx_req_limit_parse): digits, an optional fraction of
+ * at most 3 decimals, and for sizes an optional unit. 0, SBX_E_INVALID
+ * (malformed), or SBX_E_LIMIT (the value does not fit 64 bits).
+ *
+ * "512", "512k", "256M", "1.5G", "1GiB", "1gb" (binary multiples up to
+ * T; a fraction needs a unit, and its last byte is rounded down). */
 int parse_size(const char *s, uint64_t *ret_bytes);
-/* "30", "1.5", "0.25" seconds -> milliseconds (max 3 decimals). */
+/* "30", "1.5", "0.25" seconds -> milliseconds. */
 int parse_seconds_ms(const char *s, uint64_t *ret_ms);
-/* "1", "0.5", "1.25" cores -> millicores (max 3 decimals). */
+/* "1", "0.5", "1.25" cores -> millicores. */
 int parse_millicores(const char *s, uint64_t *ret_mc);
 /* "1", "true", "yes", "on" / "0", "false", "no", "off". */
 int parse_bool(const char *s, bool *ret);

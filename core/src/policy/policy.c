@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * policy.c: resolve defaults < configuration < request and check the result
- * against a backend's capabilities. Decides policy; does no I/O. Error
- * convention: error.h. The rules are stated in policy.h.
+ * against a backend's capabilities; read a request's limits from the text
+ * front ends take (sbx_req_limit_parse). Decides policy; does no I/O.
+ * Error convention: error.h. The rules are stated in policy.h.
  */
 #include "policy/policy.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <json-c/json.h>
 #include <stdio.h>
@@ -42,25 +44,42 @@ const char *policy_control_name(enum sbx_control c)
     return (unsigned)c < SBX_CTL_COUNT ? control_names[c] : NULL;
 }
 
+/* What each kind of value is, in a refusal's words. */
+enum req_kind { RK_SECONDS, RK_CORES, RK_SIZE, RK_COUNT };
+
+static int parse_req_kind(enum req_kind k, const char *text, uint64_t *ret)
+{
+    switch (k) {
+    case RK_SECONDS: return parse_seconds_ms(text, ret);
+    case RK_CORES: return parse_millicores(text, ret);
+    case RK_SIZE: return parse_size(text, ret);
+    case RK_COUNT: return parse_u64(text, ret);
+    }
+    return SBX_E_INVALID;
+}
+
 struct req_field {
     uint32_t bit;
     enum sbx_control ctl;
     size_t req_off, pol_off;
-    const char *unit; /* how to print values in messages */
+    const char *unit;   /* how to print values in messages */
+    enum req_kind kind; /* how a front end's text spells it */
 };
 
 #define ROFF(f) offsetof(struct sbx_req_limits, f)
 #define POFF(f) offsetof(struct sbx_policy, f)
 static const struct req_field req_fields[] = {
-        {SBX_REQ_WALL_TIME, SBX_CTL_WALL_TIME, ROFF(wall_time_ms), POFF(wall_time_ms), "ms"},
-        {SBX_REQ_MEMORY, SBX_CTL_MEMORY, ROFF(memory_bytes), POFF(memory_bytes), "bytes"},
-        {SBX_REQ_CPU, SBX_CTL_CPU, ROFF(cpu_millicores), POFF(cpu_millicores), "millicores"},
-        {SBX_REQ_PIDS, SBX_CTL_PIDS, ROFF(pids_max), POFF(pids_max), "processes"},
-        {SBX_REQ_OUTPUT, SBX_CTL_OUTPUT, ROFF(output_bytes), POFF(output_bytes), "bytes"},
+        {SBX_REQ_WALL_TIME, SBX_CTL_WALL_TIME, ROFF(wall_time_ms), POFF(wall_time_ms), "ms",
+                RK_SECONDS},
+        {SBX_REQ_MEMORY, SBX_CTL_MEMORY, ROFF(memory_bytes), POFF(memory_bytes), "bytes", RK_SIZE},
+        {SBX_REQ_CPU, SBX_CTL_CPU, ROFF(cpu_millicores), POFF(cpu_millicores), "millicores",
+                RK_CORES},
+        {SBX_REQ_PIDS, SBX_CTL_PIDS, ROFF(pids_max), POFF(pids_max), "processes", RK_COUNT},
+        {SBX_REQ_OUTPUT, SBX_CTL_OUTPUT, ROFF(output_bytes), POFF(output_bytes), "bytes", RK_SIZE},
         {SBX_REQ_FILE_SIZE, SBX_CTL_FILE_SIZE, ROFF(file_size_bytes), POFF(file_size_bytes),
-                "bytes"},
+                "bytes", RK_SIZE},
         {SBX_REQ_WORKSPACE, SBX_CTL_WORKSPACE, ROFF(workspace_bytes), POFF(workspace_bytes),
-                "bytes"},
+                "bytes", RK_SIZE},
 };
 
 static uint64_t get_u64(const void *base, size_t off)
@@ -85,6 +104,51 @@ static enum sbx_control network_control(uint32_t net)
     case SBX_NET_HOST: return SBX_CTL_NET_HOST;
     default: return SBX_CTL_NET_OFF;
     }
+}
+
+int sbx_req_limit_parse(struct sbx_req_limits *l, enum sbx_req_field field, const char *text,
+        struct sbx_error **err)
+{
+    static const char *const what[] = {
+            [RK_SECONDS] = "a number of seconds, at most 3 decimals (30, 1.5)",
+            [RK_CORES] = "a number of cores, at most 3 decimals (1, 0.5)",
+            [RK_SIZE] = "a size: digits, at most 3 decimals, and an optional unit k, M, G or T "
+                        "(binary: 1M is 1048576 bytes)",
+            [RK_COUNT] = "a whole number",
+    };
+    const struct req_field *f = NULL;
+    const char *name;
+    enum req_kind k;
+    uint64_t v = 0;
+    int r;
+
+    if (!l || !text)
+        return sbx_error_set(err, SBX_E_INVALID, EINVAL, "sbx_req_limit_parse: missing argument");
+    if (field == SBX_REQ_NETWORK) {
+        l->network = text;
+        l->set |= SBX_REQ_NETWORK;
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof(req_fields) / sizeof(req_fields[0]); i++)
+        if (req_fields[i].bit == (uint32_t)field)
+            f = &req_fields[i];
+    if (!f)
+        return sbx_error_set(err, SBX_E_INVALID, EINVAL, "sbx_req_limit_parse: unknown field");
+    name = control_names[f->ctl];
+    k = f->kind;
+    r = parse_req_kind(k, text, &v);
+    if (r == SBX_E_LIMIT)
+        return sbx_error_set_field(err, SBX_E_INVALID, name,
+                "%s '%.40s' is out of range (above 2^64-1 %s)", name, text, f->unit);
+    if (r < 0)
+        return sbx_error_set_field(
+                err, SBX_E_INVALID, name, "%s '%.40s' is not %s", name, text, what[k]);
+    if (v == 0)
+        return sbx_error_set_field(
+                err, SBX_E_INVALID, name, "%s '%.40s' must be greater than 0", name, text);
+    set_u64(l, f->req_off, v);
+    l->set |= f->bit;
+    return 0;
 }
 
 uint64_t policy_tmpfs_bytes(const struct sbx_policy *p)
