@@ -2,7 +2,8 @@
 /*
  * langkit.h: small helpers shared by the language plugins, header-only so
  * each plugin compiles them in (a plugin links no core symbol): refusing a
- * library requirement in one printable line, and scanning source text.
+ * library requirement in one printable line (through plugin_kit.h, as every
+ * plugin fills its errors), and scanning source text.
  */
 #ifndef SBX_LANGKIT_H
 #define SBX_LANGKIT_H
@@ -14,6 +15,7 @@
 #include <string.h>
 
 #include <llm-sandbox/plugin.h>
+#include <llm-sandbox/plugin_kit.h>
 
 #define LANG_LIBRARY_MAX 200 /* longest requirement any ecosystem gets */
 
@@ -29,10 +31,8 @@ static inline int lang_refuse(
     for (i = 0; i < sizeof(shown) - 1 && spec[i]; i++)
         shown[i] = (unsigned char)spec[i] < 0x20 || spec[i] == 0x7f ? '?' : spec[i];
     shown[i] = '\0';
-    err->rc = SBX_E_INVALID;
     snprintf(err->field, sizeof(err->field), "libraries");
-    snprintf(err->msg, sizeof(err->msg), "'%s' is not a valid %s: %s", shown, what, why);
-    return SBX_E_INVALID;
+    return sbx_err_fill(err, SBX_E_INVALID, 0, "'%s' is not a valid %s: %s", shown, what, why);
 }
 
 /* Length of the run of characters of s in set (ASCII letters, digits and

@@ -13,7 +13,7 @@ static int bwrap_init(
 
     (void)name;
     if (!st)
-        return bwrap_fail(err, SBX_E_NOMEM, 12, "out of memory");
+        return sbx_err_fill(err, SBX_E_NOMEM, 12, "out of memory");
     st->h = h;
     *ret_state = st;
     return 0;

@@ -35,14 +35,14 @@ int bwrap_probe(void *state, struct sbx_caps *caps, struct sbx_err *err)
     int status = 0;
 
     if (!jail_find_tool(h, "path", "bwrap", st->bwrap, sizeof(st->bwrap)))
-        return bwrap_fail(err, SBX_E_UNAVAILABLE, ENOENT,
+        return sbx_err_fill(err, SBX_E_UNAVAILABLE, ENOENT,
                 "bwrap not found%s%s (install Debian's bubblewrap package)",
                 st->bwrap[0] ? " at " : "", st->bwrap);
     const char *argv[] = {st->bwrap, "--version", NULL};
     if (h->run_capture(h, argv, 5000, out, sizeof(out), &status, err) < 0)
         return err->rc;
     if (!version_at_least(out, 0, 8, 0, st->version, sizeof(st->version)))
-        return bwrap_fail(err, SBX_E_UNAVAILABLE, 0,
+        return sbx_err_fill(err, SBX_E_UNAVAILABLE, 0,
                 "%s is '%.40s'; llm-sandbox needs bubblewrap 0.8.0 or newer", st->bwrap, out);
     jail_inspect_tops(&st->tops);
     jail_find_tool(h, "pasta", "pasta", st->pasta, sizeof(st->pasta));
@@ -52,24 +52,24 @@ int bwrap_probe(void *state, struct sbx_caps *caps, struct sbx_err *err)
 
     snprintf(note, sizeof(note), "bubblewrap %s: new user, pid, ipc, uts, mount, cgroup, net ns",
             st->version);
-    jail_cap(caps, SBX_CTL_WALL_TIME, SBX_ENF_FULL,
+    sbx_caps_set(caps, SBX_CTL_WALL_TIME, SBX_ENF_FULL,
             "core deadline, then SIGKILL of the cgroup and pid 1");
     jail_common_caps(caps, st->pasta, st->tun_ok);
-    jail_cap(caps, SBX_CTL_READ_ONLY_SYSTEM, SBX_ENF_FULL,
+    sbx_caps_set(caps, SBX_CTL_READ_ONLY_SYSTEM, SBX_ENF_FULL,
             "read-only /usr binds, root tmpfs remounted read-only");
-    jail_cap(
+    sbx_caps_set(
             caps, SBX_CTL_ENV, SBX_ENF_FULL, "bwrap is executed with only the sandbox environment");
-    jail_cap(caps, SBX_CTL_SECCOMP, SBX_ENF_FULL, "bwrap --seccomp with the core's policy");
-    jail_cap(caps, SBX_CTL_NO_NEW_PRIVS, SBX_ENF_FULL, note);
+    sbx_caps_set(caps, SBX_CTL_SECCOMP, SBX_ENF_FULL, "bwrap --seccomp with the core's policy");
+    sbx_caps_set(caps, SBX_CTL_NO_NEW_PRIVS, SBX_ENF_FULL, note);
     if (geteuid() == 0) {
         uint32_t uid, gid;
 
         h->sandbox_ids(h, &uid, &gid);
         snprintf(note, sizeof(note), "root drops to host uid %u before bwrap", uid);
-        jail_cap(caps, SBX_CTL_UNPRIVILEGED, SBX_ENF_FULL, note);
+        sbx_caps_set(caps, SBX_CTL_UNPRIVILEGED, SBX_ENF_FULL, note);
     } else {
         snprintf(note, sizeof(note), "runs as host uid %u", (unsigned)geteuid());
-        jail_cap(caps, SBX_CTL_UNPRIVILEGED, SBX_ENF_FULL, note);
+        sbx_caps_set(caps, SBX_CTL_UNPRIVILEGED, SBX_ENF_FULL, note);
     }
     h->cgroup_caps(h, caps);
     return 0;

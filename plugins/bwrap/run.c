@@ -27,14 +27,21 @@
 #define CHILD_FD_BASE 3
 
 struct bwrap_box {
-    struct jail_chan chan; /* first: the shared channel accessors use it */
+    struct jail_box jb; /* first: channel, launcher, cgroup, pasta (jailbox.h) */
     struct bwrap_state *st;
-    struct sbx_proc *proc;
-    struct sbx_cgroup *cg;
-    struct sbx_proc *pasta;
     int agent_pid;   /* host pid of the agent (pid 1 inside), or 0 */
     int agent_pidfd; /* or -1 (no pidfd_open here) */
 };
+
+static void await_agent(struct jail_box *jb);
+static int bwrap_diag_error(char *diag, struct sbx_err *err);
+
+static const struct jail_kind bwrap_kind = {.launcher = "bwrap",
+        .term_grace_ms = 0, /* the agent is killed: bwrap goes at once */
+        .kill = bwrap_box_kill,
+        .close = bwrap_box_close,
+        .reap = await_agent,
+        .diag_error = bwrap_diag_error};
 
 static const char passwd_data[] = JAIL_PASSWD;
 static const char group_data[] = JAIL_GROUP;
@@ -79,12 +86,12 @@ static int fds_open(const struct sbx_host *h, bool net_on, struct box_fds *f, st
             h->memfd_new(h, "hosts", hosts_data, sizeof(hosts_data) - 1, &f->fd[FD_HOSTS], err) < 0)
         return err->rc;
     if (pipe2(p, O_CLOEXEC) < 0)
-        return bwrap_fail(err, SBX_E_IO, errno, "pipe: %s", strerror(errno));
+        return sbx_err_fill(err, SBX_E_IO, errno, "pipe: %s", strerror(errno));
     f->info_r = p[0], f->fd[FD_INFO] = p[1];
     if (!net_on)
         return 0;
     if (pipe2(p, O_CLOEXEC) < 0)
-        return bwrap_fail(err, SBX_E_IO, errno, "pipe: %s", strerror(errno));
+        return sbx_err_fill(err, SBX_E_IO, errno, "pipe: %s", strerror(errno));
     f->fd[FD_BLOCK] = p[0], f->block_w = p[1];
     return 0;
 }
@@ -102,24 +109,24 @@ static int read_child_pid(int fd, int *ret_pid, struct sbx_err *err)
         ssize_t n;
 
         if (poll(&pfd, 1, 10000) <= 0)
-            return bwrap_fail(err, SBX_E_BACKEND, ETIMEDOUT, "bwrap did not report its pid");
+            return sbx_err_fill(err, SBX_E_BACKEND, ETIMEDOUT, "bwrap did not report its pid");
         n = read(fd, buf + o, sizeof(buf) - 1 - o);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)
-            return bwrap_fail(
+            return sbx_err_fill(
                     err, SBX_E_BACKEND, errno, "reading bwrap's info: %s", strerror(errno));
         if (n == 0)
             break;
         o += (size_t)n;
         if (o + 1 >= sizeof(buf))
-            return bwrap_fail(err, SBX_E_BACKEND, 0, "bwrap's info is too long");
+            return sbx_err_fill(err, SBX_E_BACKEND, 0, "bwrap's info is too long");
     }
     buf[o] = '\0';
     k = strstr(buf, "\"child-pid\":");
     *ret_pid = k ? (int)strtol(k + 12, NULL, 10) : 0;
     if (*ret_pid <= 0)
-        return bwrap_fail(err, SBX_E_BACKEND, 0, "bwrap ended before reporting its pid");
+        return sbx_err_fill(err, SBX_E_BACKEND, 0, "bwrap ended before reporting its pid");
     return 0;
 }
 
@@ -128,27 +135,26 @@ static int attach_pasta(struct bwrap_box *b, struct box_fds *f, const struct sbx
         struct sbx_err *err)
 {
     int r = jail_attach_pasta(
-            b->st->h, b->st->pasta, b->agent_pid, spec->envp, b->cg, &b->pasta, err);
+            b->jb.h, b->st->pasta, b->agent_pid, spec->envp, b->jb.cg, &b->jb.pasta, err);
 
     if (r < 0)
         return r;
     if (write(f->block_w, "x", 1) != 1)
-        return bwrap_fail(err, SBX_E_BACKEND, errno, "cannot release bwrap: %s", strerror(errno));
+        return sbx_err_fill(err, SBX_E_BACKEND, errno, "cannot release bwrap: %s", strerror(errno));
     return 0;
 }
 
 static int spawn_bwrap(struct bwrap_box *b, const struct sbx_box_spec *spec, struct box_fds *f,
         struct sbx_err *err)
 {
-    const struct sbx_host *h = b->st->h;
+    const struct sbx_host *h = b->jb.h;
     struct sbx_fd_map map[FD_COUNT];
     size_t n = 0;
     struct bwrap_argv *argv = malloc(sizeof(*argv)); /* ~10 KiB: not on the stack */
-    uint32_t uid = 1000, gid = 1000;
     int child[FD_COUNT], r;
 
     if (!argv)
-        return bwrap_fail(err, SBX_E_NOMEM, ENOMEM, "out of memory");
+        return sbx_err_fill(err, SBX_E_NOMEM, ENOMEM, "out of memory");
     for (int i = 0; i < FD_COUNT; i++) {
         child[i] = -1;
         if (f->fd[i] >= 0) {
@@ -156,24 +162,15 @@ static int spawn_bwrap(struct bwrap_box *b, const struct sbx_box_spec *spec, str
             map[n++] = (struct sbx_fd_map){f->fd[i], child[i]};
         }
     }
-    struct bwrap_input in = {.policy = spec->policy,
-            .tops = b->st->tops.top,
-            .n_tops = b->st->tops.n,
-            .ro_paths = spec->ro_paths,
-            .mounts = SBX_HAS_FIELD(struct sbx_box_spec, spec, proxy_socket) ? spec->mounts : NULL,
-            .n_mounts = SBX_HAS_FIELD(struct sbx_box_spec, spec, proxy_socket) ? spec->n_mounts : 0,
-            .proxy_socket = SBX_HAS_FIELD(struct sbx_box_spec, spec, proxy_socket)
-                                    ? spec->proxy_socket
-                                    : NULL,
-            .seccomp_fd = child[FD_SECCOMP],
+    struct bwrap_input in = {.seccomp_fd = child[FD_SECCOMP],
             .agent_fd = child[FD_AGENT],
             .passwd_fd = child[FD_PASSWD],
             .group_fd = child[FD_GROUP],
             .hosts_fd = child[FD_HOSTS],
             .info_fd = child[FD_INFO],
-            .block_fd = child[FD_BLOCK],
-            .sandbox_uid = uid,
-            .sandbox_gid = gid};
+            .block_fd = child[FD_BLOCK]};
+
+    jail_input_init(&in.box, spec, &b->st->tops);
     r = bwrap_translate(&in, argv, err);
     if (r == 0) {
         struct sbx_spawn sp = {.size = sizeof(sp),
@@ -185,10 +182,10 @@ static int spawn_bwrap(struct bwrap_box *b, const struct sbx_box_spec *spec, str
                 .stderr_fd = SBX_FD_PIPE,
                 .fds = map,
                 .n_fds = n,
-                .cgroup = b->cg,
+                .cgroup = b->jb.cg,
                 .flags = SBX_SPAWN_DROP_PRIVS | SBX_SPAWN_PDEATHSIG};
 
-        r = h->proc_spawn(h, &sp, &b->proc, err);
+        r = h->proc_spawn(h, &sp, &b->jb.proc, err);
     }
     free(argv);
     return r;
@@ -205,17 +202,18 @@ int bwrap_box_open(
     int r;
 
     if (!b)
-        return bwrap_fail(err, SBX_E_NOMEM, ENOMEM, "out of memory");
+        return sbx_err_fill(err, SBX_E_NOMEM, ENOMEM, "out of memory");
+    jail_box_init(&b->jb, h);
     b->st = st;
-    b->chan.rfd = b->chan.wfd = b->chan.efd = b->agent_pidfd = -1;
+    b->agent_pidfd = -1;
     fds_init(&f);
-    r = jail_cgroup_new(h, spec, &b->cg, err);
+    r = jail_cgroup_new(h, spec, &b->jb.cg, err);
     if (r == 0)
         r = fds_open(h, net_on, &f, err);
     if (r == 0)
         r = spawn_bwrap(b, spec, &f, err);
     if (r == 0) {
-        jail_chan_take(h, b->proc, &b->chan);
+        jail_chan_take(h, b->jb.proc, &b->jb.chan);
         for (int i = 0; i < FD_COUNT; i++) /* bwrap has its copies now */
             if (f.fd[i] >= 0)
                 close(f.fd[i]), f.fd[i] = -1;
@@ -228,16 +226,8 @@ int bwrap_box_open(
             r = attach_pasta(b, &f, spec, err);
     }
     fds_close(&f);
-    if (r < 0) {
-        struct sbx_box_stats st2 = {.size = sizeof(st2)};
-        struct sbx_err cerr = {.size = sizeof(cerr)};
-
-        bwrap_box_kill(b);
-        /* bwrap's own message ("bwrap: ...") says more than ours */
-        if (bwrap_box_close(b, &st2, &cerr) < 0)
-            bwrap_fail(err, cerr.rc, cerr.sys_errno, "%s", cerr.msg);
-        return r;
-    }
+    if (r < 0) /* bwrap's own message ("bwrap: ...") says more than ours */
+        return jail_box_open_failed(b, &bwrap_kind, r, err);
     *ret_box = b;
     return 0;
 }
@@ -245,7 +235,7 @@ int bwrap_box_open(
 int bwrap_box_kill(void *box)
 {
     struct bwrap_box *b = box;
-    const struct sbx_host *h = b->st->h;
+    const struct sbx_host *h = b->jb.h;
 
     /* Killing the agent, pid 1 of the sandbox's pid namespace, kills every
      * process in it; bwrap, still alive, then reaps it and exits, so host
@@ -255,60 +245,38 @@ int bwrap_box_kill(void *box)
     if (b->agent_pidfd >= 0) {
         syscall(SYS_pidfd_send_signal, b->agent_pidfd, SIGKILL, NULL, 0);
     } else {
-        if (b->cg)
-            h->cgroup_kill(b->cg);
-        if (b->proc)
-            h->proc_signal(b->proc, SIGKILL);
+        if (b->jb.cg)
+            h->cgroup_kill(b->jb.cg);
+        if (b->jb.proc)
+            h->proc_signal(b->jb.proc, SIGKILL);
     }
-    if (b->pasta)
-        h->proc_signal(b->pasta, SIGKILL);
+    if (b->jb.pasta)
+        h->proc_signal(b->jb.pasta, SIGKILL);
     return 0;
 }
 
 /* Wait (bounded) until the agent, and with it its whole namespace, is gone:
  * a pid namespace's init finishes exiting only after all its members. */
-static void await_agent(const struct bwrap_box *b)
+static void await_agent(struct jail_box *jb)
 {
+    const struct bwrap_box *b = (const struct bwrap_box *)jb;
     struct pollfd pfd = {.fd = b->agent_pidfd, .events = POLLIN};
 
     if (b->agent_pidfd >= 0 && poll(&pfd, 1, 5000) == 0)
-        b->st->h->log(
-                b->st->h, SBX_LOG_WARN, "sandbox agent %d still exiting after 5 s", b->agent_pid);
+        jb->h->log(jb->h, SBX_LOG_WARN, "sandbox agent %d still exiting after 5 s", b->agent_pid);
+}
+
+/* bwrap's own message ("bwrap: ...") is its error. */
+static int bwrap_diag_error(char *diag, struct sbx_err *err)
+{
+    return strstr(diag, "bwrap:") ? sbx_err_fill(err, SBX_E_BACKEND, 0, "%s", diag) : 0;
 }
 
 int bwrap_box_close(void *box, struct sbx_box_stats *stats, struct sbx_err *err)
 {
     struct bwrap_box *b = box;
-    const struct sbx_host *h = b->st->h;
-    char diag[200];
-    int status = 0, r = 0;
+    int r = jail_box_close(&b->jb, &bwrap_kind, stats, err);
 
-    if (b->chan.wfd >= 0)
-        close(b->chan.wfd); /* end of input: the agent kills everything and exits */
-    b->chan.wfd = -1;
-    if (b->proc) {
-        if (h->proc_wait(b->proc, 2000, &status) != 1) {
-            bwrap_box_kill(b);
-            if (b->cg)
-                h->cgroup_kill(b->cg);
-            h->proc_signal(b->proc, SIGKILL);
-            h->proc_wait(b->proc, -1, &status);
-        }
-        await_agent(b);
-        jail_read_diag(b->chan.efd, NULL, diag, sizeof(diag));
-        if (diag[0])
-            h->log(h, SBX_LOG_DEBUG, "bwrap exited with status %d: %s", status, diag);
-        if (status != 0 && strstr(diag, "bwrap:"))
-            r = bwrap_fail(err, SBX_E_BACKEND, 0, "%s", diag);
-    }
-    if (b->cg) {
-        stats->oom_killed = h->cgroup_oom_killed(b->cg);
-        stats->pids_limited = h->cgroup_pids_limited(b->cg);
-        h->cgroup_free(b->cg);
-    }
-    h->proc_free(b->pasta);
-    h->proc_free(b->proc);
-    jail_chan_close(&b->chan);
     if (b->agent_pidfd >= 0)
         close(b->agent_pidfd);
     free(b);

@@ -116,7 +116,7 @@ static void add_data(struct builder *b, const char *mode, int fd, const char *de
 
 int bwrap_translate(const struct bwrap_input *in, struct bwrap_argv *out, struct sbx_err *err)
 {
-    const struct sbx_policy *p = in->policy;
+    const struct sbx_policy *p = in->box.policy;
     struct builder b = {.out = out};
     bool net_on = p->network == SBX_NET_ON;
 
@@ -128,7 +128,7 @@ int bwrap_translate(const struct bwrap_input *in, struct bwrap_argv *out, struct
         return SBX_E_INVALID;
     }
     if ((p->network == SBX_NET_REGISTRIES || p->network == SBX_NET_ALLOWLIST) &&
-            !in->proxy_socket) {
+            !in->box.proxy_socket) {
         err->rc = SBX_E_UNSUPPORTED;
         snprintf(err->field, sizeof(err->field), "network");
         snprintf(err->msg, sizeof(err->msg), "network mode needs the filtering proxy");
@@ -141,18 +141,18 @@ int bwrap_translate(const struct bwrap_input *in, struct bwrap_argv *out, struct
         add(&b, "--unshare-net");
     add(&b, "--disable-userns");
     add(&b, "--uid");
-    add_num(&b, in->sandbox_uid);
+    add_num(&b, in->box.sandbox_uid);
     add(&b, "--gid");
-    add_num(&b, in->sandbox_gid);
+    add_num(&b, in->box.sandbox_gid);
     add2(&b, "--hostname", "sandbox");
     add3(&b, "--die-with-parent", "--new-session", "--as-pid-1");
     /* 1. the system */
     add3(&b, "--ro-bind", "/usr", "/usr");
-    for (size_t i = 0; i < in->n_tops; i++) {
-        if (in->tops[i].target)
-            add3(&b, "--symlink", in->tops[i].target, in->tops[i].name);
+    for (size_t i = 0; i < in->box.n_tops; i++) {
+        if (in->box.tops[i].target)
+            add3(&b, "--symlink", in->box.tops[i].target, in->box.tops[i].name);
         else
-            add3(&b, "--ro-bind", in->tops[i].name, in->tops[i].name);
+            add3(&b, "--ro-bind", in->box.tops[i].name, in->box.tops[i].name);
     }
     /* 2. /etc, file by file */
     for (size_t i = 0; i < sizeof(etc_files) / sizeof(etc_files[0]); i++)
@@ -166,7 +166,7 @@ int bwrap_translate(const struct bwrap_input *in, struct bwrap_argv *out, struct
     if (in->hosts_fd >= 0)
         add_data(&b, "0444", in->hosts_fd, "/etc/hosts");
     /* 3. the language's paths */
-    for (const char *const *rp = in->ro_paths; rp && *rp; rp++)
+    for (const char *const *rp = in->box.ro_paths; rp && *rp; rp++)
         add3(&b, "--ro-bind-try", *rp, *rp);
     /* 4, 5. kernel filesystems and private writable space */
     add2(&b, "--proc", "/proc");
@@ -178,12 +178,12 @@ int bwrap_translate(const struct bwrap_input *in, struct bwrap_argv *out, struct
      * /dev/shm are mounts of their own, which this does not touch */
     add2(&b, "--remount-ro", "/dev");
     /* the core's directories (dependency sets), over the workspace */
-    for (size_t i = 0; i < in->n_mounts; i++)
-        add3(&b, in->mounts[i].flags & SBX_MOUNT_RW ? "--bind" : "--ro-bind", in->mounts[i].source,
-                in->mounts[i].target);
+    for (size_t i = 0; i < in->box.n_mounts; i++)
+        add3(&b, in->box.mounts[i].flags & SBX_MOUNT_RW ? "--bind" : "--ro-bind",
+                in->box.mounts[i].source, in->box.mounts[i].target);
     /* the filtering proxy: a socket is usable through a read-only mount */
     if (p->network == SBX_NET_REGISTRIES || p->network == SBX_NET_ALLOWLIST)
-        add3(&b, "--ro-bind", in->proxy_socket, SBX_PROXY_SOCKET);
+        add3(&b, "--ro-bind", in->box.proxy_socket, SBX_PROXY_SOCKET);
     /* 6. the agent */
     add_data(&b, "0555", in->agent_fd, BWRAP_AGENT);
     /* 7. */

@@ -19,18 +19,11 @@
 #define BWRAP_AGENT     "/.sbx/agent"
 
 struct bwrap_input {
-    const struct sbx_policy *policy;
-    const struct jail_top *tops; /* the merged-usr entries present on the host */
-    size_t n_tops;
-    const char *const *ro_paths;    /* language host paths, NULL-terminated or NULL */
-    const struct sbx_mount *mounts; /* the core's directories (dependency sets) */
-    size_t n_mounts;
-    const char *proxy_socket; /* network registries/allowlist: the core's proxy */
+    struct jail_input box; /* policy, host layout, mounts, proxy, ids (localjail.h) */
     /* fd numbers as bwrap will see them; -1 when absent */
     int seccomp_fd, agent_fd, passwd_fd, group_fd, hosts_fd;
-    int info_fd;                       /* bwrap reports the agent's pid here */
-    int block_fd;                      /* network on: bwrap waits here until pasta is attached */
-    uint32_t sandbox_uid, sandbox_gid; /* ids inside the sandbox */
+    int info_fd;  /* bwrap reports the agent's pid here */
+    int block_fd; /* network on: bwrap waits here until pasta is attached */
 };
 
 struct bwrap_argv {

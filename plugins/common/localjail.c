@@ -22,20 +22,6 @@
 static const char *const tool_dirs[] = {
         "/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"};
 
-int jail_fail(struct sbx_err *err, int rc, int sys_errno, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (err) {
-        err->rc = rc;
-        err->sys_errno = sys_errno;
-        va_start(ap, fmt);
-        vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-        va_end(ap);
-    }
-    return rc;
-}
-
 static bool in_dir(const char *dir, size_t dir_len, const char *name, char *out, size_t len)
 {
     int n = snprintf(out, len, "%.*s/%s", (int)dir_len, dir, name);
@@ -139,7 +125,7 @@ int jail_attach_pasta(const struct sbx_host *h, const char *pasta, int pid, cons
         r = errno;
         if (netns >= 0)
             close(netns);
-        return jail_fail(
+        return sbx_err_fill(
                 err, SBX_E_BACKEND, r, "cannot open the sandbox's namespaces: %s", strerror(r));
     }
     const char *argv[] = {pasta, "--config-net", "--foreground", "--quiet", "-t", "none", "-u",
@@ -165,88 +151,12 @@ int jail_attach_pasta(const struct sbx_host *h, const char *pasta, int pid, cons
         return r;
     for (int i = 0; i < 2500 && !ns_has_route(pid); i++) {
         if (h->proc_wait(*ret_pasta, 0, NULL) == 1)
-            return jail_fail(err, SBX_E_BACKEND, 0, "pasta exited while attaching");
+            return sbx_err_fill(err, SBX_E_BACKEND, 0, "pasta exited while attaching");
         nanosleep(&ts, NULL);
     }
     if (!ns_has_route(pid))
-        return jail_fail(err, SBX_E_BACKEND, ETIMEDOUT, "pasta did not configure the network");
+        return sbx_err_fill(err, SBX_E_BACKEND, ETIMEDOUT, "pasta did not configure the network");
     return 0;
-}
-
-void jail_read_diag(int fd, const char *drop, char *out, size_t len)
-{
-    char buf[4096], *line, *save = NULL;
-    size_t got = 0, o = 0;
-    ssize_t n;
-
-    out[0] = '\0';
-    while (fd >= 0 && got + 1 < sizeof(buf) && (n = read(fd, buf + got, sizeof(buf) - 1 - got)) > 0)
-        got += (size_t)n;
-    buf[got] = '\0';
-    for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        int w;
-
-        if ((drop && strstr(line, drop)) || !line[0])
-            continue;
-        w = snprintf(out + o, len - o, "%s%s", o ? "; " : "", line);
-        if (w < 0 || (size_t)w >= len - o)
-            break;
-        o += (size_t)w;
-    }
-}
-
-void jail_chan_take(const struct sbx_host *h, struct sbx_proc *p, struct jail_chan *c)
-{
-    c->wfd = h->proc_fd(p, 0);
-    c->rfd = h->proc_fd(p, 1);
-    c->efd = h->proc_fd(p, 2);
-    fcntl(c->wfd, F_SETFL, O_NONBLOCK);
-    fcntl(c->rfd, F_SETFL, O_NONBLOCK);
-    fcntl(c->efd, F_SETFL, O_NONBLOCK);
-}
-
-void jail_chan_close(struct jail_chan *c)
-{
-    int *fds[] = {&c->wfd, &c->rfd, &c->efd};
-
-    for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
-        if (*fds[i] >= 0)
-            close(*fds[i]);
-        *fds[i] = -1;
-    }
-}
-
-int jail_box_poll_fd(void *box)
-{
-    return ((struct jail_chan *)box)->rfd;
-}
-
-int jail_box_write_fd(void *box)
-{
-    return ((struct jail_chan *)box)->wfd;
-}
-
-int64_t jail_box_read(void *box, void *buf, size_t len)
-{
-    return read(((struct jail_chan *)box)->rfd, buf, len);
-}
-
-int64_t jail_box_write(void *box, const void *buf, size_t len)
-{
-    return write(((struct jail_chan *)box)->wfd, buf, len);
-}
-
-int jail_cgroup_new(const struct sbx_host *h, const struct sbx_box_spec *spec,
-        struct sbx_cgroup **ret_cg, struct sbx_err *err)
-{
-    int r = h->cgroup_new(h, spec->id, spec->policy, ret_cg, err);
-
-    if (r == SBX_E_UNAVAILABLE) { /* no cgroups here: rlimits instead */
-        *ret_cg = NULL;
-        memset(err->msg, 0, sizeof(err->msg));
-        r = 0;
-    }
-    return r;
 }
 
 int jail_trial_box(const struct sbx_backend_ops *ops, void *state, const struct sbx_host *h,
@@ -287,36 +197,47 @@ int jail_trial_box(const struct sbx_backend_ops *ops, void *state, const struct 
     /* Closing its input ends the agent normally, so the launcher reaps it. */
     if (ops->box_close(box, &stats, err) < 0)
         return err->rc; /* the jail's own words */
-    return r ? 0 : jail_fail(err, SBX_E_UNAVAILABLE, 0, "the sandbox agent did not start");
-}
-
-void jail_cap(struct sbx_caps *c, enum sbx_control ctl, enum sbx_enforce lvl, const char *note)
-{
-    c->level[ctl] = (uint8_t)lvl;
-    snprintf(c->note[ctl], sizeof(c->note[ctl]), "%s", note);
+    return r ? 0 : sbx_err_fill(err, SBX_E_UNAVAILABLE, 0, "the sandbox agent did not start");
 }
 
 void jail_common_caps(struct sbx_caps *caps, const char *pasta, bool tun_ok)
 {
-    jail_cap(caps, SBX_CTL_OUTPUT, SBX_ENF_FULL, "capped by the core while streaming");
-    jail_cap(caps, SBX_CTL_FILE_SIZE, SBX_ENF_FULL, "RLIMIT_FSIZE");
-    jail_cap(caps, SBX_CTL_WORKSPACE, SBX_ENF_FULL,
+    sbx_caps_set(caps, SBX_CTL_OUTPUT, SBX_ENF_FULL, "capped by the core while streaming");
+    sbx_caps_set(caps, SBX_CTL_FILE_SIZE, SBX_ENF_FULL, "RLIMIT_FSIZE");
+    sbx_caps_set(caps, SBX_CTL_WORKSPACE, SBX_ENF_FULL,
             "tmpfs /workspace, /tmp, /dev/shm; RAM, so at most 3/4 of the memory limit each");
-    jail_cap(caps, SBX_CTL_NET_OFF, SBX_ENF_FULL, "empty network namespace (loopback only)");
+    sbx_caps_set(caps, SBX_CTL_NET_OFF, SBX_ENF_FULL, "empty network namespace (loopback only)");
     if (pasta[0] && tun_ok)
-        jail_cap(caps, SBX_CTL_NET_ON, SBX_ENF_FULL,
+        sbx_caps_set(caps, SBX_CTL_NET_ON, SBX_ENF_FULL,
                 "own namespace, pasta user-mode NAT, no host loopback");
     else
-        jail_cap(caps, SBX_CTL_NET_ON, SBX_ENF_NONE,
+        sbx_caps_set(caps, SBX_CTL_NET_ON, SBX_ENF_NONE,
                 !pasta[0] ? "pasta not found (install Debian's passt package)"
                           : "/dev/net/tun is not usable by the sandbox uid (Debian's default "
                             "mode is 0666)");
-    jail_cap(caps, SBX_CTL_NET_HOST, SBX_ENF_FULL,
+    sbx_caps_set(caps, SBX_CTL_NET_HOST, SBX_ENF_FULL,
             "host network namespace (operator override only)");
-    jail_cap(caps, SBX_CTL_NET_REGISTRIES, SBX_ENF_FULL,
+    sbx_caps_set(caps, SBX_CTL_NET_REGISTRIES, SBX_ENF_FULL,
             "loopback-only namespace; the core's filtering proxy through a unix socket");
-    jail_cap(caps, SBX_CTL_NET_ALLOWLIST, SBX_ENF_FULL,
+    sbx_caps_set(caps, SBX_CTL_NET_ALLOWLIST, SBX_ENF_FULL,
             "loopback-only namespace; the core's filtering proxy through a unix socket");
-    jail_cap(caps, SBX_CTL_HOST_MOUNTS, SBX_ENF_FULL,
+    sbx_caps_set(caps, SBX_CTL_HOST_MOUNTS, SBX_ENF_FULL,
             "bind mounts of the core's dependency sets, read-only for programs");
+}
+
+void jail_input_init(
+        struct jail_input *in, const struct sbx_box_spec *spec, const struct jail_tops *tops)
+{
+    bool v12 = SBX_HAS_FIELD(struct sbx_box_spec, spec, proxy_socket);
+
+    *in = (struct jail_input){.policy = spec->policy,
+            .tops = tops->top,
+            .n_tops = tops->n,
+            .ro_paths = spec->ro_paths,
+            .mounts = v12 ? spec->mounts : NULL,
+            .n_mounts = v12 ? spec->n_mounts : 0,
+            .proxy_socket = v12 ? spec->proxy_socket : NULL,
+            .envp = spec->envp,
+            .sandbox_uid = 1000,
+            .sandbox_gid = 1000};
 }

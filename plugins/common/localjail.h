@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * localjail.h: host-side helpers shared by the local namespace backends
- * (bwrap, nsjail): finding their tools, the host's merged-/usr layout,
- * user-mode networking with pasta, and a jail's diagnostics. Compiled into
+ * (bwrap, nsjail): finding their tools, the host's merged-/usr layout and
+ * the translators' common input, user-mode networking with pasta, the
+ * probe's trial box and common capabilities (a box's life: jailbox.h).
+ * Compiled into
  * each plugin that uses it (a plugin links no core symbol); everything that
  * supervises processes still goes through the core's host table.
  */
@@ -11,8 +13,10 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <llm-sandbox/plugin.h>
+#include <llm-sandbox/plugin_kit.h>
 
 /* A top-level host entry (/bin, /lib, ...): a symlink to recreate, or a
  * directory to bind read-only. */
@@ -38,11 +42,30 @@ struct jail_top {
 
 #define JAIL_MAX_TOPS 8
 
+/* What a local jail's translator needs of the box spec and the host, the
+ * same for bwrap and nsjail (each translator's input adds its fds). */
+struct jail_input {
+    const struct sbx_policy *policy;
+    const struct jail_top *tops; /* the merged-usr entries present on the host */
+    size_t n_tops;
+    const char *const *ro_paths;    /* language host paths, NULL-terminated or NULL */
+    const struct sbx_mount *mounts; /* the core's directories (dependency sets) */
+    size_t n_mounts;
+    const char *proxy_socket;          /* network registries/allowlist: the core's proxy */
+    const char *const *envp;           /* the agent's environment, NULL-terminated */
+    uint32_t sandbox_uid, sandbox_gid; /* ids inside the sandbox: 1000 */
+};
+
 struct jail_tops {
     struct jail_top top[JAIL_MAX_TOPS];
     char store[JAIL_MAX_TOPS][2][32];
     size_t n;
 };
+
+/* The translator's input from a box spec (its ABI 1.2 fields only when
+ * the core filled them in) and the host's tops. */
+void jail_input_init(
+        struct jail_input *in, const struct sbx_box_spec *spec, const struct jail_tops *tops);
 
 /* The tool named by the plugin setting `setting` (an absolute path), else
  * NAME in the default PATH's directories (/usr/local/sbin, /usr/local/bin,
@@ -65,33 +88,6 @@ bool jail_tun_usable(const struct sbx_host *h);
 int jail_attach_pasta(const struct sbx_host *h, const char *pasta, int pid, const char *const *envp,
         struct sbx_cgroup *cg, struct sbx_proc **ret_pasta, struct sbx_err *err);
 
-/* Read what is left on a jail's stderr (non-blocking fd) into out as one
- * line: newlines become "; ", lines containing `drop` are left out. */
-void jail_read_diag(int fd, const char *drop, char *out, size_t len);
-
-/* The channel of a jail whose launcher hands its stdin and stdout to the
- * agent unchanged, and whose stderr carries diagnostics. It is the first
- * member of each such plugin's box, so the accessors below serve as the
- * box_poll_fd, box_write_fd, box_read and box_write operations of any. */
-struct jail_chan {
-    int rfd, wfd, efd; /* the launcher's stdout, stdin and stderr pipes, or -1 */
-};
-
-/* Take the three pipes of a launcher spawned with SBX_FD_PIPE for each,
- * non-blocking. */
-void jail_chan_take(const struct sbx_host *h, struct sbx_proc *p, struct jail_chan *c);
-/* Close what is still open (stdin first ends the agent: it exits). */
-void jail_chan_close(struct jail_chan *c);
-int jail_box_poll_fd(void *box);
-int jail_box_write_fd(void *box);
-int64_t jail_box_read(void *box, void *buf, size_t len);
-int64_t jail_box_write(void *box, const void *buf, size_t len);
-
-/* The run's cgroup, or *ret_cg NULL where this host has none (rlimits stand
- * in, as the capability report says). */
-int jail_cgroup_new(const struct sbx_host *h, const struct sbx_box_spec *spec,
-        struct sbx_cgroup **ret_cg, struct sbx_err *err);
-
 /* A probe's proof: open a real box with a small policy through ops, wait
  * for the agent's first byte, close it. The jail's own words on failure. */
 int jail_trial_box(const struct sbx_backend_ops *ops, void *state, const struct sbx_host *h,
@@ -101,11 +97,5 @@ int jail_trial_box(const struct sbx_backend_ops *ops, void *state, const struct 
  * tmpfs workspace, and the network modes (on only with pasta and a usable
  * /dev/net/tun; the filtering proxy modes not yet). */
 void jail_common_caps(struct sbx_caps *caps, const char *pasta, bool tun_ok);
-
-/* Set one control's level and note. */
-void jail_cap(struct sbx_caps *c, enum sbx_control ctl, enum sbx_enforce lvl, const char *note);
-
-/* Fill err (if not NULL) and return rc. */
-int jail_fail(struct sbx_err *err, int rc, int sys_errno, const char *fmt, ...) SBX_PRINTF(4, 5);
 
 #endif

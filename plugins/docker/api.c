@@ -27,20 +27,6 @@
 /* Bump when agent_tar's layout changes: derived images are named by it. */
 #define DK_IMAGE_LAYOUT 2u
 
-int dk_fail(struct sbx_err *err, int rc, int sys_errno, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (err) {
-        err->rc = rc;
-        err->sys_errno = sys_errno;
-        va_start(ap, fmt);
-        vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-        va_end(ap);
-    }
-    return rc;
-}
-
 bool dk_escape(const char *s, char *out, size_t len)
 {
     static const char hex[] = "0123456789ABCDEF";
@@ -99,19 +85,19 @@ int dk_api(struct dk_state *st, const struct dk_call *c, long *ret_status,
             .cancel_fd = -1};
     resp.body = malloc(RESP_CAP);
     if (!resp.body)
-        return dk_fail(err, SBX_E_NOMEM, ENOMEM, "out of memory");
+        return sbx_err_fill(err, SBX_E_NOMEM, ENOMEM, "out of memory");
     r = h->http_request(h, &req, &resp, err);
     while (r == 0 && resp.len && strchr(" \r\n", resp.body[resp.len - 1])) /* for messages */
         resp.body[--resp.len] = '\0';
     if (r == 0 && resp.truncated)
-        r = dk_fail(err, SBX_E_LIMIT, 0, "%s %s: the answer exceeds %u bytes", c->method, c->path,
-                RESP_CAP);
+        r = sbx_err_fill(err, SBX_E_LIMIT, 0, "%s %s: the answer exceeds %u bytes", c->method,
+                c->path, RESP_CAP);
     if (r == 0 && resp.len)
         j = json_tokener_parse(resp.body);
     if (r == 0 && ret_status)
         *ret_status = resp.status;
     if (r == 0 && resp.status >= 400 && !(resp.status == 404 && c->missing_ok))
-        r = dk_fail(err, resp.status == 404 ? SBX_E_UNAVAILABLE : SBX_E_BACKEND, 0,
+        r = sbx_err_fill(err, resp.status == 404 ? SBX_E_UNAVAILABLE : SBX_E_BACKEND, 0,
                 "%s %s: %s (HTTP %ld)", c->method, c->path, daemon_message(j, resp.body),
                 resp.status);
     free(resp.body);
@@ -164,7 +150,7 @@ static int pull(struct dk_state *st, const char *image, int cancel_fd, struct sb
     int r;
 
     if (!dk_escape(image, esc, sizeof(esc)))
-        return dk_fail(err, SBX_E_INVALID, EINVAL, "image name too long");
+        return sbx_err_fill(err, SBX_E_INVALID, EINVAL, "image name too long");
     snprintf(path, sizeof(path), "%s/images/create?fromImage=%s", DK_API, esc);
     st->h->log(st->h, SBX_LOG_INFO, "image '%s' is not here; pulling it", image);
     struct sbx_http req = {.size = sizeof(req),
@@ -180,7 +166,7 @@ static int pull(struct dk_state *st, const char *image, int cancel_fd, struct sb
     if (r < 0)
         return r;
     if (resp.status >= 400 || p.error[0])
-        return dk_fail(err, SBX_E_UNAVAILABLE, 0,
+        return sbx_err_fill(err, SBX_E_UNAVAILABLE, 0,
                 "image '%s' is not present on the %s daemon and pulling it failed: %s", image,
                 st->name, p.error[0] ? p.error : "HTTP error");
     return 0;
@@ -195,12 +181,12 @@ int dk_image_id(struct dk_state *st, const char *image, struct dk_fetch *f, char
     int r;
 
     if (!dk_escape(image, esc, sizeof(esc)))
-        return dk_fail(err, SBX_E_INVALID, EINVAL, "image name too long");
+        return sbx_err_fill(err, SBX_E_INVALID, EINVAL, "image name too long");
     snprintf(path, sizeof(path), "/images/%s/json", esc);
     struct dk_call c = {.method = "GET", .path = path, .missing_ok = true};
     r = dk_api(st, &c, &status, &j, err);
     if (r == 0 && status == 404 && f->no_pull)
-        r = dk_fail(err, SBX_E_UNAVAILABLE, 0,
+        r = sbx_err_fill(err, SBX_E_UNAVAILABLE, 0,
                 "image '%s' is not present on the %s daemon (a probe pulls nothing; the first "
                 "run pulls it)",
                 image, st->name);
@@ -215,7 +201,7 @@ int dk_image_id(struct dk_state *st, const char *image, struct dk_fetch *f, char
         }
     }
     if (r == 0 && !json_object_object_get_ex(j, "Id", &v))
-        r = dk_fail(err, SBX_E_BACKEND, 0, "image '%s' has no Id", image);
+        r = sbx_err_fill(err, SBX_E_BACKEND, 0, "image '%s' has no Id", image);
     if (r == 0)
         snprintf(id, len, "%s", json_object_get_string(v));
     json_object_put(j);
@@ -237,7 +223,7 @@ static int read_agent(struct dk_state *st, char **ret_buf, size_t *ret_len, uint
         return err->rc;
     if (fstat(fd, &sb) < 0 || sb.st_size <= 0 || (uint64_t)sb.st_size > AGENT_MAX) {
         close(fd);
-        return dk_fail(err, SBX_E_IO, errno, "the sandbox agent is unreadable or too large");
+        return sbx_err_fill(err, SBX_E_IO, errno, "the sandbox agent is unreadable or too large");
     }
     buf = malloc((size_t)sb.st_size);
     while (buf && o < (size_t)sb.st_size) {
@@ -250,7 +236,7 @@ static int read_agent(struct dk_state *st, char **ret_buf, size_t *ret_len, uint
     close(fd);
     if (!buf || o != (size_t)sb.st_size) {
         free(buf);
-        return dk_fail(err, SBX_E_IO, errno, "cannot read the sandbox agent");
+        return sbx_err_fill(err, SBX_E_IO, errno, "cannot read the sandbox agent");
     }
     for (size_t i = 0; i < o; i++)
         hash = (hash ^ (unsigned char)buf[i]) * 1099511628211ull;
@@ -320,7 +306,7 @@ static int agent_tar(struct dk_state *st, const char *data, size_t len, char **r
          add_file(a, e, "etc/group", 0644, group, strlen(group)) &&
          archive_write_close(a) == ARCHIVE_OK;
     if (!ok)
-        dk_fail(err, SBX_E_INTERNAL, 0, "building the agent's tar: %s",
+        sbx_err_fill(err, SBX_E_INTERNAL, 0, "building the agent's tar: %s",
                 a ? archive_error_string(a) : "out of memory");
     archive_entry_free(e);
     if (a)
@@ -353,7 +339,7 @@ static int make_agent_image(struct dk_state *st, const char *base, const char *t
     if (r == 0 && json_object_object_get_ex(res, "Id", &v))
         snprintf(cid, sizeof(cid), "%s", json_object_get_string(v));
     else if (r == 0)
-        r = dk_fail(err, SBX_E_BACKEND, 0, "container create returned no Id");
+        r = sbx_err_fill(err, SBX_E_BACKEND, 0, "container create returned no Id");
     json_object_put(res);
     json_object_put(body);
     if (r == 0)

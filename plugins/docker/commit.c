@@ -87,7 +87,7 @@ static int commit(struct dk_state *st, const char *cid, const char *tag, const c
         snprintf(change, sizeof(change), "LABEL %s=\"%s\"", kv[i][0], kv[i][1]);
         if (!dk_escape(change, esc_change, sizeof(esc_change))) {
             json_object_put(body);
-            return dk_fail(err, SBX_E_INVALID, EINVAL, "the set's path is too long");
+            return sbx_err_fill(err, SBX_E_INVALID, EINVAL, "the set's path is too long");
         }
         o += (size_t)snprintf(path + o, sizeof(path) - o, "&changes=%s", esc_change);
     }

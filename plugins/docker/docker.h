@@ -14,6 +14,7 @@
 #include <stdbool.h>
 
 #include <llm-sandbox/plugin.h>
+#include <llm-sandbox/plugin_kit.h>
 
 #define DK_API "/v1.41" /* Docker 20.10; Podman 4's compatible API says the same */
 #define DK_LIBPOD_API                                                                              \
@@ -43,9 +44,6 @@ struct dk_state {
     bool reaper_on, reap_stop;
     char reap_failed[DK_REAP_FAILED][80]; /* container ids whose removal failed */
 };
-
-/* Fill err (if not NULL) and return rc. */
-int dk_fail(struct sbx_err *err, int rc, int sys_errno, const char *fmt, ...) SBX_PRINTF(4, 5);
 
 /* api.c: one Engine API call. path is under DK_API. body (borrowed) is
  * sent as JSON when not NULL. On HTTP status >= 400 the daemon's message

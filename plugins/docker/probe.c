@@ -17,12 +17,6 @@
 
 #include "box.h"
 
-static void cap(struct sbx_caps *c, enum sbx_control ctl, enum sbx_enforce lvl, const char *note)
-{
-    c->level[ctl] = (uint8_t)lvl;
-    snprintf(c->note[ctl], sizeof(c->note[ctl]), "%s", note);
-}
-
 static bool info_bool(struct json_object *info, const char *key)
 {
     struct json_object *v;
@@ -49,40 +43,42 @@ static void fill_caps(struct dk_state *st, struct json_object *info, struct sbx_
          pids = info_bool(info, "PidsLimit"), seccomp = has_security_option(info, "seccomp");
 
     st->swap_limit = info_bool(info, "SwapLimit");
-    cap(caps, SBX_CTL_WALL_TIME, SBX_ENF_FULL,
+    sbx_caps_set(caps, SBX_CTL_WALL_TIME, SBX_ENF_FULL,
             "core deadline, then the daemon kills the container");
-    cap(caps, SBX_CTL_MEMORY, mem && st->swap_limit ? SBX_ENF_FULL : SBX_ENF_NONE,
+    sbx_caps_set(caps, SBX_CTL_MEMORY, mem && st->swap_limit ? SBX_ENF_FULL : SBX_ENF_NONE,
             mem && st->swap_limit ? "HostConfig.Memory and MemorySwap"
                                   : "the daemon cannot limit memory and swap together");
-    cap(caps, SBX_CTL_CPU, cpu ? SBX_ENF_FULL : SBX_ENF_NONE,
+    sbx_caps_set(caps, SBX_CTL_CPU, cpu ? SBX_ENF_FULL : SBX_ENF_NONE,
             cpu ? "HostConfig.NanoCpus (CFS quota)" : "the daemon has no CFS quota");
-    cap(caps, SBX_CTL_PIDS, pids ? SBX_ENF_FULL : SBX_ENF_NONE,
+    sbx_caps_set(caps, SBX_CTL_PIDS, pids ? SBX_ENF_FULL : SBX_ENF_NONE,
             pids ? "HostConfig.PidsLimit" : "the daemon has no pids controller");
-    cap(caps, SBX_CTL_OUTPUT, SBX_ENF_FULL, "capped by the core while streaming");
-    cap(caps, SBX_CTL_FILE_SIZE, SBX_ENF_FULL, "RLIMIT_FSIZE set by the agent");
-    cap(caps, SBX_CTL_WORKSPACE, SBX_ENF_FULL, "size-limited tmpfs /workspace and /tmp");
-    cap(caps, SBX_CTL_NET_OFF, SBX_ENF_FULL, "NetworkMode none");
+    sbx_caps_set(caps, SBX_CTL_OUTPUT, SBX_ENF_FULL, "capped by the core while streaming");
+    sbx_caps_set(caps, SBX_CTL_FILE_SIZE, SBX_ENF_FULL, "RLIMIT_FSIZE set by the agent");
+    sbx_caps_set(caps, SBX_CTL_WORKSPACE, SBX_ENF_FULL, "size-limited tmpfs /workspace and /tmp");
+    sbx_caps_set(caps, SBX_CTL_NET_OFF, SBX_ENF_FULL, "NetworkMode none");
     /* the proxy is a unix socket of ours: only a daemon on this host can
      * bind it into a container */
     bool local = strncmp(st->endpoint, "unix://", 7) == 0;
 
-    cap(caps, SBX_CTL_NET_REGISTRIES, local ? SBX_ENF_FULL : SBX_ENF_NONE,
+    sbx_caps_set(caps, SBX_CTL_NET_REGISTRIES, local ? SBX_ENF_FULL : SBX_ENF_NONE,
             local ? "NetworkMode none; the core's proxy socket, relayed by the agent"
                   : "the filtering proxy needs a local daemon (unix://)");
-    cap(caps, SBX_CTL_NET_ALLOWLIST, local ? SBX_ENF_FULL : SBX_ENF_NONE,
+    sbx_caps_set(caps, SBX_CTL_NET_ALLOWLIST, local ? SBX_ENF_FULL : SBX_ENF_NONE,
             local ? "NetworkMode none; the core's proxy socket, relayed by the agent"
                   : "the filtering proxy needs a local daemon (unix://)");
-    cap(caps, SBX_CTL_HOST_MOUNTS, SBX_ENF_FULL,
+    sbx_caps_set(caps, SBX_CTL_HOST_MOUNTS, SBX_ENF_FULL,
             "the core's directories as named volumes holding copies");
-    cap(caps, SBX_CTL_NET_ON, SBX_ENF_NONE, "container networks are not supported yet");
-    cap(caps, SBX_CTL_NET_HOST, SBX_ENF_FULL, "NetworkMode host");
-    cap(caps, SBX_CTL_READ_ONLY_SYSTEM, SBX_ENF_FULL, "HostConfig.ReadonlyRootfs");
-    cap(caps, SBX_CTL_ENV, SBX_ENF_FULL, "each program gets exactly the core's environment");
-    cap(caps, SBX_CTL_SECCOMP, seccomp ? SBX_ENF_FULL : SBX_ENF_NONE,
+    sbx_caps_set(caps, SBX_CTL_NET_ON, SBX_ENF_NONE, "container networks are not supported yet");
+    sbx_caps_set(caps, SBX_CTL_NET_HOST, SBX_ENF_FULL, "NetworkMode host");
+    sbx_caps_set(caps, SBX_CTL_READ_ONLY_SYSTEM, SBX_ENF_FULL, "HostConfig.ReadonlyRootfs");
+    sbx_caps_set(
+            caps, SBX_CTL_ENV, SBX_ENF_FULL, "each program gets exactly the core's environment");
+    sbx_caps_set(caps, SBX_CTL_SECCOMP, seccomp ? SBX_ENF_FULL : SBX_ENF_NONE,
             seccomp ? "SecurityOpt seccomp= the core's policy as a profile"
                     : "the daemon has no seccomp support");
-    cap(caps, SBX_CTL_NO_NEW_PRIVS, SBX_ENF_FULL, "CapDrop ALL, no-new-privileges");
-    cap(caps, SBX_CTL_UNPRIVILEGED, SBX_ENF_FULL, "User is the core's sandbox uid, never 0");
+    sbx_caps_set(caps, SBX_CTL_NO_NEW_PRIVS, SBX_ENF_FULL, "CapDrop ALL, no-new-privileges");
+    sbx_caps_set(
+            caps, SBX_CTL_UNPRIVILEGED, SBX_ENF_FULL, "User is the core's sandbox uid, never 0");
 }
 
 /* TLS verification on: Docker's three files, each readable, before any
@@ -95,7 +91,7 @@ static int tls_files(struct dk_state *st, struct sbx_err *err)
     for (size_t i = 0; st->tls_dir[0] && i < 3; i++) {
         snprintf(path, sizeof(path), "%s/%s", st->tls_dir, names[i]);
         if (access(path, R_OK) < 0)
-            return dk_fail(err, SBX_E_INVALID, errno,
+            return sbx_err_fill(err, SBX_E_INVALID, errno,
                     "TLS verification is on (DOCKER_TLS_VERIFY) but %s is not readable: %s "
                     "(DOCKER_CERT_PATH must hold ca.pem, cert.pem and key.pem)",
                     path, strerror(errno));
@@ -121,10 +117,10 @@ int dk_probe(void *state, struct sbx_caps *caps, struct sbx_err *err)
         const char *detail = strstr(why, "': ");
 
         if (st->tls_dir[0])
-            return dk_fail(err, SBX_E_UNAVAILABLE, err->sys_errno,
+            return sbx_err_fill(err, SBX_E_UNAVAILABLE, err->sys_errno,
                     "no %s daemon answers over TLS at %s with DOCKER_CERT_PATH '%s': %s", st->name,
                     st->endpoint, st->tls_dir, detail ? detail + 3 : why);
-        return dk_fail(err, SBX_E_UNAVAILABLE, err->sys_errno,
+        return sbx_err_fill(err, SBX_E_UNAVAILABLE, err->sys_errno,
                 "no %s daemon answers (%s); start it or set %s", st->name, why,
                 st->podman ? "CONTAINER_HOST" : "DOCKER_HOST");
     }
@@ -165,7 +161,7 @@ static int verify_cgroupns(
         st->h->log(st->h, SBX_LOG_INFO,
                 "container %.12s shares the host's cgroup namespace (allow_host_cgroupns)", id);
     else if (r == 0 && (!got || strcmp(got, "private") != 0))
-        r = dk_fail(err, SBX_E_UNSUPPORTED, 0,
+        r = sbx_err_fill(err, SBX_E_UNSUPPORTED, 0,
                 "the %s daemon did not give the container its own cgroup namespace (it has "
                 "'%s'); refusing to run%s",
                 st->name, got ? got : "",
@@ -188,7 +184,7 @@ static int verify_tmpfs(struct dk_state *st, struct json_object *hc, struct sbx_
     for (size_t i = 0; i < (st->podman ? 4u : 2u); i++)
         if (!json_object_object_get_ex(t, paths[i], &v) ||
                 !strstr(json_object_get_string(v), "size="))
-            return dk_fail(err, SBX_E_UNSUPPORTED, 0,
+            return sbx_err_fill(err, SBX_E_UNSUPPORTED, 0,
                     "the %s daemon did not keep the sized tmpfs at %s; refusing to run", st->name,
                     paths[i]);
     return 0;
@@ -208,7 +204,7 @@ int dk_verify(struct dk_state *st, const char *id, const struct sbx_policy *p, s
     if (r < 0)
         return r;
     if (!json_object_object_get_ex(j, "HostConfig", &hc))
-        r = dk_fail(err, SBX_E_BACKEND, 0, "container %.12s has no HostConfig", id);
+        r = sbx_err_fill(err, SBX_E_BACKEND, 0, "container %.12s has no HostConfig", id);
     struct {
         const char *key;
         int64_t want;
@@ -221,7 +217,7 @@ int dk_verify(struct dk_state *st, const char *id, const struct sbx_policy *p, s
                 json_object_object_get_ex(hc, checks[i].key, &v) ? json_object_get_int64(v) : -1;
 
         if (checks[i].want && got != checks[i].want)
-            r = dk_fail(err, SBX_E_UNSUPPORTED, 0,
+            r = sbx_err_fill(err, SBX_E_UNSUPPORTED, 0,
                     "the %s daemon did not keep %s=%lld (it has %lld); refusing to run", st->name,
                     checks[i].key, (long long)checks[i].want, (long long)got);
     }
@@ -240,7 +236,7 @@ int dk_init(const struct sbx_host *h, const char *name, void **ret_state, struct
                *certs = h->setting(h, "cert_path");
 
     if (!st)
-        return dk_fail(err, SBX_E_NOMEM, ENOMEM, "out of memory");
+        return sbx_err_fill(err, SBX_E_NOMEM, ENOMEM, "out of memory");
     st->h = h;
     st->podman = strcmp(name, "podman") == 0;
     snprintf(st->name, sizeof(st->name), "%s", name);

@@ -60,7 +60,7 @@ static int no_image(const struct sbx_box_spec *spec, struct sbx_err *err)
     for (const char *p = spec->language; p && *p && o + 1 < sizeof(var); p++)
         var[o++] = (char)toupper((unsigned char)*p);
     var[o] = '\0';
-    return dk_fail(err, SBX_E_INVALID, 0,
+    return sbx_err_fill(err, SBX_E_INVALID, 0,
             "language '%s' names no image; set %s or its manifest's image", spec->language, var);
 }
 
@@ -85,7 +85,7 @@ static int seccomp_memfd(
     int r;
 
     if (!profile)
-        return dk_fail(err, SBX_E_NOMEM, ENOMEM, "out of memory");
+        return sbx_err_fill(err, SBX_E_NOMEM, ENOMEM, "out of memory");
     r = b->st->h->memfd_new(
             b->st->h, "sbx-seccomp-json", profile, strlen(profile), &b->seccomp_fd, err);
     free(profile);
@@ -130,7 +130,7 @@ static int create(
             SBX_HAS_FIELD(struct sbx_box_spec, spec, proxy_socket) ? spec->proxy_socket : NULL;
     /* the daemon binds the socket from its own filesystem: ours only when local */
     if (in.proxy_socket && strncmp(b->st->endpoint, "unix://", 7) != 0)
-        return dk_fail(err, SBX_E_UNSUPPORTED, 0,
+        return sbx_err_fill(err, SBX_E_UNSUPPORTED, 0,
                 "the filtering proxy reaches only a local %s daemon (unix://)", b->st->name);
     if (b->st->podman && seccomp_memfd(b, &in, mfd_path, sizeof(mfd_path), err) < 0)
         return err->rc;
@@ -144,10 +144,10 @@ static int create(
     if (r == 0 && json_object_object_get_ex(res, "Id", &v))
         snprintf(b->id, sizeof(b->id), "%s", json_object_get_string(v));
     else if (r == 0)
-        r = dk_fail(err, SBX_E_BACKEND, 0, "container create returned no Id");
+        r = sbx_err_fill(err, SBX_E_BACKEND, 0, "container create returned no Id");
     if (r == 0 && json_object_object_get_ex(res, "Warnings", &v) &&
             json_object_is_type(v, json_type_array) && json_object_array_length(v) > 0)
-        r = dk_fail(err, SBX_E_UNSUPPORTED, 0, "the %s daemon cannot apply the policy: %s",
+        r = sbx_err_fill(err, SBX_E_UNSUPPORTED, 0, "the %s daemon cannot apply the policy: %s",
                 b->st->name, json_object_get_string(json_object_array_get_idx(v, 0)));
     json_object_put(res);
     if (r == 0)
@@ -226,7 +226,7 @@ int dk_box_open(void *state, const struct sbx_box_spec *spec, void **ret_box, st
     int r;
 
     if (!b)
-        return dk_fail(err, SBX_E_NOMEM, ENOMEM, "out of memory");
+        return sbx_err_fill(err, SBX_E_NOMEM, ENOMEM, "out of memory");
     b->st = st;
     b->seccomp_fd = -1;
     b->cg.pids_fd = b->cg.mem_fd = -1;

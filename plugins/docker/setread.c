@@ -73,7 +73,7 @@ static int extract(int fd, const char *dir, struct sbx_err *err)
 
     if (!in || !out || archive_read_support_format_tar(in) != ARCHIVE_OK ||
             archive_read_open_fd(in, fd, 65536) != ARCHIVE_OK)
-        r = dk_fail(err, SBX_E_IO, 0, "reading the volume's tar");
+        r = sbx_err_fill(err, SBX_E_IO, 0, "reading the volume's tar");
     archive_write_disk_set_options(out, ARCHIVE_EXTRACT_SECURE_SYMLINKS |
                                                 ARCHIVE_EXTRACT_SECURE_NODOTDOT |
                                                 ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME);
@@ -97,7 +97,8 @@ static int extract(int fd, const char *dir, struct sbx_err *err)
             archive_entry_set_hardlink(e, link);
         }
         if (archive_write_header(out, e) != ARCHIVE_OK) {
-            r = dk_fail(err, SBX_E_IO, 0, "extracting '%s': %s", rel, archive_error_string(out));
+            r = sbx_err_fill(
+                    err, SBX_E_IO, 0, "extracting '%s': %s", rel, archive_error_string(out));
             break;
         }
         for (const void *buf; r == 0;) {
@@ -108,13 +109,14 @@ static int extract(int fd, const char *dir, struct sbx_err *err)
             if (rr == ARCHIVE_EOF)
                 break;
             if (rr != ARCHIVE_OK || archive_write_data_block(out, buf, len, off) != ARCHIVE_OK)
-                r = dk_fail(err, SBX_E_IO, 0, "extracting '%s': %s", rel,
+                r = sbx_err_fill(err, SBX_E_IO, 0, "extracting '%s': %s", rel,
                         archive_error_string(rr != ARCHIVE_OK ? in : out));
         }
         archive_write_finish_entry(out);
     }
     if (r == 0 && ar != ARCHIVE_EOF)
-        r = dk_fail(err, SBX_E_IO, 0, "reading the volume's tar: %s", archive_error_string(in));
+        r = sbx_err_fill(
+                err, SBX_E_IO, 0, "reading the volume's tar: %s", archive_error_string(in));
     if (in)
         archive_read_free(in);
     if (out)
@@ -145,12 +147,12 @@ static int collect_one(struct dk_state *st, const char *cid, const char *target,
             .cancel_fd = -1};
     r = st->h->http_request(st->h, &req, &resp, err);
     if (s.over)
-        r = dk_fail(err, SBX_E_LIMIT, 0, "the installed set is larger than %llu bytes",
+        r = sbx_err_fill(err, SBX_E_LIMIT, 0, "the installed set is larger than %llu bytes",
                 (unsigned long long)DK_COLLECT_MAX);
     else if (r == 0 && resp.status >= 400)
-        r = dk_fail(err, SBX_E_BACKEND, 0, "GET archive of %s: HTTP %ld", target, resp.status);
+        r = sbx_err_fill(err, SBX_E_BACKEND, 0, "GET archive of %s: HTTP %ld", target, resp.status);
     if (r == 0 && lseek(s.fd, 0, SEEK_SET) < 0)
-        r = dk_fail(err, SBX_E_IO, errno, "lseek: %s", strerror(errno));
+        r = sbx_err_fill(err, SBX_E_IO, errno, "lseek: %s", strerror(errno));
     if (r == 0)
         r = extract(s.fd, dir, err);
     close(s.fd);

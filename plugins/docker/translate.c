@@ -243,7 +243,7 @@ struct json_object *dk_translate(const struct dk_input *in, struct sbx_err *err)
                    in->proxy_socket;
 
     if (p->network != SBX_NET_OFF && p->network != SBX_NET_HOST && !proxied) {
-        dk_fail(err, SBX_E_UNSUPPORTED, 0,
+        sbx_err_fill(err, SBX_E_UNSUPPORTED, 0,
                 "network mode %u needs %s, which this backend does not have", p->network,
                 p->network == SBX_NET_ON ? "a container network" : "the core's filtering proxy");
         snprintf(err->field, sizeof(err->field), "network");
@@ -251,7 +251,7 @@ struct json_object *dk_translate(const struct dk_input *in, struct sbx_err *err)
     }
     profile = dk_seccomp_profile(in->seccomp);
     if (!profile) {
-        dk_fail(err, SBX_E_NOMEM, ENOMEM, "out of memory");
+        sbx_err_fill(err, SBX_E_NOMEM, ENOMEM, "out of memory");
         return NULL;
     }
     o = json_object_new_object();

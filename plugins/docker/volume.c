@@ -42,7 +42,7 @@ int dk_tmpfile_fd(struct sbx_err *err)
     int fd = open("/var/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 
     if (fd < 0)
-        dk_fail(err, SBX_E_IO, errno, "a temporary file in /var/tmp: %s", strerror(errno));
+        sbx_err_fill(err, SBX_E_IO, errno, "a temporary file in /var/tmp: %s", strerror(errno));
     return fd;
 }
 
@@ -136,7 +136,7 @@ static int tar_dir(const char *dir, int *ret_fd, size_t *ret_len, struct sbx_err
               archive_write_close(t.a) == ARCHIVE_OK && fstat(fd, &sb) == 0;
 
     if (!ok && fd >= 0)
-        dk_fail(err, SBX_E_IO, errno, "packing '%s' for the container: %s", dir,
+        sbx_err_fill(err, SBX_E_IO, errno, "packing '%s' for the container: %s", dir,
                 t.a && archive_error_string(t.a) ? archive_error_string(t.a) : strerror(errno));
     archive_entry_free(t.e);
     if (t.a)
@@ -223,14 +223,14 @@ int dk_fill_container(struct dk_state *st, const char *image, const char *volume
     if (r == 0 && json_object_object_get_ex(res, "Id", &v))
         snprintf(ret_cid, len, "%s", json_object_get_string(v));
     else if (r == 0)
-        r = dk_fail(err, SBX_E_BACKEND, 0, "container create returned no Id");
+        r = sbx_err_fill(err, SBX_E_BACKEND, 0, "container create returned no Id");
     json_object_put(res);
     if (r == 0)
         r = tar_dir(dir, &fd, &tar_len, err);
     if (r == 0 && tar_len) {
         map = mmap(NULL, tar_len, PROT_READ, MAP_PRIVATE, fd, 0);
         if (map == MAP_FAILED)
-            r = dk_fail(err, SBX_E_IO, errno, "mmap: %s", strerror(errno));
+            r = sbx_err_fill(err, SBX_E_IO, errno, "mmap: %s", strerror(errno));
     }
     if (r == 0) {
         dk_escape(target, esc, sizeof(esc));
@@ -306,7 +306,7 @@ int dk_dir_hash(const char *dir, const char *salt, uint64_t *ret, struct sbx_err
     uint64_t h = 1469598103934665603ull; /* FNV-1a */
 
     if (stat(dir, &sb) < 0 || !S_ISDIR(sb.st_mode))
-        return dk_fail(err, SBX_E_IO, errno, "'%s' is not a directory", dir);
+        return sbx_err_fill(err, SBX_E_IO, errno, "'%s' is not a directory", dir);
     for (const char *p = salt; p && *p; p++)
         h = (h ^ (unsigned char)*p) * 1099511628211ull;
     for (const char *p = dir; *p; p++)
@@ -340,19 +340,19 @@ int dk_volumes_open(struct dk_state *st, const struct sbx_box_spec *spec, const 
     int r = 0;
 
     if (n > DK_MOUNTS_MAX)
-        return dk_fail(err, SBX_E_LIMIT, 0, "%zu mounts; at most %d", n, DK_MOUNTS_MAX);
+        return sbx_err_fill(err, SBX_E_LIMIT, 0, "%zu mounts; at most %d", n, DK_MOUNTS_MAX);
     for (size_t i = 0; r == 0 && i < n; i++) {
         const struct sbx_mount *m = &spec->mounts[i];
 
         size_t k = v->n;
 
         if (!m->source || m->source[0] != '/' || !target_is_valid(m->target))
-            return dk_fail(err, SBX_E_INVALID, EINVAL, "mount %zu is malformed", i);
+            return sbx_err_fill(err, SBX_E_INVALID, EINVAL, "mount %zu is malformed", i);
         if (skip && !(m->flags & SBX_MOUNT_RW) && strcmp(m->target, skip) == 0)
             continue; /* the image holds it (COMMIT_CONTAINER) */
         v->v[k].source = strdup(m->source);
         if (!v->v[k].source)
-            return dk_fail(err, SBX_E_NOMEM, ENOMEM, "out of memory");
+            return sbx_err_fill(err, SBX_E_NOMEM, ENOMEM, "out of memory");
         snprintf(v->v[k].target, sizeof(v->v[k].target), "%s", m->target);
         v->v[k].rw = (m->flags & SBX_MOUNT_RW) != 0;
         v->n = k + 1;

@@ -10,6 +10,7 @@
 
 #include <llm-sandbox/plugin.h>
 
+#include "jailbox.h"
 #include "translate.h"
 
 struct nsjail_state {
@@ -27,8 +28,5 @@ int nsjail_box_open(
         void *state, const struct sbx_box_spec *spec, void **ret_box, struct sbx_err *err);
 int nsjail_box_kill(void *box);
 int nsjail_box_close(void *box, struct sbx_box_stats *stats, struct sbx_err *err);
-
-/* Fill err and return rc (plugins cannot use the core's helpers). */
-#define nsjail_fail jail_fail
 
 #endif

@@ -16,10 +16,10 @@ static int nsjail_init(
     if (h->abi_minor < 1 ||
             h->size < offsetof(struct sbx_host, seccomp_kafel_fd) + sizeof(h->seccomp_kafel_fd) ||
             !h->seccomp_kafel_fd)
-        return nsjail_fail(err, SBX_E_ABI, 0, "this core has no Kafel seccomp policy (ABI 1.1)");
+        return sbx_err_fill(err, SBX_E_ABI, 0, "this core has no Kafel seccomp policy (ABI 1.1)");
     st = calloc(1, sizeof(*st));
     if (!st)
-        return nsjail_fail(err, SBX_E_NOMEM, 12, "out of memory");
+        return sbx_err_fill(err, SBX_E_NOMEM, 12, "out of memory");
     st->h = h;
     *ret_state = st;
     return 0;

@@ -36,11 +36,11 @@ static int check_options(struct nsjail_state *st, struct sbx_err *err)
     int status = 0, r;
 
     if (!out)
-        return nsjail_fail(err, SBX_E_NOMEM, ENOMEM, "out of memory");
+        return sbx_err_fill(err, SBX_E_NOMEM, ENOMEM, "out of memory");
     r = h->run_capture(h, argv, 5000, out, 65536, &status, err);
     for (size_t i = 0; r == 0 && i < sizeof(needed_options) / sizeof(needed_options[0]); i++)
         if (!strstr(out, needed_options[i]))
-            r = nsjail_fail(err, SBX_E_UNAVAILABLE, 0,
+            r = sbx_err_fill(err, SBX_E_UNAVAILABLE, 0,
                     "%s lacks %s; llm-sandbox needs nsjail 3.4 or newer", st->nsjail,
                     needed_options[i]);
     free(out);
@@ -80,7 +80,7 @@ int nsjail_probe(void *state, struct sbx_caps *caps, struct sbx_err *err)
     char note[120];
 
     if (!jail_find_tool(h, "path", "nsjail", st->nsjail, sizeof(st->nsjail)))
-        return nsjail_fail(err, SBX_E_UNAVAILABLE, ENOENT,
+        return sbx_err_fill(err, SBX_E_UNAVAILABLE, ENOENT,
                 "nsjail not found%s%s (Debian has no package: scripts/install-deps.sh installs "
                 "one, or set LLM_SANDBOX_NSJAIL_PATH)",
                 st->nsjail[0] ? " at " : "", st->nsjail);
@@ -93,15 +93,15 @@ int nsjail_probe(void *state, struct sbx_caps *caps, struct sbx_err *err)
     if (jail_trial_box(&nsjail_ops, st, h, err) < 0)
         return err->rc;
 
-    jail_cap(caps, SBX_CTL_WALL_TIME, SBX_ENF_FULL,
+    sbx_caps_set(caps, SBX_CTL_WALL_TIME, SBX_ENF_FULL,
             "core deadline, then SIGTERM to nsjail (SIGKILL of pid 1) and the cgroup");
     jail_common_caps(caps, st->pasta, st->tun_ok);
-    jail_cap(caps, SBX_CTL_READ_ONLY_SYSTEM, SBX_ENF_FULL,
+    sbx_caps_set(caps, SBX_CTL_READ_ONLY_SYSTEM, SBX_ENF_FULL,
             "read-only /usr binds, root tmpfs mounted read-only");
-    jail_cap(caps, SBX_CTL_ENV, SBX_ENF_FULL, "keep_env false: only the sandbox environment");
-    jail_cap(caps, SBX_CTL_SECCOMP, SBX_ENF_FULL,
+    sbx_caps_set(caps, SBX_CTL_ENV, SBX_ENF_FULL, "keep_env false: only the sandbox environment");
+    sbx_caps_set(caps, SBX_CTL_SECCOMP, SBX_ENF_FULL,
             "the core's policy as Kafel (seccomp_policy_file)");
-    jail_cap(caps, SBX_CTL_NO_NEW_PRIVS, SBX_ENF_FULL,
+    sbx_caps_set(caps, SBX_CTL_NO_NEW_PRIVS, SBX_ENF_FULL,
             "nsjail: no_new_privs, no capabilities; new user, pid, ipc, uts, mount, cgroup, net "
             "ns");
     if (geteuid() == 0) {
@@ -112,7 +112,7 @@ int nsjail_probe(void *state, struct sbx_caps *caps, struct sbx_err *err)
     } else {
         snprintf(note, sizeof(note), "runs as host uid %u", (unsigned)geteuid());
     }
-    jail_cap(caps, SBX_CTL_UNPRIVILEGED, SBX_ENF_FULL, note);
+    sbx_caps_set(caps, SBX_CTL_UNPRIVILEGED, SBX_ENF_FULL, note);
     h->cgroup_caps(h, caps);
     return 0;
 }

@@ -29,12 +29,19 @@
 #define LIBNL_NOISE   "no version information available" /* ld.so on some nsjail builds */
 
 struct nsjail_box {
-    struct jail_chan chan; /* first: the shared channel accessors use it */
+    struct jail_box jb; /* first: channel, launcher, cgroup, pasta (jailbox.h) */
     struct nsjail_state *st;
-    struct sbx_proc *proc;
-    struct sbx_cgroup *cg;
-    struct sbx_proc *pasta;
 };
+
+static int nsjail_diag_error(char *diag, struct sbx_err *err);
+
+/* On SIGTERM nsjail kills its sandbox and exits: give it 2 s to. */
+static const struct jail_kind nsjail_kind = {.launcher = "nsjail",
+        .noise = LIBNL_NOISE,
+        .term_grace_ms = 2000,
+        .kill = nsjail_box_kill,
+        .close = nsjail_box_close,
+        .diag_error = nsjail_diag_error};
 
 /* Fds given to nsjail, in child fd order from CHILD_FD_BASE. */
 enum { FD_CONFIG, FD_SECCOMP, FD_AGENT, FD_COUNT };
@@ -52,24 +59,13 @@ static int make_config(const struct nsjail_state *st, const struct sbx_box_spec 
 {
     const struct sbx_host *h = st->h;
     struct nsjail_config *cfg = malloc(sizeof(*cfg)); /* 32 KiB: not on the stack */
-    struct nsjail_input in = {.policy = spec->policy,
-            .tops = st->tops.top,
-            .n_tops = st->tops.n,
-            .ro_paths = spec->ro_paths,
-            .mounts = SBX_HAS_FIELD(struct sbx_box_spec, spec, proxy_socket) ? spec->mounts : NULL,
-            .n_mounts = SBX_HAS_FIELD(struct sbx_box_spec, spec, proxy_socket) ? spec->n_mounts : 0,
-            .proxy_socket = SBX_HAS_FIELD(struct sbx_box_spec, spec, proxy_socket)
-                                    ? spec->proxy_socket
-                                    : NULL,
-            .envp = spec->envp,
-            .agent_fd = CHILD_FD_BASE + FD_AGENT,
-            .seccomp_fd = CHILD_FD_BASE + FD_SECCOMP,
-            .sandbox_uid = 1000,
-            .sandbox_gid = 1000};
+    struct nsjail_input in = {
+            .agent_fd = CHILD_FD_BASE + FD_AGENT, .seccomp_fd = CHILD_FD_BASE + FD_SECCOMP};
     int r;
 
+    jail_input_init(&in.box, spec, &st->tops);
     if (!cfg)
-        return nsjail_fail(err, SBX_E_NOMEM, ENOMEM, "out of memory");
+        return sbx_err_fill(err, SBX_E_NOMEM, ENOMEM, "out of memory");
     r = nsjail_translate(&in, cfg, err);
     if (r == 0)
         r = h->memfd_new(h, "nsjail.cfg", cfg->text, cfg->len, &fd[FD_CONFIG], err);
@@ -80,7 +76,7 @@ static int make_config(const struct nsjail_state *st, const struct sbx_box_spec 
 static int spawn_nsjail(
         struct nsjail_box *b, const struct sbx_box_spec *spec, const int *fd, struct sbx_err *err)
 {
-    const struct sbx_host *h = b->st->h;
+    const struct sbx_host *h = b->jb.h;
     char config[32];
     struct sbx_fd_map map[FD_COUNT];
 
@@ -97,10 +93,10 @@ static int spawn_nsjail(
             .stderr_fd = SBX_FD_PIPE,
             .fds = map,
             .n_fds = FD_COUNT,
-            .cgroup = b->cg,
+            .cgroup = b->jb.cg,
             .flags = SBX_SPAWN_DROP_PRIVS | SBX_SPAWN_PDEATHSIG | SBX_SPAWN_NO_NEW_PRIVS};
 
-    return h->proc_spawn(h, &sp, &b->proc, err);
+    return h->proc_spawn(h, &sp, &b->jb.proc, err);
 }
 
 /* The parent pid in /proc/PID/stat, or -1. */
@@ -149,16 +145,16 @@ static int find_agent(int nsjail_pid)
 static int attach_network(
         struct nsjail_box *b, const struct sbx_box_spec *spec, struct sbx_err *err)
 {
-    const struct sbx_host *h = b->st->h;
-    struct pollfd pfd = {.fd = b->chan.rfd, .events = POLLIN};
+    const struct sbx_host *h = b->jb.h;
+    struct pollfd pfd = {.fd = b->jb.chan.rfd, .events = POLLIN};
     int agent;
 
     if (poll(&pfd, 1, 10000) != 1)
-        return nsjail_fail(err, SBX_E_BACKEND, ETIMEDOUT, "the sandbox agent did not start");
-    agent = find_agent(h->proc_pid(b->proc));
+        return sbx_err_fill(err, SBX_E_BACKEND, ETIMEDOUT, "the sandbox agent did not start");
+    agent = find_agent(h->proc_pid(b->jb.proc));
     if (agent <= 0)
-        return nsjail_fail(err, SBX_E_BACKEND, ESRCH, "nsjail has no running child");
-    return jail_attach_pasta(h, b->st->pasta, agent, spec->envp, b->cg, &b->pasta, err);
+        return sbx_err_fill(err, SBX_E_BACKEND, ESRCH, "nsjail has no running child");
+    return jail_attach_pasta(h, b->st->pasta, agent, spec->envp, b->jb.cg, &b->jb.pasta, err);
 }
 
 int nsjail_box_open(
@@ -170,10 +166,10 @@ int nsjail_box_open(
     int fd[FD_COUNT] = {-1, -1, -1}, r;
 
     if (!b)
-        return nsjail_fail(err, SBX_E_NOMEM, ENOMEM, "out of memory");
+        return sbx_err_fill(err, SBX_E_NOMEM, ENOMEM, "out of memory");
+    jail_box_init(&b->jb, h);
     b->st = st;
-    b->chan.rfd = b->chan.wfd = b->chan.efd = -1;
-    r = jail_cgroup_new(h, spec, &b->cg, err);
+    r = jail_cgroup_new(h, spec, &b->jb.cg, err);
     if (r == 0)
         r = make_config(st, spec, fd, err);
     if (r == 0)
@@ -184,20 +180,12 @@ int nsjail_box_open(
         r = spawn_nsjail(b, spec, fd, err);
     fds_close(fd); /* nsjail has its copies */
     if (r == 0) {
-        jail_chan_take(h, b->proc, &b->chan);
+        jail_chan_take(h, b->jb.proc, &b->jb.chan);
         if (spec->policy->network == SBX_NET_ON)
             r = attach_network(b, spec, err);
     }
-    if (r < 0) {
-        struct sbx_box_stats st2 = {.size = sizeof(st2)};
-        struct sbx_err cerr = {.size = sizeof(cerr)};
-
-        nsjail_box_kill(b);
-        /* nsjail's own message says more than ours */
-        if (nsjail_box_close(b, &st2, &cerr) < 0)
-            nsjail_fail(err, cerr.rc, cerr.sys_errno, "%s", cerr.msg);
-        return r;
-    }
+    if (r < 0) /* nsjail's own message says more than ours */
+        return jail_box_open_failed(b, &nsjail_kind, r, err);
     *ret_box = b;
     return 0;
 }
@@ -205,14 +193,14 @@ int nsjail_box_open(
 int nsjail_box_kill(void *box)
 {
     struct nsjail_box *b = box;
-    const struct sbx_host *h = b->st->h;
+    const struct sbx_host *h = b->jb.h;
 
     /* nsjail SIGKILLs pid 1 of the sandbox, reaps it and exits; box_close
      * escalates if it lingers. */
-    if (b->proc)
-        h->proc_signal(b->proc, SIGTERM);
-    if (b->pasta)
-        h->proc_signal(b->pasta, SIGKILL);
+    if (b->jb.proc)
+        h->proc_signal(b->jb.proc, SIGTERM);
+    if (b->jb.pasta)
+        h->proc_signal(b->jb.pasta, SIGKILL);
     return 0;
 }
 
@@ -259,41 +247,19 @@ static char *tidy(char *diag)
     return diag;
 }
 
+/* nsjail's own error and fatal lines ([E], [F]) are its error. */
+static int nsjail_diag_error(char *diag, struct sbx_err *err)
+{
+    if (!strstr(diag, "[E][") && !strstr(diag, "[F]["))
+        return 0;
+    return sbx_err_fill(err, SBX_E_BACKEND, 0, "nsjail: %s", tidy(diag));
+}
+
 int nsjail_box_close(void *box, struct sbx_box_stats *stats, struct sbx_err *err)
 {
     struct nsjail_box *b = box;
-    const struct sbx_host *h = b->st->h;
-    char diag[240];
-    int status = 0, r = 0;
+    int r = jail_box_close(&b->jb, &nsjail_kind, stats, err);
 
-    if (b->chan.wfd >= 0)
-        close(b->chan.wfd); /* end of input: the agent kills everything and exits */
-    b->chan.wfd = -1;
-    if (b->proc) {
-        if (h->proc_wait(b->proc, 2000, &status) != 1) {
-            nsjail_box_kill(b);
-            if (h->proc_wait(b->proc, 2000, &status) != 1) {
-                h->log(h, SBX_LOG_WARN, "nsjail ignored SIGTERM for 2 s; killing it");
-                if (b->cg)
-                    h->cgroup_kill(b->cg);
-                h->proc_signal(b->proc, SIGKILL);
-                h->proc_wait(b->proc, -1, &status);
-            }
-        }
-        jail_read_diag(b->chan.efd, LIBNL_NOISE, diag, sizeof(diag));
-        if (diag[0])
-            h->log(h, SBX_LOG_DEBUG, "nsjail exited with status %d: %s", status, diag);
-        if (status != 0 && (strstr(diag, "[E][") || strstr(diag, "[F][")))
-            r = nsjail_fail(err, SBX_E_BACKEND, 0, "nsjail: %s", tidy(diag));
-    }
-    if (b->cg) {
-        stats->oom_killed = h->cgroup_oom_killed(b->cg);
-        stats->pids_limited = h->cgroup_pids_limited(b->cg);
-        h->cgroup_free(b->cg);
-    }
-    h->proc_free(b->pasta);
-    h->proc_free(b->proc);
-    jail_chan_close(&b->chan);
     free(b);
     return r;
 }

@@ -186,7 +186,7 @@ static unsigned long long mib_up(uint64_t bytes)
 
 static void rlimits(struct out *o, const struct nsjail_input *in)
 {
-    const struct sbx_policy *p = in->policy;
+    const struct sbx_policy *p = in->box.policy;
 
     put(o, "rlimit_as_type: HARD\n");
     put(o, "rlimit_core: 0\n");
@@ -210,7 +210,7 @@ static int fail(struct sbx_err *err, int rc, const char *field, const char *msg)
 
 int nsjail_translate(const struct nsjail_input *in, struct nsjail_config *cfg, struct sbx_err *err)
 {
-    const struct sbx_policy *p = in->policy;
+    const struct sbx_policy *p = in->box.policy;
     struct out o = {.cfg = cfg};
     bool net_on = p->network == SBX_NET_ON, net_host = p->network == SBX_NET_HOST;
     unsigned long long wall_s = (unsigned long long)((p->wall_time_ms + 999) / 1000);
@@ -219,7 +219,8 @@ int nsjail_translate(const struct nsjail_input *in, struct nsjail_config *cfg, s
     cfg->text[0] = '\0';
     if (in->agent_fd < 0 || in->seccomp_fd < 0)
         return fail(err, SBX_E_INVALID, "", "nsjail translation: missing fd");
-    if ((p->network == SBX_NET_REGISTRIES || p->network == SBX_NET_ALLOWLIST) && !in->proxy_socket)
+    if ((p->network == SBX_NET_REGISTRIES || p->network == SBX_NET_ALLOWLIST) &&
+            !in->box.proxy_socket)
         return fail(err, SBX_E_UNSUPPORTED, "network", "network mode needs the filtering proxy");
 
     put(&o, "name: \"llm-sandbox\"\n");
@@ -231,7 +232,7 @@ int nsjail_translate(const struct nsjail_input *in, struct nsjail_config *cfg, s
     put(&o, "nice_level: 0\n");
     put(&o, "log_level: WARNING\n");
     put(&o, "keep_env: false\n");
-    for (const char *const *e = in->envp; e && *e; e++)
+    for (const char *const *e = in->box.envp; e && *e; e++)
         put_str(&o, "envar", *e);
     put(&o, "keep_caps: false\n");
     put(&o, "silent: false\n");
@@ -251,20 +252,20 @@ int nsjail_translate(const struct nsjail_input *in, struct nsjail_config *cfg, s
     put(&o, "clone_newcgroup: true\n");
     put(&o, "clone_newtime: false\n");
     put(&o, "uidmap { inside_id: \"%u\" outside_id: \"\" count: 1 use_newidmap: false }\n",
-            in->sandbox_uid);
+            in->box.sandbox_uid);
     put(&o, "gidmap { inside_id: \"%u\" outside_id: \"\" count: 1 use_newidmap: false }\n",
-            in->sandbox_gid);
+            in->box.sandbox_gid);
     put(&o, "iface_no_lo: false\n");
     put(&o, "mount_proc: false\n");
     /* 1. the root */
     tmpfs(&o, "/", MIB, "0755", !p->read_only_system);
     /* 2. the system */
     bind_ro(&o, "/usr", true);
-    for (size_t i = 0; i < in->n_tops; i++) {
-        if (in->tops[i].target)
-            symlink_to(&o, in->tops[i].target, in->tops[i].name);
+    for (size_t i = 0; i < in->box.n_tops; i++) {
+        if (in->box.tops[i].target)
+            symlink_to(&o, in->box.tops[i].target, in->box.tops[i].name);
         else
-            bind_ro(&o, in->tops[i].name, true);
+            bind_ro(&o, in->box.tops[i].name, true);
     }
     /* 3. /etc, file by file */
     for (size_t i = 0; i < sizeof(etc_files) / sizeof(etc_files[0]); i++)
@@ -275,7 +276,7 @@ int nsjail_translate(const struct nsjail_input *in, struct nsjail_config *cfg, s
     content(&o, group_data, "/etc/group");
     content(&o, hosts_data, "/etc/hosts");
     /* 4. the language's paths */
-    for (const char *const *rp = in->ro_paths; rp && *rp; rp++)
+    for (const char *const *rp = in->box.ro_paths; rp && *rp; rp++)
         bind_ro(&o, *rp, false);
     /* 5. kernel filesystems */
     put(&o, "mount { dst: \"/proc\" fstype: \"proc\" rw: false }\n");
@@ -291,11 +292,12 @@ int nsjail_translate(const struct nsjail_input *in, struct nsjail_config *cfg, s
     tmpfs(&o, "/dev/shm", (unsigned long long)p->tmpfs_bytes, "1777", true);
     tmpfs(&o, "/workspace", (unsigned long long)p->tmpfs_bytes, "0755", true);
     /* 7. the core's directories (dependency sets), over the workspace */
-    for (size_t i = 0; i < in->n_mounts; i++)
-        bind(&o, in->mounts[i].source, in->mounts[i].target, in->mounts[i].flags & SBX_MOUNT_RW);
+    for (size_t i = 0; i < in->box.n_mounts; i++)
+        bind(&o, in->box.mounts[i].source, in->box.mounts[i].target,
+                in->box.mounts[i].flags & SBX_MOUNT_RW);
     /* the filtering proxy: a socket is usable through a read-only mount */
     if (p->network == SBX_NET_REGISTRIES || p->network == SBX_NET_ALLOWLIST)
-        bind(&o, in->proxy_socket, SBX_PROXY_SOCKET, false);
+        bind(&o, in->box.proxy_socket, SBX_PROXY_SOCKET, false);
     /* the policy and the program */
     put(&o, "seccomp_policy_file: \"/proc/self/fd/%d\"\n", in->seccomp_fd);
     put(&o, "seccomp_log: false\n");

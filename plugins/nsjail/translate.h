@@ -18,18 +18,10 @@
 #define NSJAIL_CONFIG_MAX 32768
 
 struct nsjail_input {
-    const struct sbx_policy *policy;
-    const struct jail_top *tops; /* the merged-usr entries present on the host */
-    size_t n_tops;
-    const char *const *ro_paths;    /* language host paths, NULL-terminated or NULL */
-    const struct sbx_mount *mounts; /* the core's directories (dependency sets) */
-    size_t n_mounts;
-    const char *proxy_socket; /* network registries/allowlist: the core's proxy */
-    const char *const *envp;  /* the agent's environment, NULL-terminated */
+    struct jail_input box; /* policy, host layout, mounts, proxy, ids (localjail.h) */
     /* fd numbers as nsjail sees them */
     int agent_fd;   /* the agent binary, executed by fd (nsjail opens it first) */
     int seccomp_fd; /* the core's policy as Kafel */
-    uint32_t sandbox_uid, sandbox_gid; /* ids inside the sandbox */
 };
 
 struct nsjail_config {

@@ -47,19 +47,19 @@ static struct bwrap_input base_input(const struct sbx_policy *p)
 {
     static const char *const ro[] = {"/etc/python3", NULL};
 
-    return (struct bwrap_input){.policy = p,
-            .tops = merged,
-            .n_tops = 4,
-            .ro_paths = ro,
+    return (struct bwrap_input){.box = {.policy = p,
+                                        .tops = merged,
+                                        .n_tops = 4,
+                                        .ro_paths = ro,
+                                        .sandbox_uid = 1000,
+                                        .sandbox_gid = 1000},
             .seccomp_fd = 3,
             .agent_fd = 4,
             .passwd_fd = 5,
             .group_fd = 6,
             .hosts_fd = 7,
             .info_fd = 8,
-            .block_fd = -1,
-            .sandbox_uid = 1000,
-            .sandbox_gid = 1000};
+            .block_fd = -1};
 }
 
 static char *join(const struct bwrap_argv *av)
@@ -153,9 +153,9 @@ static void test_network_host_writable(void **state)
     p.read_only_system = 0;
     p.workspace_bytes = 1u << 20;
     p.tmpfs_bytes = 1u << 20;
-    in.tops = split;
-    in.n_tops = 3;
-    in.ro_paths = NULL;
+    in.box.tops = split;
+    in.box.n_tops = 3;
+    in.box.ro_paths = NULL;
     translate_ok(&in, av);
     check_golden("host_net_writable_split_usr", av);
     free(av);

@@ -49,15 +49,15 @@ static struct nsjail_input base_input(const struct sbx_policy *p)
 {
     static const char *const ro[] = {"/etc/python3", NULL};
 
-    return (struct nsjail_input){.policy = p,
-            .tops = merged,
-            .n_tops = 4,
-            .ro_paths = ro,
-            .envp = env,
+    return (struct nsjail_input){.box = {.policy = p,
+                                         .tops = merged,
+                                         .n_tops = 4,
+                                         .ro_paths = ro,
+                                         .envp = env,
+                                         .sandbox_uid = 1000,
+                                         .sandbox_gid = 1000},
             .agent_fd = 5,
-            .seccomp_fd = 4,
-            .sandbox_uid = 1000,
-            .sandbox_gid = 1000};
+            .seccomp_fd = 4};
 }
 
 static void check_golden(const char *name, const struct nsjail_config *cfg)
@@ -151,9 +151,9 @@ static void test_network_host_writable(void **state)
     p.read_only_system = 0;
     p.workspace_bytes = 1u << 20;
     p.tmpfs_bytes = 1u << 20;
-    in.tops = split;
-    in.n_tops = 3;
-    in.ro_paths = NULL;
+    in.box.tops = split;
+    in.box.n_tops = 3;
+    in.box.ro_paths = NULL;
     cfg = translate_ok(&in);
     check_golden("host_net_writable_split_usr", cfg);
     free(cfg);
@@ -172,7 +172,7 @@ static void test_escaping(void **state)
     struct nsjail_config *cfg;
 
     (void)state;
-    in.envp = hostile;
+    in.box.envp = hostile;
     cfg = translate_ok(&in);
     assert_non_null(strstr(cfg->text, "envar: \"A=\\\" } clone_newnet: false mount { src: "
                                       "\\\"/\\\" dst: \\\"/host\\\" is_bind: true rw: true\"\n"));
@@ -260,7 +260,7 @@ static void test_refusals(void **state)
     assert_int_equal(nsjail_translate(&in, cfg, &err), SBX_E_INVALID);
     in.seccomp_fd = 4;
     memset(big, 'x', sizeof(big) - 1);
-    in.envp = huge;
+    in.box.envp = huge;
     assert_int_equal(nsjail_translate(&in, cfg, &err), SBX_E_LIMIT);
     assert_true(strlen(cfg->text) < NSJAIL_CONFIG_MAX);
     free(cfg);

@@ -114,26 +114,6 @@ int sbx_error_from_plugin(struct sbx_error **err, const struct sbx_err *perr, co
     return sbx_error_set(err, rc, perr->sys_errno, "plugin '%s': %s", plugin, msg);
 }
 
-void sbx_err_init(struct sbx_err *perr)
-{
-    memset(perr, 0, sizeof(*perr));
-    perr->size = sizeof(*perr);
-}
-
-int sbx_err_fill(struct sbx_err *perr, int rc, int sys_errno, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (!perr)
-        return rc;
-    perr->rc = rc;
-    perr->sys_errno = sys_errno;
-    va_start(ap, fmt);
-    vsnprintf(perr->msg, sizeof(perr->msg), fmt, ap);
-    va_end(ap);
-    return rc;
-}
-
 struct sbx_error *sbx_error_free(struct sbx_error *e)
 {
     if (!e || e == &oom_error)

@@ -9,13 +9,16 @@
  * sbx_error_wrap() and release with sbx_error_free(). A failure of the user's
  * code is never an error: it is an execution status (E5).
  *
- * Across the plugin ABI errors travel in caller-owned struct sbx_err (E2);
- * sbx_error_from_plugin() converts one, naming the plugin.
+ * Across the plugin ABI errors travel in caller-owned struct sbx_err (E2),
+ * filled on either side by llm-sandbox/plugin_kit.h's sbx_err_fill() (the
+ * host table's services fill them too); sbx_error_from_plugin() converts
+ * one, naming the plugin.
  */
 #ifndef SBX_ERROR_H
 #define SBX_ERROR_H
 
 #include <llm-sandbox/plugin.h>
+#include <llm-sandbox/plugin_kit.h>
 #include <llm-sandbox/sbx.h>
 
 /* Set *err (if not already set); returns rc so callers can `return`. */
@@ -28,9 +31,5 @@ int sbx_error_set_field(struct sbx_error **err, int rc, const char *field, const
 int sbx_error_wrap(struct sbx_error **err, const char *fmt, ...) SBX_PRINTF(2, 3);
 /* Convert a plugin's report (E2) into an error with the plugin as context. */
 int sbx_error_from_plugin(struct sbx_error **err, const struct sbx_err *perr, const char *plugin);
-/* Fill a plugin-side report (used by the host table's services). */
-int sbx_err_fill(struct sbx_err *perr, int rc, int sys_errno, const char *fmt, ...)
-        SBX_PRINTF(4, 5);
-void sbx_err_init(struct sbx_err *perr);
 
 #endif

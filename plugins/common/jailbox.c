@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * jailbox.c: a local jail's box (jailbox.h).
+ */
+#include "jailbox.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define CLOSE_WAIT_MS 2000 /* for the launcher to end after end of input */
+#define DIAG_MAX      240
+
+void jail_read_diag(int fd, const char *drop, char *out, size_t len)
+{
+    char buf[4096], *line, *save = NULL;
+    size_t got = 0, o = 0;
+    ssize_t n;
+
+    out[0] = '\0';
+    while (fd >= 0 && got + 1 < sizeof(buf) && (n = read(fd, buf + got, sizeof(buf) - 1 - got)) > 0)
+        got += (size_t)n;
+    buf[got] = '\0';
+    for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        int w;
+
+        if ((drop && strstr(line, drop)) || !line[0])
+            continue;
+        w = snprintf(out + o, len - o, "%s%s", o ? "; " : "", line);
+        if (w < 0 || (size_t)w >= len - o)
+            break;
+        o += (size_t)w;
+    }
+}
+
+void jail_chan_take(const struct sbx_host *h, struct sbx_proc *p, struct jail_chan *c)
+{
+    c->wfd = h->proc_fd(p, 0);
+    c->rfd = h->proc_fd(p, 1);
+    c->efd = h->proc_fd(p, 2);
+    fcntl(c->wfd, F_SETFL, O_NONBLOCK);
+    fcntl(c->rfd, F_SETFL, O_NONBLOCK);
+    fcntl(c->efd, F_SETFL, O_NONBLOCK);
+}
+
+void jail_chan_close(struct jail_chan *c)
+{
+    int *fds[] = {&c->wfd, &c->rfd, &c->efd};
+
+    for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
+        if (*fds[i] >= 0)
+            close(*fds[i]);
+        *fds[i] = -1;
+    }
+}
+
+int jail_box_poll_fd(void *box)
+{
+    return ((struct jail_chan *)box)->rfd;
+}
+
+int jail_box_write_fd(void *box)
+{
+    return ((struct jail_chan *)box)->wfd;
+}
+
+int64_t jail_box_read(void *box, void *buf, size_t len)
+{
+    return read(((struct jail_chan *)box)->rfd, buf, len);
+}
+
+int64_t jail_box_write(void *box, const void *buf, size_t len)
+{
+    return write(((struct jail_chan *)box)->wfd, buf, len);
+}
+
+int jail_cgroup_new(const struct sbx_host *h, const struct sbx_box_spec *spec,
+        struct sbx_cgroup **ret_cg, struct sbx_err *err)
+{
+    int r = h->cgroup_new(h, spec->id, spec->policy, ret_cg, err);
+
+    if (r == SBX_E_UNAVAILABLE) { /* no cgroups here: rlimits instead */
+        *ret_cg = NULL;
+        memset(err->msg, 0, sizeof(err->msg));
+        r = 0;
+    }
+    return r;
+}
+
+void jail_box_init(struct jail_box *b, const struct sbx_host *h)
+{
+    memset(b, 0, sizeof(*b));
+    b->h = h;
+    b->chan.rfd = b->chan.wfd = b->chan.efd = -1;
+}
+
+/* Wait for the launcher; kill it as the kind says when it lingers. */
+static int launcher_end(struct jail_box *b, const struct jail_kind *k)
+{
+    const struct sbx_host *h = b->h;
+    int status = 0;
+
+    if (h->proc_wait(b->proc, CLOSE_WAIT_MS, &status) == 1)
+        return status;
+    k->kill(b);
+    if (k->term_grace_ms > 0 && h->proc_wait(b->proc, k->term_grace_ms, &status) == 1)
+        return status;
+    if (k->term_grace_ms > 0)
+        h->log(h, SBX_LOG_WARN, "%s ignored SIGTERM for %lld s; killing it", k->launcher,
+                (long long)(k->term_grace_ms / 1000));
+    if (b->cg)
+        h->cgroup_kill(b->cg);
+    h->proc_signal(b->proc, SIGKILL);
+    h->proc_wait(b->proc, -1, &status);
+    return status;
+}
+
+int jail_box_close(struct jail_box *b, const struct jail_kind *k, struct sbx_box_stats *stats,
+        struct sbx_err *err)
+{
+    const struct sbx_host *h = b->h;
+    char diag[DIAG_MAX];
+    int status, r = 0;
+
+    if (b->chan.wfd >= 0)
+        close(b->chan.wfd); /* end of input: the agent kills everything and exits */
+    b->chan.wfd = -1;
+    if (b->proc) {
+        status = launcher_end(b, k);
+        if (k->reap)
+            k->reap(b);
+        jail_read_diag(b->chan.efd, k->noise, diag, sizeof(diag));
+        if (diag[0])
+            h->log(h, SBX_LOG_DEBUG, "%s exited with status %d: %s", k->launcher, status, diag);
+        if (status != 0 && k->diag_error)
+            r = k->diag_error(diag, err);
+    }
+    if (b->cg) {
+        stats->oom_killed = h->cgroup_oom_killed(b->cg);
+        stats->pids_limited = h->cgroup_pids_limited(b->cg);
+        h->cgroup_free(b->cg);
+        b->cg = NULL;
+    }
+    h->proc_free(b->pasta);
+    h->proc_free(b->proc);
+    b->pasta = b->proc = NULL;
+    jail_chan_close(&b->chan);
+    return r;
+}
+
+int jail_box_open_failed(void *box, const struct jail_kind *k, int r, struct sbx_err *err)
+{
+    struct sbx_box_stats st = {.size = sizeof(st)};
+    struct sbx_err cerr;
+
+    sbx_err_init(&cerr);
+    k->kill(box);
+    if (k->close(box, &st, &cerr) < 0)
+        sbx_err_fill(err, cerr.rc, cerr.sys_errno, "%s", cerr.msg);
+    return r;
+}
