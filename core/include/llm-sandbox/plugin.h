@@ -1,19 +1,26 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * llm-sandbox/plugin.h: the stable plugin ABI, installed for plugin authors.
+ * docs/plugins.md is its manual: manifests, and the contract in full
+ * (threads, return codes, the lifetime of every pointer, each minor).
  *
  * A plugin is a shared object plus a YAML manifest beside it. It exports one
  * symbol, sbx_plugin_entry_v1, returning a descriptor (struct sbx_plugin).
- * The core lends every plugin a host table (struct sbx_host): logging,
- * settings, supervised processes, cgroups, the seccomp policy, memfds. A
- * plugin links no core symbol and never frees what the core allocated, nor
- * the reverse.
+ * The core lends every plugin a host table (struct sbx_host). A plugin links
+ * no core symbol and never frees what the core allocated, nor the reverse.
+ *
+ * In brief: init and fini run on the core's main thread; everything else
+ * on any thread, concurrently, but calls on one box never overlap (save
+ * box_kill, which may race box_read/box_write). Operations return 0 or a
+ * negative enum sbx_rc with the caller's struct sbx_err filled, and write
+ * out-parameters only on success. What the core passes in is borrowed for
+ * the call; what a plugin hands out lives until fini (a box: box_close).
  *
  * Versioning: SBX_ABI_MAJOR changes break; the core refuses another major.
- * SBX_ABI_MINOR changes only append fields at the end of structs; every
- * struct crossing the boundary starts with (or carries) its size, so each
- * side reads only what the other filled in. Plain C11, no attributes except
- * behind macros, C++-clean.
+ * SBX_ABI_MINOR changes only append fields at the end of structs, each of
+ * which starts with (or carries) its size, so each side reads only what
+ * the other filled in (SBX_HAS_FIELD). Plain C11, no attributes but behind
+ * macros, C++-clean. Helpers to compile in: llm-sandbox/plugin_kit.h.
  */
 #ifndef LLM_SANDBOX_PLUGIN_H
 #define LLM_SANDBOX_PLUGIN_H
@@ -37,10 +44,7 @@ extern "C" {
 #define SBX_PRINTF(f, a)
 #endif
 
-/*
- * Return codes, stable: numbers are never reused or renumbered. They say who
- * must act (STYLE E4). sbx_rc_str() in the core names each one.
- */
+/* Return codes, stable: never reused or renumbered; they say who acts. */
 enum sbx_rc {
     SBX_OK = 0,
     SBX_E_INVALID = -1,     /* the caller sent something malformed */
@@ -77,9 +81,7 @@ enum sbx_network {
     SBX_NET_HOST = 4,       /* the host's network; operator override only */
 };
 
-/*
- * Policy controls, as bit numbers for capability reports. Append only.
- */
+/* Policy controls, as bit numbers for capability reports. Append only. */
 enum sbx_control {
     SBX_CTL_WALL_TIME = 0,
     SBX_CTL_MEMORY = 1,
@@ -133,12 +135,8 @@ struct sbx_policy {
     uint64_t open_files_max;
     uint32_t read_only_system; /* 1: nothing outside workspace and /tmp is writable */
     uint32_t reserved0;
-    /* ABI 1.4 */
-    /* The size of each tmpfs a backend mounts (the workspace, /tmp,
-     * /dev/shm), computed once by the core: workspace_bytes, but at most
-     * 3/4 of memory_bytes. tmpfs is RAM charged to the memory limit, so a
-     * full workspace must end as ENOSPC while memory is left, not as an
-     * OOM kill. A plugin built for 1.0-1.3 computes the same number. */
+    /* ABI 1.4: each tmpfs a backend mounts (workspace, /tmp, /dev/shm):
+     * workspace_bytes, at most 3/4 of memory_bytes (ENOSPC before OOM). */
     uint64_t tmpfs_bytes;
 };
 
@@ -197,26 +195,21 @@ struct sbx_http {
     const char *content_type; /* of body, or NULL */
     const void *body;
     size_t body_len;
-    /* When set, called with each piece of the body as it arrives (e.g. a
-     * pull's progress); nonzero aborts the transfer. Else it is collected. */
+    /* Each piece of the body as it arrives (a pull's progress), or NULL:
+     * collected in resp. Nonzero aborts the transfer. */
     int (*on_body)(void *userdata, const char *data, size_t len);
     void *userdata;
     int64_t timeout_ms; /* 0: no deadline */
     int cancel_fd;      /* readable once cancelled, or -1 */
     int reserved1;
     /* ABI 1.4 (read only when size covers them; NULL: unset) */
-    /* Extra request header lines, "Name: value" (e.g. "Authorization:
-     * Bearer ..."), NULL-terminated; a CR, LF or NUL in one, or a line
-     * without ": ", is SBX_E_INVALID. The core never logs them. */
+    /* Extra "Name: value" header lines, NULL-terminated; never logged. A
+     * CR, LF or NUL in one, or no ": ", is SBX_E_INVALID. */
     const char *const *headers;
-    /* http_upgrade: the protocol asked for in "Upgrade:" (NULL: "tcp",
-     * Docker's attach, sent with "Host: docker" as before 1.4). */
+    /* http_upgrade's "Upgrade:" protocol (NULL: "tcp", Docker's attach). */
     const char *upgrade;
-    /* TLS, for https:// endpoints (and tcp:// ones with any of these):
-     * each of the CA bundle, the client certificate and its key as PEM data
-     * (the text itself, as a kubeconfig's *-data fields decode to) or as a
-     * file path. Data wins over a file, both over tls_dir's files. The
-     * server's certificate and name are always verified. */
+    /* TLS material as PEM text or a file path (text wins, both over
+     * tls_dir); the server is always verified. */
     const char *ca_pem, *ca_file;
     const char *cert_pem, *cert_file;
     const char *key_pem, *key_file;
@@ -236,18 +229,17 @@ struct sbx_http_resp {
 struct sbx_conn; /* an upgraded (hijacked) HTTP connection, owned by the core */
 struct sbx_ws;   /* ABI 1.4: a WebSocket client connection, owned by the core */
 
-/* ABI 1.4: WebSocket messages cross the host table in pieces of at most
- * SBX_WS_PIECE_MAX bytes; flags of a piece: */
+/* ABI 1.4: WebSocket messages cross in pieces of at most this; flags: */
 #define SBX_WS_PIECE_MAX (64u * 1024u)
 enum sbx_ws_flags {
     SBX_WS_TEXT = 1u << 0, /* a text message (else binary) */
     SBX_WS_MORE = 1u << 1, /* more pieces of this message follow */
 };
 
-/* ABI 1.2: the one seccomp policy as expanded rules (core/src/seccomp_policy.h):
- * a call matching a rule is allowed (errno_value 0) or fails with errno_value;
- * every other call fails with default_errno. A rule holds when all its
- * conditions hold; rules of one syscall OR together and never overlap. */
+/* ABI 1.2: the one seccomp policy as expanded rules: a call matching a rule
+ * is allowed (errno_value 0) or fails with errno_value; every other call
+ * fails with default_errno. A rule holds when all its conditions hold;
+ * rules of one syscall OR together and never overlap. */
 struct sbx_seccomp_cond {
     uint32_t arg; /* 0..5 */
     uint32_t reserved0;
@@ -269,17 +261,19 @@ struct sbx_seccomp_rules {
     size_t n_rules;
 };
 
+/* The host table: valid until fini, callable from any thread. Handles and
+ * fds it returns are the caller's until freed or closed; calls on one
+ * handle do not overlap, save proc_signal and cgroup_kill. */
 struct sbx_host {
     uint32_t size;
     uint32_t abi_minor;
 
     void (*log)(const struct sbx_host *h, int level, const char *fmt, ...) SBX_PRINTF(3, 4);
-    /* A configuration value for this plugin ("path" -> LLM_SANDBOX_BWRAP_PATH
-     * for plugin bwrap) from the environment, else the config file, or NULL.
-     * (transfer none; valid while loaded) */
+    /* This plugin's setting ("path": LLM_SANDBOX_BWRAP_PATH for bwrap, or a
+     * name its manifest declares), or NULL. (transfer none: until fini) */
     const char *(*setting)(const struct sbx_host *h, const char *key);
 
-    /* Processes. proc_spawn forks in the one place that forks (exec.c). */
+    /* Processes, supervised by the core. */
     int (*proc_spawn)(const struct sbx_host *h, const struct sbx_spawn *spec,
             struct sbx_proc **ret_proc, struct sbx_err *err);
     int (*proc_pid)(const struct sbx_proc *p);
@@ -287,12 +281,12 @@ struct sbx_host {
      * (transfer full: the caller closes it; a second call returns -1) */
     int (*proc_fd)(struct sbx_proc *p, int child_fd);
     int (*proc_signal)(struct sbx_proc *p, int sig);
-    /* Wait up to timeout_ms (-1: forever). 1 and *ret_status (a wait status)
-     * when it exited, 0 on timeout, or a negative enum sbx_rc. */
+    /* Wait up to timeout_ms (-1: ever): 1 and a wait status when it exited,
+     * 0 on timeout, or a negative enum sbx_rc. */
     int (*proc_wait)(struct sbx_proc *p, int64_t timeout_ms, int *ret_status);
     void (*proc_free)(struct sbx_proc *p); /* SIGKILL and reap if running */
-    /* Run argv to completion with a deadline, capturing up to out_len-1
-     * bytes of stdout+stderr into out (NUL-terminated). For probes. */
+    /* Run argv to the end or the deadline, stdout+stderr into out (NUL-
+     * terminated, at most out_len-1 bytes). For probes. */
     int (*run_capture)(const struct sbx_host *h, const char *const *argv, int64_t timeout_ms,
             char *out, size_t out_len, int *ret_status, struct sbx_err *err);
 
@@ -303,12 +297,10 @@ struct sbx_host {
     int (*cgroup_oom_killed)(struct sbx_cgroup *cg);   /* 1, 0, or -1 unknown */
     int (*cgroup_pids_limited)(struct sbx_cgroup *cg); /* 1, 0, or -1 unknown */
     void (*cgroup_free)(struct sbx_cgroup *cg);        /* kill, wait empty, remove */
-    /* Merge what the cgroup service enforces here into caps (memory, cpu,
-     * pids; full, or fallback through rlimits). */
+    /* What the cgroup service enforces here into caps (memory, cpu, pids). */
     void (*cgroup_caps)(const struct sbx_host *h, struct sbx_caps *caps);
 
-    /* The one seccomp policy, compiled for this host as a BPF program in a
-     * fresh memfd positioned at 0. The caller closes it. */
+    /* The one seccomp policy as a BPF program, a fresh memfd at offset 0. */
     int (*seccomp_bpf_fd)(const struct sbx_host *h, int *ret_fd, struct sbx_err *err);
     /* A fresh read-only fd at offset 0 holding data (for bwrap --file). */
     int (*memfd_new)(const struct sbx_host *h, const char *name, const void *data, size_t len,
@@ -318,28 +310,24 @@ struct sbx_host {
     /* The host uid and gid sandboxes run as when the core is root. */
     void (*sandbox_ids)(const struct sbx_host *h, uint32_t *ret_uid, uint32_t *ret_gid);
     /* This server instance, "p<pid>t<starttime>h<scope>" (at most 63
-     * bytes; the scope, 16 hex digits, names the kernel boot and pid
-     * namespace the pid belongs to): prefix every name and label with it
-     * ("<instance>-<something>"), so a restart can tell what a dead
-     * instance left behind, and leave an instance of another scope alone:
-     * its pid is not ours to look up. (transfer none) */
+     * bytes): prefix every name and label with it ("<instance>-<x>") so a
+     * restart can tell what a dead instance left (instance_dead). (transfer
+     * none: valid until fini) */
     const char *(*instance_id)(const struct sbx_host *h);
 
-    /* ABI 1.1 */
-    /* The same seccomp policy as a Kafel program (nsjail's policy language),
-     * in a fresh memfd positioned at 0. The caller closes it. */
+    /* ABI 1.1: the same policy as a Kafel program (nsjail's), as above. */
     int (*seccomp_kafel_fd)(const struct sbx_host *h, int *ret_fd, struct sbx_err *err);
 
     /* ABI 1.2 */
     /* 0 with resp filled (any HTTP status), or SBX_E_UNAVAILABLE (no
      * connection), SBX_E_CANCELLED, SBX_E_BACKEND (timeout, transfer
-     * failed), SBX_E_INVALID (bad endpoint). */
+     * failed), SBX_E_INVALID (bad endpoint). on_body runs on the calling
+     * thread, within the call. */
     int (*http_request)(const struct sbx_host *h, const struct sbx_http *req,
             struct sbx_http_resp *resp, struct sbx_err *err);
-    /* The request with "Connection: Upgrade" and "Upgrade: tcp" (Docker's
-     * attach): on status 101 or 200 the raw connection, positioned after
-     * the response headers (transfer full; conn_free). Another status is
-     * SBX_E_BACKEND with the body's message. */
+    /* The request upgraded (req->upgrade, else Docker's "tcp"): on status
+     * 101 or 200 the raw connection after the head (transfer full:
+     * conn_free); another status is SBX_E_BACKEND with the body's message. */
     int (*http_upgrade)(const struct sbx_host *h, const struct sbx_http *req,
             struct sbx_conn **ret_conn, struct sbx_err *err);
     int (*conn_fd)(struct sbx_conn *c); /* poll this */
@@ -353,45 +341,37 @@ struct sbx_host {
             const struct sbx_host *h, const struct sbx_seccomp_rules **ret, struct sbx_err *err);
 
     /* ABI 1.4 */
-    /* Open a WebSocket (RFC 6455): req is a GET whose endpoint is
-     * http(s):// or unix://, with the plugin's own headers (the core adds
-     * the handshake's); protocols are the subprotocols offered, most wanted
-     * first, NULL-terminated. 0 when the server answered 101 choosing one
-     * of them (ws_protocol says which); SBX_E_BACKEND with the server's
-     * status line and reason otherwise (e.g. 403), SBX_E_UNAVAILABLE (no
-     * connection), SBX_E_CANCELLED, SBX_E_INVALID. A core thread pumps the
-     * connection (it answers pings and runs the closing handshake), so
-     * ws_fd is honest to poll even through TLS. (transfer full: ws_free) */
+    /* Open a WebSocket (RFC 6455): req is a GET to http(s):// or unix://
+     * with the plugin's headers (the core adds the handshake's); protocols
+     * offered, most wanted first, NULL-terminated. 0 when the server
+     * answered 101 with one of them; SBX_E_BACKEND with its status line
+     * otherwise, SBX_E_UNAVAILABLE, SBX_E_CANCELLED, SBX_E_INVALID. A core
+     * thread pumps it (pings, closing), so ws_fd is honest to poll.
+     * (transfer full: ws_free) */
     int (*ws_open)(const struct sbx_host *h, const struct sbx_http *req,
             const char *const *protocols, struct sbx_ws **ret_ws, struct sbx_err *err);
-    const char *(*ws_protocol)(const struct sbx_ws *ws); /* (transfer none) */
+    const char *(*ws_protocol)(const struct sbx_ws *ws); /* (transfer none: until ws_free) */
     int (*ws_fd)(struct sbx_ws *ws); /* POLLIN: ws_recv has a piece; POLLOUT: room to send */
-    /* Non-blocking: the next piece of the current message into buf (up to
-     * len bytes; a longer piece comes in several calls), its flags in
-     * *ret_flags (SBX_WS_MORE: more of this message follows). Bytes (0: an
-     * empty message), or -1 with errno EAGAIN (nothing yet) or EPIPE (the
-     * connection is closed: ws_close_status says how). */
+    /* Non-blocking: the next piece of the current message (up to len
+     * bytes), SBX_WS_MORE in *ret_flags while more follows. Bytes, or -1
+     * with errno EAGAIN (nothing yet) or EPIPE (closed: ws_close_status). */
     int64_t (*ws_recv)(struct sbx_ws *ws, void *buf, size_t len, uint32_t *ret_flags);
-    /* Non-blocking: send len <= SBX_WS_PIECE_MAX bytes as a message, or as
-     * one piece of it with SBX_WS_MORE (the next call continues it). 0, or
-     * -1 with errno EAGAIN (no room now: nothing was sent; poll ws_fd),
-     * EMSGSIZE, or EPIPE (closed). */
+    /* Non-blocking: len <= SBX_WS_PIECE_MAX bytes as a message, or a piece
+     * of one with SBX_WS_MORE. 0, or -1 with errno EAGAIN (nothing sent),
+     * EMSGSIZE or EPIPE. */
     int (*ws_send)(struct sbx_ws *ws, const void *buf, size_t len, uint32_t flags);
-    /* Start the closing handshake with code (1000: normal); receiving goes
-     * on until the server's Close. 0, or -1 with errno as ws_send's. */
+    /* Start closing with code (1000: normal); receive until the server's
+     * Close. 0, or -1 with errno as ws_send's. */
     int (*ws_close)(struct sbx_ws *ws, uint32_t code);
-    /* After EPIPE: the close code (the server's; 1005 none given; 1006 the
-     * connection dropped; 1002/1007/1009 the core closed it for a protocol
-     * error) and the reason, NUL-terminated into reason. */
+    /* After EPIPE: the close code (the server's, 1005 none, 1006 dropped,
+     * 1002/1007/1009 a protocol error) and its reason, NUL-terminated. */
     uint32_t (*ws_close_status)(struct sbx_ws *ws, char *reason, size_t len);
     void (*ws_free)(struct sbx_ws *ws); /* closes the connection; NULL is fine */
-    /* The SHA-256 of the agent binary agent_fd gives, as 64 lowercase hex
-     * digits and a NUL: for a backend that streams the agent into a box
-     * it cannot mount into, or checks one an operator put in an image. */
+    /* The SHA-256 of agent_fd's binary, 64 lowercase hex digits and NUL. */
     int (*agent_sha256)(const struct sbx_host *h, char ret_hex[65], struct sbx_err *err);
-    /* A name or label made with instance_id (its prefix counts): 1 when the
-     * instance that made it is dead, 0 when it lives, or when it is of
-     * another scope, or not an instance id at all (not ours to judge). */
+    /* A name or label made with instance_id: 1 when the instance that made
+     * it is dead; 0 when it lives, is of another scope, or is no instance
+     * id (not ours to judge). */
     int (*instance_dead)(const struct sbx_host *h, const char *name);
 };
 
@@ -401,16 +381,16 @@ struct sbx_host {
 
 /*
  * A box is one sandbox instance running the core's agent (sbx-agent) as its
- * pid 1 with the policy applied. The core speaks the agent protocol over the
+ * pid 1 with the policy applied. The core speaks its agent protocol over the
  * box's byte channel; the backend only builds, watches and destroys the box.
  */
 enum sbx_mount_flags {
     SBX_MOUNT_RW = 1u << 0, /* writable (the default is read-only) */
 };
 
-/* A host directory mounted into a box (ABI 1.2). The core only names
- * directories it made itself (dependency sets, install staging); target is
- * absolute, beneath /deps or /workspace, and mounted after the workspace. */
+/* ABI 1.2: a host directory the core made (a dependency set, install
+ * staging), mounted after the workspace at target (beneath /deps or
+ * /workspace). */
 struct sbx_mount {
     const char *source; /* absolute host path */
     const char *target; /* absolute path in the box */
@@ -432,10 +412,9 @@ struct sbx_box_spec {
     /* ABI 1.2 (read only when spec->size covers them) */
     const struct sbx_mount *mounts; /* host directories to mount, in order */
     size_t n_mounts;
-    /* Network SBX_NET_REGISTRIES or SBX_NET_ALLOWLIST: the core's filtering
-     * proxy, a unix socket on the host. The box gets a network namespace of
-     * its own with only loopback, and this socket at SBX_PROXY_SOCKET; the
-     * core has the agent relay a loopback port to it. NULL otherwise. */
+    /* Network registries or allowlist: the core's filtering proxy's host
+     * socket, to appear at SBX_PROXY_SOCKET in a box whose network is only
+     * loopback. NULL otherwise. */
     const char *proxy_socket;
     /* ABI 1.3 */
     uint32_t flags; /* enum sbx_box_flags */
@@ -443,14 +422,12 @@ struct sbx_box_spec {
 };
 
 enum sbx_box_flags {
-    /* The box only answers a probe (a language's version command): fetch
-     * nothing the host lacks (a container image); fail with
-     * SBX_E_UNAVAILABLE instead. The first real run fetches it. */
+    /* Only a version probe: fetch nothing the host lacks (an image), fail
+     * with SBX_E_UNAVAILABLE instead. */
     SBX_BOX_PROBE = 1u << 0,
 };
 
-/* Does a struct that starts with its size carry this field? (ABI minors
- * append fields; read one only when the other side filled it in.) */
+/* Does a struct that starts with its size carry this field (ABI minors)? */
 #define SBX_HAS_FIELD(type, s, field)                                                              \
     ((s)->size >= offsetof(type, field) + sizeof(((const type *)0)->field))
 
@@ -464,29 +441,43 @@ struct sbx_box_stats {
     int32_t reserved0;
 };
 
+/* Any thread, concurrently on different boxes (guard state); spec and all
+ * it points to are borrowed for the call. */
 struct sbx_backend_ops {
     uint32_t size;
     uint32_t reserved0;
-    /* Find out, by trying, what this backend can enforce here. Fills caps;
-     * returns 0, or an error when the backend cannot run at all. */
+    /* Find out, by trying, what this backend can enforce here: fill caps.
+     * Once, before the first box. 0, or SBX_E_UNAVAILABLE (or another code)
+     * when the backend cannot run here at all: it is then reported, unused. */
     int (*probe)(void *state, struct sbx_caps *caps, struct sbx_err *err);
-    /* Start a box whose agent is ready to read frames. (transfer full) */
+    /* Start a box whose agent is ready to read frames: 0 and *ret_box
+     * (transfer full: until box_close). SBX_E_UNAVAILABLE (tool, daemon,
+     * image missing), SBX_E_UNSUPPORTED (spec asks what it cannot enforce:
+     * fail closed), SBX_E_BACKEND, SBX_E_CANCELLED (cancel_fd), SBX_E_INVALID,
+     * SBX_E_LIMIT, SBX_E_NOMEM; on failure nothing of the box is left. */
     int (*box_open)(
             void *state, const struct sbx_box_spec *spec, void **ret_box, struct sbx_err *err);
-    int (*box_poll_fd)(void *box); /* readable when box_read would not block */
-    /* Channel I/O; like read(2)/write(2): bytes, 0 at end, -1 with errno. */
+    /* An fd readable when box_read would not block, valid until box_close
+     * (the core polls it, never closes it). */
+    int (*box_poll_fd)(void *box);
+    /* Channel I/O, non-blocking, like read(2)/write(2): bytes, 0 at end, -1
+     * with errno (EAGAIN: poll again). */
     int64_t (*box_read)(void *box, void *buf, size_t len);
     int64_t (*box_write)(void *box, const void *buf, size_t len);
-    int (*box_write_fd)(void *box); /* pollable for writing, non-blocking */
-    /* Kill everything in the box now; the box stays to be closed. */
+    int (*box_write_fd)(void *box); /* pollable for writing; as box_poll_fd */
+    /* Kill everything in the box now; the box stays to be closed. May come
+     * from another thread while box_read or box_write runs. 0, or < 0
+     * (ignored: box_close follows). */
     int (*box_kill)(void *box);
-    /* Destroy the box and everything in it; report stats. Frees box. */
+    /* Destroy the box and everything in it and fill stats (oom_killed,
+     * pids_limited: 1, 0, -1 unknown); frees box whatever it returns. 0, or
+     * SBX_E_BACKEND (say, the tool's own error) with err: the core reports
+     * it unless the run already ended normally. */
     int (*box_close)(void *box, struct sbx_box_stats *stats, struct sbx_err *err);
-    /* ABI 1.3, optional (NULL, or not covered by size, when the backend has
-     * no images): the identity of the image a box of spec would run (a
-     * container image's ID, fetched first when missing, as box_open would),
-     * NUL-terminated into ret_id. The core keys dependency sets by it, so an
-     * image re-tagged under the same name gets sets of its own. */
+    /* ABI 1.3, optional (NULL, or beyond size, without images): the ID of
+     * the image a box of spec would run (fetched as box_open would),
+     * NUL-terminated into ret_id; returns as box_open. The core keys
+     * dependency sets by it. */
     int (*image_id)(void *state, const struct sbx_box_spec *spec, char *ret_id, size_t len,
             struct sbx_err *err);
 };
@@ -530,18 +521,20 @@ struct sbx_install_ops {
     int (*add_file)(struct sbx_install *inst, const char *name, const char *data, size_t len);
 };
 
+/* Any thread, concurrently: state is read-only after init, or guarded. */
 struct sbx_language_ops {
     uint32_t size;
     uint32_t reserved0;
-    /* Check one library requirement against the ecosystem's grammar.
-     * SBX_E_INVALID with msg when it is not a valid name. */
+    /* Check one library requirement against the ecosystem's grammar: 0,
+     * or SBX_E_INVALID with msg (field "libraries"): the run is refused. */
     int (*check_library)(void *state, const char *spec, struct sbx_err *err);
-    /* Adjust the plan for this code (class names, test mode). Optional. */
+    /* Adjust the plan for this code (class names, test mode); job, ops and
+     * plan are the call's. Optional. 0, or < 0: an error of the run. */
     int (*prepare)(void *state, const struct sbx_lang_job *job, const struct sbx_plan_ops *ops,
             struct sbx_plan *plan, struct sbx_err *err);
-    /* ABI 1.2: make the files the manifest's install steps need from the
-     * libraries (each already accepted by check_library), e.g. Java's
-     * pom.xml. Optional. */
+    /* ABI 1.2: make the files the install steps need from the libraries
+     * (each accepted by check_library), e.g. Java's pom.xml; all borrowed
+     * for the call. Optional. 0, or < 0: the install fails. */
     int (*prepare_install)(void *state, const char *const *libraries, size_t n_libraries,
             const struct sbx_install_ops *ops, struct sbx_install *inst, struct sbx_err *err);
 };
@@ -550,6 +543,7 @@ struct sbx_language_ops {
 /* The descriptor                                                            */
 /* ------------------------------------------------------------------------ */
 
+/* The descriptor: static, valid while the library is loaded. */
 struct sbx_plugin {
     uint32_t abi_major;
     uint32_t abi_minor;
@@ -558,8 +552,10 @@ struct sbx_plugin {
     const char *name;                 /* must equal the manifest's name */
     const char *version;              /* must equal the manifest's version */
     const char *const *backend_names; /* backends: names served, NULL-terminated */
-    /* Called once after loading, for the manifest name the core loaded
-     * (one of backend_names). state is handed back to every hook. */
+    /* Once after loading, on the main thread, for the manifest name loaded
+     * (one of backend_names; valid until fini). host: valid until fini.
+     * *ret_state is handed back to every hook. 0, or < 0 with err: the
+     * plugin is reported broken and not used. Optional, as is fini. */
     int (*init)(
             const struct sbx_host *host, const char *name, void **ret_state, struct sbx_err *err);
     void (*fini)(void *state);
