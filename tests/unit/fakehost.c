@@ -26,6 +26,8 @@
 
 #include <llm-sandbox/plugin_kit.h>
 
+#include "golden.h"
+
 #define LABELS 32
 
 struct sbx_proc {
@@ -372,29 +374,5 @@ void fake_host_free(void)
 
 void fake_host_check_golden(const char *name)
 {
-    const char *src = getenv("SBX_SOURCE_DIR"), *got = fake_host_transcript();
-    char path[4096], *want;
-    FILE *f;
-    long n;
-
-    snprintf(path, sizeof(path), "%s/tests/golden/runner/%s.txt", src ? src : ".", name);
-    if (getenv("SBX_UPDATE_GOLDEN")) {
-        f = fopen(path, "w");
-        assert_non_null(f);
-        fputs(got, f);
-        fclose(f);
-    }
-    f = fopen(path, "r");
-    if (!f)
-        fail_msg("missing golden file %s (run with SBX_UPDATE_GOLDEN=1)", path);
-    fseek(f, 0, SEEK_END);
-    n = ftell(f);
-    rewind(f);
-    want = calloc(1, (size_t)n + 1);
-    assert_non_null(want);
-    assert_int_equal(fread(want, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    if (strcmp(want, got) != 0)
-        fail_msg("%s differs from the golden file %s:\n--- got ---\n%s", name, path, got);
-    free(want);
+    golden_check("runner", name, "txt", fake_host_transcript());
 }

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "golden.h"
 #include "translate.h"
 
 static const struct jail_top merged[] = {
@@ -79,30 +80,9 @@ static char *join(const struct bwrap_argv *av)
 
 static void check_golden(const char *name, const struct bwrap_argv *av)
 {
-    const char *src = getenv("SBX_SOURCE_DIR");
-    char path[4096], *want = NULL, *got = join(av);
-    FILE *f;
-    long n;
+    char *got = join(av);
 
-    snprintf(path, sizeof(path), "%s/tests/golden/bwrap/%s.argv", src ? src : ".", name);
-    if (getenv("SBX_UPDATE_GOLDEN")) {
-        f = fopen(path, "w");
-        assert_non_null(f);
-        fputs(got, f);
-        fclose(f);
-    }
-    f = fopen(path, "r");
-    if (!f)
-        fail_msg("missing golden file %s (run with SBX_UPDATE_GOLDEN=1)", path);
-    fseek(f, 0, SEEK_END);
-    n = ftell(f);
-    rewind(f);
-    want = calloc(1, (size_t)n + 1);
-    assert_int_equal(fread(want, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    if (strcmp(want, got) != 0)
-        fail_msg("%s differs from the golden file %s:\n--- got ---\n%s", name, path, got);
-    free(want);
+    golden_check("bwrap", name, "argv", got);
     free(got);
 }
 

@@ -20,20 +20,8 @@
 #include <string.h>
 
 #include "docker.h"
+#include "golden.h"
 #include "translate.h"
-
-/* translate.c reports through api.c's helper; this is the same contract. */
-int dk_fail(struct sbx_err *err, int rc, int sys_errno, const char *fmt, ...)
-{
-    va_list ap;
-
-    err->rc = rc;
-    err->sys_errno = sys_errno;
-    va_start(ap, fmt);
-    vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-    va_end(ap);
-    return rc;
-}
 
 static const struct sbx_seccomp_rule rule_set[] = {
         {.name = "read"},
@@ -77,34 +65,6 @@ static struct dk_input base_input(const struct sbx_policy *p)
             .gid = 1879048192};
 }
 
-static void check_golden(const char *name, const char *got)
-{
-    const char *src = getenv("SBX_SOURCE_DIR");
-    char path[4096], *want;
-    FILE *f;
-    long n;
-
-    snprintf(path, sizeof(path), "%s/tests/golden/docker/%s.json", src ? src : ".", name);
-    if (getenv("SBX_UPDATE_GOLDEN")) {
-        f = fopen(path, "w");
-        assert_non_null(f);
-        fprintf(f, "%s\n", got);
-        fclose(f);
-    }
-    f = fopen(path, "r");
-    if (!f)
-        fail_msg("missing golden file %s (run with SBX_UPDATE_GOLDEN=1)", path);
-    fseek(f, 0, SEEK_END);
-    n = ftell(f);
-    rewind(f);
-    want = calloc(1, (size_t)n + 1);
-    assert_int_equal(fread(want, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    if (n < 1 || strncmp(want, got, (size_t)n - 1) != 0 || strlen(got) != (size_t)n - 1)
-        fail_msg("%s differs from the golden file %s:\n--- got ---\n%s", name, path, got);
-    free(want);
-}
-
 /* The body with the (long, separately pinned) seccomp profile replaced. */
 static void check_body(const char *name, const struct dk_input *in)
 {
@@ -119,7 +79,7 @@ static void check_body(const char *name, const struct dk_input *in)
             json_object_get_string(json_object_array_get_idx(sec, 0)), "no-new-privileges");
     assert_memory_equal(json_object_get_string(json_object_array_get_idx(sec, 1)), "seccomp={", 9);
     json_object_array_put_idx(sec, 1, json_object_new_string("seccomp=<seccomp.json>"));
-    check_golden(name,
+    golden_check("docker", name, "json",
             json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
                                                       JSON_C_TO_STRING_NOSLASHESCAPE));
     json_object_put(o);
@@ -162,7 +122,7 @@ static void test_podman(void **state)
     in.seccomp_path = "/proc/42/fd/7";
     o = dk_translate(&in, &err);
     assert_non_null(o);
-    check_golden("podman",
+    golden_check("docker", "podman", "json",
             json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
                                                       JSON_C_TO_STRING_NOSLASHESCAPE));
     json_object_put(o);
@@ -192,7 +152,7 @@ static void test_seccomp_profile(void **state)
 
     (void)state;
     assert_non_null(o);
-    check_golden("seccomp",
+    golden_check("docker", "seccomp", "json",
             json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED));
     json_object_put(o);
     free(text);

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "golden.h"
 #include "translate.h"
 
 static const struct jail_top merged[] = {
@@ -62,30 +63,7 @@ static struct nsjail_input base_input(const struct sbx_policy *p)
 
 static void check_golden(const char *name, const struct nsjail_config *cfg)
 {
-    const char *src = getenv("SBX_SOURCE_DIR");
-    char path[4096], *want = NULL;
-    FILE *f;
-    long n;
-
-    snprintf(path, sizeof(path), "%s/tests/golden/nsjail/%s.cfg", src ? src : ".", name);
-    if (getenv("SBX_UPDATE_GOLDEN")) {
-        f = fopen(path, "w");
-        assert_non_null(f);
-        fputs(cfg->text, f);
-        fclose(f);
-    }
-    f = fopen(path, "r");
-    if (!f)
-        fail_msg("missing golden file %s (run with SBX_UPDATE_GOLDEN=1)", path);
-    fseek(f, 0, SEEK_END);
-    n = ftell(f);
-    rewind(f);
-    want = calloc(1, (size_t)n + 1);
-    assert_int_equal(fread(want, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    if (strcmp(want, cfg->text) != 0)
-        fail_msg("%s differs from the golden file %s:\n--- got ---\n%s", name, path, cfg->text);
-    free(want);
+    golden_check("nsjail", name, "cfg", cfg->text);
 }
 
 static struct nsjail_config *translate_ok(const struct nsjail_input *in)
