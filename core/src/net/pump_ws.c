@@ -202,8 +202,8 @@ static void take_user(struct pump_ws *w, struct pump_ring *out, int fd, bool *us
         }
         flags = w->piece[0];
         if (flags & PUMP_WS_CLOSE) {
-            send_close(
-                    w, out, n >= 3 ? (uint16_t)(w->piece[1] << 8 | w->piece[2]) : WS_CLOSE_NORMAL);
+            send_close(w, out,
+                    (uint16_t)(n >= 3 ? (w->piece[1] << 8 | w->piece[2]) : WS_CLOSE_NORMAL));
             continue;
         }
         opcode = w->user_frag                  ? WS_OP_CONTINUATION
