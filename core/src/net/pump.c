@@ -216,7 +216,8 @@ int pump_start(const struct pump_io *io, enum pump_mode mode, const void *pendin
         pump_free(p);
         return sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
     }
-    memcpy(p->down.buf, pending, n_pending);
+    if (n_pending) /* pending may be NULL: nothing came with the head */
+        memcpy(p->down.buf, pending, n_pending);
     p->down.len = n_pending;
     if (socketpair(AF_UNIX,
                 (mode == PUMP_WS ? SOCK_SEQPACKET : SOCK_STREAM) | SOCK_CLOEXEC | SOCK_NONBLOCK, 0,
