@@ -56,7 +56,9 @@
 # It passes only when the check fails at root/mcp-setup with that message.
 #
 # Docker/podman daemons that apt's postinst scripts would start are held
-# back with a policy-rc.d (the roots share the host's network namespace).
+# back with a policy-rc.d (the roots share the host's network namespace),
+# and dpkg runs with force-unsafe-io (no fsync per file), both as in
+# Debian's own container images and only in the scratch copies.
 # Heavy work runs under nice -n 19 ionice -c3. Needs root, debootstrap,
 # unshare and pivot_root (util-linux).
 set -eu
@@ -189,6 +191,7 @@ bare_root() {
 
 FAILED=""
 SUMMARY=""
+DPKG_NOISE='^(Selecting previously unselected|Preparing to unpack|Unpacking |Setting up |Processing triggers for|\(Reading database|update-alternatives: |Created symlink |Adding |Updating certificates|done\.$)'
 
 # step PASS NAME WHAT CMD: run CMD (bash, in the clone) in the pass's root;
 # WHAT says what it installs and from where.
@@ -198,8 +201,10 @@ step() {
     printf '    $ %s\n' "$cmd"
     start=$(date +%s)
     set +e
+    # dpkg's per-package lines (a thousand for install-deps) go to the log only
     enter "$PASS_ROOT" "$PASS_WHO" "$PASS_BINDS" /bin/bash -c "set -eu; cd ~/llm-sandbox; $cmd" \
-        </dev/null 2>&1 | tee -a "$PASS_LOG" | sed -u 's/^/    | /'
+        </dev/null 2>&1 | tee -a "$PASS_LOG" | grep --line-buffered -vE "$DPKG_NOISE" |
+        sed -u 's/^/    | /'
     rc=${PIPESTATUS[0]}
     set -e
     SUMMARY="$SUMMARY$(printf '  %-28s %5s s  %s' "$pass/$name" "$(($(date +%s) - start))" \
@@ -237,6 +242,9 @@ run_pass() {
     # own container images do.
     printf '#!/bin/sh\nexit 101\n' >"$PASS_ROOT/usr/sbin/policy-rc.d"
     chmod 0755 "$PASS_ROOT/usr/sbin/policy-rc.d"
+    # dpkg without an fsync per file, as in Debian's own container images:
+    # the same files installed, minutes less on this disk.
+    echo force-unsafe-io >"$PASS_ROOT/etc/dpkg/dpkg.cfg.d/fresh-check-unsafe-io"
     local cas
     cas=$(find /usr/local/share/ca-certificates -name '*.crt' 2>/dev/null || true)
     if [ -n "$cas" ]; then
