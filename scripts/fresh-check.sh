@@ -197,7 +197,7 @@ DPKG_NOISE='^(Selecting previously unselected|Preparing to unpack|Unpacking |Set
 # WHAT says what it installs and from where.
 step() {
     local pass=$1 name=$2 what=$3 cmd=$4 start rc
-    printf '\n==> %s/%s: %s\n' "$pass" "$name" "$what"
+    printf '\n==> %s/%s (at +%s s): %s\n' "$pass" "$name" "$(($(date +%s) - T0))" "$what"
     printf '    $ %s\n' "$cmd"
     start=$(date +%s)
     set +e
@@ -345,102 +345,109 @@ PY
 
 # ---------------------------------------------------------------------------
 
-PASSES="root user"
-COLD=""
-KEEP=""
-INJECT=""
-IMAGE_CACHE=""
-while [ $# -gt 0 ]; do
-    case $1 in
-        --only)
-            [ $# -ge 2 ] && { [ "$2" = root ] || [ "$2" = user ]; } ||
-                die "--only takes root or user"
-            PASSES=$2
-            shift 2
-            ;;
-        --cold) COLD=1; shift ;;
-        --keep) KEEP=1; shift ;;
-        --self-test) INJECT=1; PASSES=root; shift ;;
-        --enter)
-            [ $# -ge 2 ] || die "--enter takes a kept root directory"
-            dir=$2
-            who=root
-            shift 2
-            if [ "${1:-}" = --user ]; then
-                who=$USER_NAME
-                shift
-            fi
-            [ -d "$dir/etc" ] || die "$dir is not a root directory"
-            [ $# -gt 0 ] || set -- /bin/bash -l
-            exec_binds=""
-            [ -d "$FRESH/cache/apt-archives" ] && exec_binds="$FRESH/cache/apt-archives /var/cache/apt/archives"
-            enter "$dir" "$who" "$exec_binds" "$@"
-            exit $?
-            ;;
-        -h | --help)
-            sed -n '3,/^set -eu/p' "$0" | sed -e 's/^# \{0,1\}//' -e '/^set -eu/d'
+# The whole run is a function, called on the last line: bash has read the
+# entire file before anything runs, so editing the script during a run
+# cannot change what that run does.
+main() {
+    PASSES="root user"
+    COLD=""
+    KEEP=""
+    INJECT=""
+    IMAGE_CACHE=""
+    while [ $# -gt 0 ]; do
+        case $1 in
+            --only)
+                [ $# -ge 2 ] && { [ "$2" = root ] || [ "$2" = user ]; } ||
+                    die "--only takes root or user"
+                PASSES=$2
+                shift 2
+                ;;
+            --cold) COLD=1; shift ;;
+            --keep) KEEP=1; shift ;;
+            --self-test) INJECT=1; PASSES=root; shift ;;
+            --enter)
+                [ $# -ge 2 ] || die "--enter takes a kept root directory"
+                dir=$2
+                who=root
+                shift 2
+                if [ "${1:-}" = --user ]; then
+                    who=$USER_NAME
+                    shift
+                fi
+                [ -d "$dir/etc" ] || die "$dir is not a root directory"
+                [ $# -gt 0 ] || set -- /bin/bash -l
+                # no caches bound: a running check may hold apt's lock on them
+                enter "$dir" "$who" "" "$@"
+                exit $?
+                ;;
+            -h | --help)
+                sed -n '3,/^set -eu/p' "$0" | sed -e 's/^# \{0,1\}//' -e '/^set -eu/d'
+                exit 0
+                ;;
+            *) die "unknown argument: $1 (see --help)" ;;
+        esac
+    done
+
+    [ "$(id -u)" -eq 0 ] || die "needs root (it builds and enters root filesystems)"
+    for tool in unshare pivot_root git tar; do
+        command -v "$tool" >/dev/null 2>&1 || die "needs $tool on this host"
+    done
+    REV=$(git -C "$SRC" rev-parse HEAD)
+    if [ -n "$(git -C "$SRC" status --porcelain --untracked-files=no)" ]; then
+        say "note: $SRC has uncommitted changes; the check clones HEAD ($REV) without them"
+    fi
+
+    mkdir -p "$FRESH"
+    exec 8>"$FRESH/lock"
+    if ! flock -n 8; then
+        say "waiting for another fresh-check to finish"
+        flock 8
+    fi
+
+    T0=$(date +%s)
+    bare_root
+
+    WORK=$(mktemp -d "$FRESH/work.XXXXXX")
+    LOGS=$WORK/logs
+    mkdir -p "$LOGS"
+    cleanup() {
+        # The mounts live in the passes' own namespaces; never delete through
+        # one that is somehow visible here.
+        if grep -q " $WORK/" /proc/self/mountinfo; then
+            say "leaving $WORK: something is still mounted under it" >&2
+        elif [ -n "$KEEP" ]; then
+            say "kept: $WORK (enter with: $0 --enter $WORK/PASS/root [--user])"
+        else
+            rm -rf "$WORK"
+        fi
+    }
+    trap cleanup EXIT
+    say "checking $REV in a bare Debian 12 ($([ -n "$COLD" ] && echo "cold: no caches" || echo "caches: $FRESH/cache"))"
+
+    for pass in $PASSES; do
+        run_pass "$pass"
+        [ -z "$FAILED" ] || break
+    done
+
+    printf '\nfresh-check: steps (wall time)\n%s' "$SUMMARY"
+    printf '  total %s s\n' "$(($(date +%s) - T0))"
+    if [ -n "$INJECT" ]; then
+        if [ "$FAILED" = root/mcp-setup ] && grep -q "needs npm >= 10" "$LOGS/root.log"; then
+            say "self-test passed: the injected npm >= 10 requirement made step root/mcp-setup fail"
             exit 0
-            ;;
-        *) die "unknown argument: $1 (see --help)" ;;
-    esac
-done
-
-[ "$(id -u)" -eq 0 ] || die "needs root (it builds and enters root filesystems)"
-for tool in unshare pivot_root git tar; do
-    command -v "$tool" >/dev/null 2>&1 || die "needs $tool on this host"
-done
-REV=$(git -C "$SRC" rev-parse HEAD)
-if [ -n "$(git -C "$SRC" status --porcelain --untracked-files=no)" ]; then
-    say "note: $SRC has uncommitted changes; the check clones HEAD ($REV) without them"
-fi
-
-mkdir -p "$FRESH"
-exec 8>"$FRESH/lock"
-if ! flock -n 8; then
-    say "waiting for another fresh-check to finish"
-    flock 8
-fi
-
-T0=$(date +%s)
-bare_root
-
-WORK=$(mktemp -d "$FRESH/work.XXXXXX")
-LOGS=$WORK/logs
-mkdir -p "$LOGS"
-cleanup() {
-    # The mounts live in the passes' own namespaces; never delete through
-    # one that is somehow visible here.
-    if grep -q " $WORK/" /proc/self/mountinfo; then
-        say "leaving $WORK: something is still mounted under it" >&2
-    elif [ -n "$KEEP" ]; then
-        say "kept: $WORK (enter with: $0 --enter $WORK/PASS/root [--user])"
-    else
-        rm -rf "$WORK"
+        fi
+        say "self-test FAILED: expected step root/mcp-setup to fail on the injected npm >= 10 requirement, got: ${FAILED:-no failure}"
+        exit 1
     fi
+    if [ -n "$FAILED" ]; then
+        # the saved logs outlive the scratch roots
+        mkdir -p "$FRESH/logs"
+        cp "$LOGS"/*.log "$FRESH/logs/"
+        say "FAILED at step $FAILED (logs: $FRESH/logs/)"
+        exit 1
+    fi
+    say "passed ($PASSES: every step, $(($(date +%s) - T0)) s)"
 }
-trap cleanup EXIT
-say "checking $REV in a bare Debian 12 ($([ -n "$COLD" ] && echo "cold: no caches" || echo "caches: $FRESH/cache"))"
 
-for pass in $PASSES; do
-    run_pass "$pass"
-    [ -z "$FAILED" ] || break
-done
-
-printf '\nfresh-check: steps (wall time)\n%s' "$SUMMARY"
-printf '  total %s s\n' "$(($(date +%s) - T0))"
-if [ -n "$INJECT" ]; then
-    if [ "$FAILED" = root/mcp-setup ] && grep -q "needs npm >= 10" "$LOGS/root.log"; then
-        say "self-test passed: the injected npm >= 10 requirement made step root/mcp-setup fail"
-        exit 0
-    fi
-    say "self-test FAILED: expected step root/mcp-setup to fail on the injected npm >= 10 requirement, got: ${FAILED:-no failure}"
-    exit 1
-fi
-if [ -n "$FAILED" ]; then
-    # the saved logs outlive the scratch roots
-    mkdir -p "$FRESH/logs"
-    cp "$LOGS"/*.log "$FRESH/logs/"
-    say "FAILED at step $FAILED (logs: $FRESH/logs/)"
-    exit 1
-fi
-say "passed ($PASSES: every step, $(($(date +%s) - T0)) s)"
+main "$@"
+exit $?
