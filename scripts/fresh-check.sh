@@ -233,29 +233,44 @@ run_pass() {
     start=$(date +%s)
 
     printf '\n==> %s/prepare: a copy of the bare root, a clone of %s at %s\n' "$pass" "$SRC" "$REV"
-    mkdir -p "$PASS_ROOT"
-    tar -C "$PASS_ROOT" --numeric-owner -xf "$ROOT_TAR"
-    cp /etc/resolv.conf "$PASS_ROOT/etc/resolv.conf"
-    cp /etc/hosts "$PASS_ROOT/etc/hosts"
-    # apt's postinst scripts would start dockerd, containerd, podman's
-    # units... in the host's network namespace: hold them back, as Debian's
-    # own container images do.
-    printf '#!/bin/sh\nexit 101\n' >"$PASS_ROOT/usr/sbin/policy-rc.d"
-    chmod 0755 "$PASS_ROOT/usr/sbin/policy-rc.d"
-    # dpkg without an fsync per file, as in Debian's own container images:
-    # the same files installed, minutes less on this disk.
-    echo force-unsafe-io >"$PASS_ROOT/etc/dpkg/dpkg.cfg.d/fresh-check-unsafe-io"
-    local cas
-    cas=$(find /usr/local/share/ca-certificates -name '*.crt' 2>/dev/null || true)
-    if [ -n "$cas" ]; then
-        # shellcheck disable=SC2086
-        cp $cas "$PASS_ROOT/usr/local/share/ca-certificates/"
+    # the copy and the clone, host side; a failure names this step
+    set +e
+    (
+        set -e
+        mkdir -p "$PASS_ROOT"
+        tar -C "$PASS_ROOT" --numeric-owner -xf "$ROOT_TAR"
+        cp /etc/resolv.conf "$PASS_ROOT/etc/resolv.conf"
+        cp /etc/hosts "$PASS_ROOT/etc/hosts"
+        # apt's postinst scripts would start dockerd, containerd, podman's
+        # units... in the host's network namespace: hold them back, as Debian's
+        # own container images do.
+        printf '#!/bin/sh\nexit 101\n' >"$PASS_ROOT/usr/sbin/policy-rc.d"
+        chmod 0755 "$PASS_ROOT/usr/sbin/policy-rc.d"
+        # dpkg without an fsync per file, as in Debian's own container images:
+        # the same files installed, minutes less on this disk.
+        echo force-unsafe-io >"$PASS_ROOT/etc/dpkg/dpkg.cfg.d/fresh-check-unsafe-io"
+        local cas
+        cas=$(find /usr/local/share/ca-certificates -name '*.crt' 2>/dev/null || true)
+        if [ -n "$cas" ]; then
+            # shellcheck disable=SC2086
+            cp $cas "$PASS_ROOT/usr/local/share/ca-certificates/"
+        fi
+        mkdir -p "$PASS_ROOT$home"
+        git clone -q --no-hardlinks "$SRC" "$PASS_ROOT$home/llm-sandbox"
+        git -C "$PASS_ROOT$home/llm-sandbox" checkout -q --detach "$REV"
+    ) >>"$PASS_LOG" 2>&1
+    local rc=$?
+    set -e
+    if [ "$rc" -ne 0 ]; then
+        FAILED="$pass/prepare"
+        tail -n 20 "$PASS_LOG" >&2
+        say "step $pass/prepare failed: the copy of the bare root or the clone (exit $rc; log: $PASS_LOG)" >&2
+        return
     fi
-    mkdir -p "$PASS_ROOT$home"
-    git clone -q --no-hardlinks "$SRC" "$PASS_ROOT$home/llm-sandbox"
-    git -C "$PASS_ROOT$home/llm-sandbox" checkout -q --detach "$REV"
-    if [ -n "$INJECT" ]; then
-        inject "$PASS_ROOT$home/llm-sandbox"
+    if [ -n "$INJECT" ] && ! inject "$PASS_ROOT$home/llm-sandbox"; then
+        FAILED="$pass/prepare"
+        say "step $pass/prepare failed: the self-test could not change the clone's setup.sh" >&2
+        return
     fi
 
     PASS_BINDS=""
@@ -286,12 +301,12 @@ chown -R $USER_NAME: $home"
     fi
     set +e
     enter "$PASS_ROOT" root "$PASS_BINDS" /bin/sh -euc "$setup" </dev/null >>"$PASS_LOG" 2>&1
-    local rc=$?
+    rc=$?
     set -e
     if [ "$rc" -ne 0 ]; then
         FAILED="$pass/prepare"
         tail -n 20 "$PASS_LOG" >&2
-        say "step $pass/prepare failed (exit $rc; log: $PASS_LOG)" >&2
+        say "step $pass/prepare failed: CA certificates or the user in the root (exit $rc; log: $PASS_LOG)" >&2
         return
     fi
     SUMMARY="$SUMMARY$(printf '  %-28s %5s s  ok' "$pass/prepare" "$(($(date +%s) - start))")
@@ -330,7 +345,7 @@ chown -R $USER_NAME: $home"
 # depended on a feature only this machine's npm has.
 inject() {
     local f=$1/tests/mcp/setup.sh
-    /usr/bin/python3 - "$f" <<'PY'
+    if ! /usr/bin/python3 - "$f" <<'PY'
 import sys
 path = sys.argv[1]
 text = open(path).read()
@@ -340,6 +355,9 @@ check = ('[ "$(npm --version | cut -d. -f1)" -ge 10 ] || '
          '{ say "needs npm >= 10, this is npm $(npm --version)"; exit 1; }\n')
 open(path, "w").write(text.replace(anchor, check + anchor, 1))
 PY
+    then
+        return 1
+    fi
     say "self-test: injected into the clone's tests/mcp/setup.sh: a requirement of npm >= 10"
 }
 
@@ -408,8 +426,10 @@ main() {
     bare_root
 
     WORK=$(mktemp -d "$FRESH/work.XXXXXX")
-    LOGS=$WORK/logs
+    # the last run's logs, one per pass, outside the scratch roots
+    LOGS=$FRESH/logs
     mkdir -p "$LOGS"
+    rm -f "$LOGS"/*.log
     cleanup() {
         # The mounts live in the passes' own namespaces; never delete through
         # one that is somehow visible here.
@@ -431,22 +451,26 @@ main() {
 
     printf '\nfresh-check: steps (wall time)\n%s' "$SUMMARY"
     printf '  total %s s\n' "$(($(date +%s) - T0))"
+    local verdict rc=1
+    say "logs: $LOGS/"
     if [ -n "$INJECT" ]; then
         if [ "$FAILED" = root/mcp-setup ] && grep -q "needs npm >= 10" "$LOGS/root.log"; then
-            say "self-test passed: the injected npm >= 10 requirement made step root/mcp-setup fail"
-            exit 0
+            verdict="self-test passed: the injected npm >= 10 requirement made step root/mcp-setup fail"
+            rc=0
+        else
+            verdict="self-test FAILED: expected step root/mcp-setup to fail on the injected npm >= 10 requirement, got: ${FAILED:-no failure}"
         fi
-        say "self-test FAILED: expected step root/mcp-setup to fail on the injected npm >= 10 requirement, got: ${FAILED:-no failure}"
-        exit 1
+    elif [ -n "$FAILED" ]; then
+        verdict="FAILED at step $FAILED"
+    else
+        verdict="passed ($PASSES: every step, $(($(date +%s) - T0)) s)"
+        rc=0
     fi
-    if [ -n "$FAILED" ]; then
-        # the saved logs outlive the scratch roots
-        mkdir -p "$FRESH/logs"
-        cp "$LOGS"/*.log "$FRESH/logs/"
-        say "FAILED at step $FAILED (logs: $FRESH/logs/)"
-        exit 1
-    fi
-    say "passed ($PASSES: every step, $(($(date +%s) - T0)) s)"
+    # the verdict is the last line
+    trap - EXIT
+    cleanup
+    say "$verdict"
+    exit "$rc"
 }
 
 main "$@"
