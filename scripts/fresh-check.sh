@@ -525,12 +525,13 @@ main() {
     elif [ -n "$FAILED" ]; then
         verdict="FAILED at step $FAILED"
     else
-        verdict="passed ($PASSES: every step, $(($(date +%s) - T0)) s)"
+        verdict="passed ($PASSES: every step"
         rc=0
     fi
-    # the verdict is the last line
+    # the verdict is the last line; the time includes removing the layers
     trap - EXIT
     cleanup
+    [ "$rc" -ne 0 ] || [ -n "$INJECT" ] || verdict="$verdict, $(($(date +%s) - T0)) s in all)"
     say "$verdict"
     exit "$rc"
 }
