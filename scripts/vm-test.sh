@@ -28,7 +28,7 @@ set -eu -o pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 mode=quick
 settings="a b c d"
-suites="integration.bwrap integration.nsjail security.bwrap security.nsjail"
+suites=""
 pytest_k=""
 deadline=""
 build=$src/build-vm
@@ -52,6 +52,10 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
+if [ -z "$suites" ]; then
+    suites="integration.bwrap integration.nsjail"
+    [ "$mode" = quick ] || suites="$suites security.bwrap security.nsjail"
+fi
 for s in $settings; do
     case $s in a|b|c|d) ;; *) die "unknown setting $s (a, b, c, d)" ;; esac
 done
@@ -116,6 +120,7 @@ case $build/ in
     "$src"/*) ;;
     *) build_share=$build ;;
 esac
+cp "$src/tests/vm/guest-run.sh" "$results/guest-run.sh"
 cat >"$results/env" <<EOF
 SBX_VM_SRC='$src'
 SBX_VM_BUILD='$build'
@@ -135,9 +140,9 @@ accel=${SBX_VM_ACCEL:-}
 if [ -z "$accel" ]; then
     accel=tcg
     if [ -w /dev/kvm ]; then
-        timeout 15 qemu-system-x86_64 -accel kvm -cpu host -m 512 -nodefaults -display none \
+        { timeout 15 qemu-system-x86_64 -accel kvm -cpu host -m 512 -nodefaults -display none \
             -no-reboot -kernel "$image/vmlinuz" -append 'console=ttyS0 panic=-1' \
-            -serial "file:$run/kvm-probe.log" >"$run/kvm-probe.err" 2>&1 || true
+            -serial "file:$run/kvm-probe.log" >"$run/kvm-probe.err" 2>&1 || true; } 2>/dev/null
         if grep -q "Linux version" "$run/kvm-probe.log" 2>/dev/null; then
             accel=kvm
         else
