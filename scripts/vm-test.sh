@@ -218,6 +218,12 @@ case $outcome in
         tail -n 25 "$results/serial0.log" 2>/dev/null | tr -d '\r' | sed 's/^/  /'
         say "last of serial1.log (user console):"
         tail -n 10 "$results/serial1.log" 2>/dev/null | tr -d '\r' | sed 's/^/  /'
+        for f in "$results"/?/*.log; do
+            [ -f "$f" ] && [ ! -f "${f%.log}.rc" ] || continue
+            say "unfinished ${f#"$results"/} (pytest progress so far):"
+            tail -c 400 "$f" | tr -d '\r' | sed 's/^/  /'
+            echo
+        done
         ;;
 esac
 

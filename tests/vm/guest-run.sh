@@ -65,6 +65,7 @@ cgroup_facts() {
     done
     echo "## processes in $d"
     for p in $(cat "$d/cgroup.procs" 2>/dev/null); do
+        [ -r "/proc/$p/cmdline" ] || continue  # gone (this loop's own subshells)
         printf '%s %s\n' "$p" "$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | cut -c1-100)"
     done
     echo "## cgroups under $d"
@@ -112,7 +113,12 @@ run_suite() {
     progress "setting $setting: $suite start"
     t0=$(date +%s)
     rc=0
-    (cd /tmp && timeout -k 30 "$SBX_VM_SUITE_TIMEOUT" env \
+    # SIGINT first: pytest stops as on ^C and still writes its junit xml
+    # and summary, so a suite that overruns keeps what it found. The soak
+    # runs 50 times, as ctest's security.docker does (1,000 under TCG take
+    # most of an hour).
+    (cd /tmp && timeout -s INT -k 60 "$SBX_VM_SUITE_TIMEOUT" env \
+        SBX_SOAK_RUNS="${SBX_VM_SOAK_RUNS:-50}" \
         SBX_BUILD_DIR="$SBX_VM_BUILD" SBX_SOURCE_DIR="$SBX_VM_SRC" SBX_BIN="$BIN" \
         SBX_AGENT="$SBX_VM_BUILD/libexec/llm-sandbox/sbx-agent" \
         SBX_TEST_PLUGINS="$SBX_VM_BUILD/tests/plugins" SBX_TEST_BACKEND="$backend" \
