@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * translate.h: policy -> Microsoft MXC's one-shot configuration (contract
+ * version 1.0.0), a pure function (no I/O) so golden tests pin it
+ * (tests/golden/mxc/). The runner makes the box's directory, copies the
+ * agent and filters the paths by what exists; the translator only arranges.
+ */
+#ifndef MXC_TRANSLATE_H
+#define MXC_TRANSLATE_H
+
+#include <json-c/json.h>
+
+#include <llm-sandbox/plugin.h>
+
+#include "localjail.h"
+
+/* The contract version we write, one of those lxc-exec 1.0.1 accepts. */
+#define MXC_CONTRACT_VERSION "1.0.0"
+/* Seconds past the box's wall time before MXC's own timeout ends it: a
+ * backstop, never the limit (the core's deadline fires first). */
+#define MXC_TIMEOUT_SLACK_MS 60000u
+
+/* Which executor reads the configuration: the paths' syntax and how the
+ * command line is parsed differ (sh -c on Linux, CreateProcess on Windows). */
+enum mxc_target {
+    MXC_TARGET_LINUX = 0,   /* lxc-exec: bubblewrap */
+    MXC_TARGET_WINDOWS = 1, /* wxc-exec.exe: ProcessContainer (unverified) */
+};
+
+/* Host paths every Linux box sees read-only besides MXC's own system
+ * directories (MXC binds /usr/bin, /usr/lib, ... but not /usr/local or
+ * /usr/include), and the /etc files runtimes need: /etc itself is denied
+ * (MXC would show all of it), these come back one by one. */
+#define MXC_LINUX_RO_PATHS "/usr", JAIL_ETC_FILES
+/* Host paths a Linux box must not see: MXC binds the host's whole /etc. */
+#define MXC_LINUX_DENIED "/etc", "/root", "/home"
+
+struct mxc_input {
+    const struct sbx_policy *policy;
+    enum mxc_target target;
+    const char *agent;         /* host path of the box's agent copy, bound read-only */
+    const char *workspace;     /* host path of the box's workspace: the cwd, read-write */
+    const char *const *envp;   /* the agent's environment, exactly (NULL-terminated) */
+    const char *const *ro;     /* other host paths read-only, each present (or NULL) */
+    const char *const *denied; /* host paths denied (or NULL) */
+};
+
+/* The configuration (transfer full: json_object_put), or NULL with err
+ * filled: SBX_E_INVALID (a path that is not absolute for the target, a
+ * character the command line cannot carry), SBX_E_UNSUPPORTED (a network
+ * mode MXC cannot give the box: field "network"), SBX_E_NOMEM. */
+struct json_object *mxc_translate(const struct mxc_input *in, struct sbx_err *err);
+
+#endif
