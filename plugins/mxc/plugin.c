@@ -21,6 +21,7 @@ static int mxc_init(
 
 static void mxc_fini(void *state)
 {
+    mxc_agent_remove(state);
     free(state);
 }
 

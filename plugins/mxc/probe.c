@@ -2,9 +2,9 @@
 /*
  * probe.c: find MXC's Linux executor (lxc-exec: never downloaded here;
  * scripts/mxc-executor.sh fetches it for the tests) and the bwrap it runs,
- * sweep box directories dead instances left, and prove the backend works by
- * opening and closing a real box. Fills the capability report from what
- * MXC does and what the core adds around it (README.md's table).
+ * copy the agent where boxes can bind it (sweeping the copies of dead
+ * instances), and prove the backend works by opening and closing a real box. Fills the capability
+ * report from what MXC does and what the core adds around it (README.md's table).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -64,7 +64,7 @@ static int find_tools(struct mxc_state *st, struct sbx_err *err)
     if (st->work_dir[0] != '/' || stat(st->work_dir, &s) < 0 || !S_ISDIR(s.st_mode) ||
             access(st->work_dir, W_OK | X_OK) < 0)
         return jail_fail(err, SBX_E_UNAVAILABLE, errno,
-                "the box directory '%s' is not a writable directory (setting "
+                "'%s' is not a writable directory for the agent's copy (setting "
                 "LLM_SANDBOX_MXC_WORK_DIR)",
                 st->work_dir);
     return 0;
@@ -74,15 +74,13 @@ static void report(const struct mxc_state *st, struct sbx_caps *caps)
 {
     const struct sbx_host *h = st->h;
     char note[120];
-    uint32_t uid, gid;
 
     jail_cap(caps, SBX_CTL_WALL_TIME, SBX_ENF_FULL,
             "core deadline, then SIGKILL of lxc-exec's process group (and the cgroup)");
     jail_cap(caps, SBX_CTL_OUTPUT, SBX_ENF_FULL, "capped by the core while streaming");
     jail_cap(caps, SBX_CTL_FILE_SIZE, SBX_ENF_FULL, "RLIMIT_FSIZE, set by the agent");
-    snprintf(note, sizeof(note), "MXC sizes nothing: the workspace is a host directory in %.60s",
-            st->work_dir);
-    jail_cap(caps, SBX_CTL_WORKSPACE, SBX_ENF_NONE, note);
+    jail_cap(caps, SBX_CTL_WORKSPACE, SBX_ENF_NONE,
+            "MXC's tmpfs (/workspace, /tmp) have no size of their own");
     jail_cap(caps, SBX_CTL_NET_OFF, SBX_ENF_FULL,
             "MXC egress and ingress deny: bwrap's empty network namespace");
     jail_cap(caps, SBX_CTL_NET_ON, SBX_ENF_NONE,
@@ -95,15 +93,14 @@ static void report(const struct mxc_state *st, struct sbx_caps *caps)
     jail_cap(caps, SBX_CTL_HOST_MOUNTS, SBX_ENF_NONE,
             "MXC binds host paths at their own path, not at /deps");
     jail_cap(caps, SBX_CTL_READ_ONLY_SYSTEM, SBX_ENF_FULL,
-            "every host path but the workspace is bound read-only; /, /tmp are the box's tmpfs");
+            "every host path is bound read-only; /, /etc, /tmp are the box's own tmpfs");
     jail_cap(caps, SBX_CTL_ENV, SBX_ENF_FULL,
             "lxc-exec gets only the sandbox environment; MXC's env replaces the box's");
     jail_cap(caps, SBX_CTL_SECCOMP, SBX_ENF_NONE, "MXC applies no seccomp filter");
     jail_cap(caps, SBX_CTL_NO_NEW_PRIVS, SBX_ENF_FULL,
             "MXC's bwrap: no_new_privs, a user namespace without capabilities");
-    h->sandbox_ids(h, &uid, &gid);
     if (geteuid() == 0)
-        snprintf(note, sizeof(note), "root drops to host uid %u before lxc-exec", uid);
+        snprintf(note, sizeof(note), "root drops to host uid %u before lxc-exec", st->uid);
     else
         snprintf(note, sizeof(note), "runs as host uid %u", (unsigned)geteuid());
     jail_cap(caps, SBX_CTL_UNPRIVILEGED, SBX_ENF_FULL, note);
@@ -116,7 +113,15 @@ int mxc_probe(void *state, struct sbx_caps *caps, struct sbx_err *err)
 
     if (find_tools(st, err) < 0)
         return err->rc;
-    mxc_dir_sweep(st);
+    if (geteuid() == 0) {
+        st->h->sandbox_ids(st->h, &st->uid, &st->gid);
+    } else {
+        st->uid = (uint32_t)geteuid();
+        st->gid = (uint32_t)getegid();
+    }
+    mxc_agent_sweep(st);
+    if (!st->agent[0] && mxc_agent_make(st, err) < 0)
+        return err->rc;
     if (jail_trial_box(&mxc_ops, st, st->h, err) < 0)
         return err->rc;
     report(st, caps);

@@ -7,7 +7,8 @@
  * the configuration in a memfd, never on its command line. MXC hands the
  * workload its own stdin and stdout, and the workload is the agent: those
  * two pipes are the box's channel; lxc-exec's stderr carries MXC's and the
- * agent's diagnostics.
+ * agent's diagnostics. Nothing of a box is on the host's disk: its
+ * workspace and /tmp are MXC's tmpfs, gone with its namespaces.
  *
  * Killing: the run's cgroup when there is one, and always SIGKILL to
  * lxc-exec's process group (lxc-exec and both bwrap processes, the outer
@@ -36,13 +37,11 @@ struct mxc_box {
     struct mxc_state *st;
     struct sbx_proc *proc;
     struct sbx_cgroup *cg;
-    struct mxc_dir dir;
     int pgid;    /* lxc-exec's pid: its session and process group */
     bool reaped; /* lxc-exec has been waited for: pgid may be reused */
 };
 
 static const char *const linux_ro[] = {MXC_LINUX_RO_PATHS};
-static const char *const linux_denied[] = {MXC_LINUX_DENIED};
 
 /* The paths of src that exist on this host (MXC binds readonlyPaths with
  * bwrap --ro-bind, which fails on a missing source). */
@@ -71,7 +70,7 @@ static int config_fd(
         struct mxc_box *b, const struct sbx_box_spec *spec, int *ret_fd, struct sbx_err *err)
 {
     const struct sbx_host *h = b->st->h;
-    const char *ro[MAX_RO], *denied[MAX_RO];
+    const char *ro[MAX_RO];
     struct json_object *conf;
     const char *text;
     size_t n;
@@ -79,14 +78,13 @@ static int config_fd(
 
     n = present(linux_ro, sizeof(linux_ro) / sizeof(linux_ro[0]), ro, 0);
     present(spec->ro_paths, count(spec->ro_paths), ro, n);
-    present(linux_denied, sizeof(linux_denied) / sizeof(linux_denied[0]), denied, 0);
     struct mxc_input in = {.policy = spec->policy,
             .target = MXC_TARGET_LINUX,
-            .agent = b->dir.agent,
-            .workspace = b->dir.workspace,
+            .agent = b->st->agent,
+            .uid = b->st->uid,
+            .gid = b->st->gid,
             .envp = spec->envp,
-            .ro = ro,
-            .denied = denied};
+            .ro = ro};
     conf = mxc_translate(&in, err);
     if (!conf)
         return err->rc;
@@ -159,13 +157,10 @@ int mxc_box_open(void *state, const struct sbx_box_spec *spec, void **ret_box, s
     b->chan.rfd = b->chan.wfd = b->chan.efd = -1;
     r = jail_cgroup_new(h, spec, &b->cg, err);
     if (r == 0)
-        r = mxc_dir_make(st, spec->id, &b->dir, err);
-    if (r == 0)
         r = spawn_executor(b, spec, err);
     if (r < 0) {
         if (b->cg)
             h->cgroup_free(b->cg);
-        mxc_dir_remove(h, &b->dir);
         free(b);
         return r;
     }
@@ -226,7 +221,6 @@ int mxc_box_close(void *box, struct sbx_box_stats *stats, struct sbx_err *err)
     }
     h->proc_free(b->proc);
     jail_chan_close(&b->chan);
-    mxc_dir_remove(h, &b->dir);
     free(b);
     return r;
 }

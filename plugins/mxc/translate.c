@@ -9,21 +9,27 @@
  * Mapping (policy field -> JSON path):
  *   isolation              containment "process": bubblewrap on Linux (new user, pid,
  *                          ipc, uts and net namespaces), ProcessContainer on Windows
- *   the box                process.commandLine: the agent, exec'd by MXC's `sh -c`
- *                          (Windows: the quoted path, as CreateProcess reads it), so the
- *                          workload's stdin/stdout are the agent's protocol channel
- *   workspace              process.cwd and filesystem.readwritePaths: the box's host
- *                          directory (MXC binds host paths at their own path; it sizes
- *                          nothing: workspace_bytes is not enforced, the probe says so)
+ *   the box                process.commandLine, run by MXC's `sh -c` (Windows: the quoted
+ *                          agent, as CreateProcess reads it): the steps below, then exec
+ *                          of the agent, so the workload's stdin/stdout are the channel
+ *   workspace              Linux: `mkdir /workspace` in MXC's private root tmpfs, the
+ *                          agent's cwd (fresh in every box, the same path everywhere;
+ *                          nothing sizes it: workspace_bytes is not enforced, the probe
+ *                          says so). Windows: process.cwd and filesystem.readwritePaths,
+ *                          the box's host directory
+ *   identity files         Linux: /etc is denied (an empty tmpfs), so the command line
+ *                          writes /etc/passwd, group and hosts naming the box's uid
+ *                          "sandbox", as the other local jails generate them
  *   environment            process.env: exactly the agent's (inheritDefaultEnv absent:
  *                          MXC's bwrap runs --clearenv and sets only these)
  *   wall_time_ms           process.timeout = wall time + MXC_TIMEOUT_SLACK_MS: a backstop;
  *                          the core's deadline fires first and kills the box
- *   read_only_system       filesystem.readonlyPaths: the agent copy, /usr, the /etc files
+ *   read_only_system       filesystem.readonlyPaths: the agent, /usr, the /etc files
  *                          runtimes need and the language's paths; MXC's own system binds
- *                          are read-only too. Its root, /dev and /tmp are private tmpfs.
+ *                          are read-only too. Its root, /etc, /dev and /tmp are the box's
+ *                          private tmpfs.
  *   host secrets           filesystem.deniedPaths: /etc (MXC would bind all of the host's
- *                          /etc), /root, /home (empty tmpfs in the box)
+ *                          /etc), /root, /home
  *   network off            network.egress.default, ingress.default, ingress.hostLoopback
  *                          "deny": MXC's bwrap --unshare-net, loopback only
  *   network on/host/proxy  refused (SBX_E_UNSUPPORTED): MXC's egress needs slirp4netns and
@@ -41,6 +47,11 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+
+#define CMD_MAX   6000 /* the command line */
+#define AGENT_MAX 1000 /* the agent's path in it */
+
+static const char *const linux_denied[] = {MXC_LINUX_DENIED};
 
 struct builder {
     bool failed;
@@ -91,26 +102,45 @@ static int fail(struct sbx_err *err, int rc, const char *field, const char *what
     return rc;
 }
 
-/* The command line that replaces MXC's shell (or, on Windows, starts) with
- * the agent: sh -c "exec '<path>'", with each ' written as '\''. */
-static void command_line(enum mxc_target t, const char *agent, char *out, size_t len)
+/* Append text to the command line; false when it does not fit. */
+static bool cat(char *out, size_t len, size_t *o, const char *text)
 {
+    size_t n = strlen(text);
+
+    if (*o + n >= len)
+        return false;
+    memcpy(out + *o, text, n + 1);
+    *o += n;
+    return true;
+}
+
+/* Linux: sh -c "<prepare the box> && exec '<agent>'", each ' of the path
+ * written as '\''. Windows: the quoted path, as CreateProcess reads it. */
+static bool command_line(const struct mxc_input *in, char *out, size_t len)
+{
+    char ids[512];
     size_t o = 0;
 
-    if (t == MXC_TARGET_WINDOWS) {
-        snprintf(out, len, "\"%s\"", agent);
-        return;
+    if (in->target == MXC_TARGET_WINDOWS)
+        return (size_t)snprintf(out, len, "\"%s\"", in->agent) < len;
+    snprintf(ids, sizeof(ids),
+            "umask 022 && mkdir " MXC_LINUX_WORKSPACE " && printf %%s '"
+            "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+            "sandbox:x:%u:%u:sandbox:/tmp:/bin/sh\n"
+            "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
+            "' >/etc/passwd && printf %%s 'root:x:0:\nsandbox:x:%u:\nnogroup:x:65534:\n' "
+            ">/etc/group && printf %%s '" JAIL_HOSTS "' >/etc/hosts && cd " MXC_LINUX_WORKSPACE
+            " && exec '",
+            (unsigned)in->uid, (unsigned)in->gid, (unsigned)in->gid);
+    if (!cat(out, len, &o, ids))
+        return false;
+    for (const char *c = in->agent; *c; c++) {
+        char one[2] = {*c, '\0'};
+
+        if (!cat(out, len, &o, *c == '\'' ? "'\\''" : one))
+            return false;
     }
-    o = (size_t)snprintf(out, len, "exec '");
-    for (const char *c = agent; *c && o + 5 < len; c++) {
-        if (*c == '\'') {
-            memcpy(out + o, "'\\''", 4);
-            o += 4;
-        } else {
-            out[o++] = *c;
-        }
-    }
-    snprintf(out + o, len - o, "'");
+    return cat(out, len, &o, "'");
 }
 
 static struct json_object *process(struct builder *b, const struct mxc_input *in)
@@ -119,13 +149,14 @@ static struct json_object *process(struct builder *b, const struct mxc_input *in
     uint64_t timeout = p->wall_time_ms + MXC_TIMEOUT_SLACK_MS;
     struct json_object *o = checked(b, json_object_new_object());
     struct json_object *env = checked(b, json_object_new_array());
-    char cmd[4200];
+    char cmd[CMD_MAX];
 
     if (timeout > UINT32_MAX) /* the contract's u32 */
         timeout = UINT32_MAX;
-    command_line(in->target, in->agent, cmd, sizeof(cmd));
+    if (!command_line(in, cmd, sizeof(cmd)))
+        b->failed = true;
     put(b, o, "commandLine", json_object_new_string(cmd));
-    put(b, o, "cwd", json_object_new_string(in->workspace));
+    put(b, o, "cwd", json_object_new_string(in->workspace ? in->workspace : "/"));
     for (const char *const *e = in->envp; e && *e; e++)
         push(b, env, *e);
     put(b, o, "env", env);
@@ -143,11 +174,18 @@ static struct json_object *filesystem(struct builder *b, const struct mxc_input 
     push(b, ro, in->agent);
     for (const char *const *r = in->ro; r && *r; r++)
         push(b, ro, *r);
-    push(b, rw, in->workspace);
+    if (in->target == MXC_TARGET_LINUX)
+        for (size_t i = 0; i < sizeof(linux_denied) / sizeof(linux_denied[0]); i++)
+            push(b, denied, linux_denied[i]);
     for (const char *const *d = in->denied; d && *d; d++)
         push(b, denied, *d);
     put(b, o, "readonlyPaths", ro);
-    put(b, o, "readwritePaths", rw);
+    if (in->workspace) {
+        push(b, rw, in->workspace);
+        put(b, o, "readwritePaths", rw);
+    } else {
+        json_object_put(rw);
+    }
     put(b, o, "deniedPaths", denied);
     return o;
 }
@@ -168,16 +206,17 @@ static struct json_object *network_off(struct builder *b)
 
 static int check_input(const struct mxc_input *in, struct sbx_err *err)
 {
-    const char *const *lists[] = {in->ro, in->denied};
-
     static const char *const nets[] = {"off", "registries", "allowlist", "on", "host"};
+    const char *const *lists[] = {in->ro, in->denied};
     uint32_t net = in->policy->network;
 
-    if (!path_ok(in->target, in->agent) || strlen(in->agent) > 1000)
+    if (!path_ok(in->target, in->agent) || strlen(in->agent) > AGENT_MAX)
         return fail(err, SBX_E_INVALID, "", "mxc translation: unusable agent path", in->agent);
-    if (!path_ok(in->target, in->workspace))
-        return fail(
-                err, SBX_E_INVALID, "", "mxc translation: workspace not absolute", in->workspace);
+    /* Windows has no shell to make one in the box: it binds a host directory */
+    if ((in->target == MXC_TARGET_WINDOWS) != (in->workspace != NULL) ||
+            (in->workspace && !path_ok(in->target, in->workspace)))
+        return fail(err, SBX_E_INVALID, "", "mxc translation: workspace not usable here",
+                in->workspace);
     for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++)
         for (const char *const *pp = lists[i]; pp && *pp; pp++)
             if (!path_ok(in->target, *pp))

@@ -2,8 +2,8 @@
 /*
  * translate.h: policy -> Microsoft MXC's one-shot configuration (contract
  * version 1.0.0), a pure function (no I/O) so golden tests pin it
- * (tests/golden/mxc/). The runner makes the box's directory, copies the
- * agent and filters the paths by what exists; the translator only arranges.
+ * (tests/golden/mxc/). The runner copies the agent where the box can bind
+ * it and filters the paths by what exists; the translator only arranges.
  */
 #ifndef MXC_TRANSLATE_H
 #define MXC_TRANSLATE_H
@@ -32,17 +32,24 @@ enum mxc_target {
  * /usr/include), and the /etc files runtimes need: /etc itself is denied
  * (MXC would show all of it), these come back one by one. */
 #define MXC_LINUX_RO_PATHS "/usr", JAIL_ETC_FILES
-/* Host paths a Linux box must not see: MXC binds the host's whole /etc. */
+/* Host paths a Linux box never sees: MXC binds the host's whole /etc; each
+ * denied path is an empty tmpfs in the box. */
 #define MXC_LINUX_DENIED "/etc", "/root", "/home"
+/* Where a Linux box's workspace is: made by the command line in MXC's
+ * private root (a tmpfs of the box), so every box has it at the same path. */
+#define MXC_LINUX_WORKSPACE "/workspace"
 
 struct mxc_input {
     const struct sbx_policy *policy;
     enum mxc_target target;
-    const char *agent;         /* host path of the box's agent copy, bound read-only */
-    const char *workspace;     /* host path of the box's workspace: the cwd, read-write */
+    const char *agent; /* host path of the agent (a copy of the core's), bound read-only */
+    /* Windows: the host directory bound read-write as the workspace (the
+     * cwd). Linux: NULL; the workspace is MXC_LINUX_WORKSPACE in the box. */
+    const char *workspace;
+    uint32_t uid, gid;         /* Linux: the ids the box runs as, for its /etc/passwd */
     const char *const *envp;   /* the agent's environment, exactly (NULL-terminated) */
     const char *const *ro;     /* other host paths read-only, each present (or NULL) */
-    const char *const *denied; /* host paths denied (or NULL) */
+    const char *const *denied; /* host paths denied besides MXC_LINUX_DENIED (or NULL) */
 };
 
 /* The configuration (transfer full: json_object_put), or NULL with err

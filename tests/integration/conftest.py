@@ -5,11 +5,13 @@ Run by Debian's interpreter (python3-pytest, nothing else):
 
     /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/integration
 
-SBX_TEST_BACKEND picks the backend every run uses (bwrap, the default, or
-nsjail). The modules marked `contract` are the backend contract suite:
-ctest runs them against every local backend from this one list, so the
-backends cannot drift apart; the others (arguments, configuration,
-plugins, the harness) test the front end and run once.
+SBX_TEST_BACKEND picks the backend every run uses (bwrap, the default,
+nsjail, docker, podman, or mxc: Microsoft MXC's Linux executor, which
+scripts/mxc-executor.sh fetches, or LLM_SANDBOX_MXC_EXECUTOR names). The
+modules marked `contract` are the backend contract suite: ctest runs
+them against every local backend from this one list, so the backends
+cannot drift apart; the others (arguments, configuration, plugins, the
+harness) test the front end and run once.
 
 as root and again as an unprivileged user (run-unprivileged.sh). Where the
 two legitimately differ (no writable cgroups for an unprivileged user), tests
@@ -51,16 +53,26 @@ BACKEND = os.environ.get("SBX_TEST_BACKEND", "bwrap")
 # Container backends: the agent itself is pid 1 of the container (its comm
 # is "agent", as in the local jails), the daemon is one the tests start.
 CONTAINER = BACKEND in ("docker", "podman")
-LAUNCHER = {"bwrap": "bwrap", "nsjail": "nsjail", "docker": "agent", "podman": "agent"}[BACKEND]
+LAUNCHER = {"bwrap": "bwrap", "nsjail": "nsjail", "docker": "agent", "podman": "agent",
+            "mxc": "lxc-exec"}[BACKEND]
+# MXC (plugins/mxc): bwrap, not the agent, is pid 1 of its box, the box's
+# workspace is a host directory bound at its own path, and its root and
+# /etc are MXC's (README.md there says what each control becomes).
+MXC = BACKEND == "mxc"
 # settings.c: the host uid sandboxed code runs as when the server is root.
 SANDBOX_UID = 1879048192
 SANDBOX_GID = 1879048192
 # What a sandboxed process's uid looks like from outside.
 HOST_UID_OF_SANDBOX = SANDBOX_UID if ROOT else os.geteuid()
 # ... and from inside: local jails map it to 1000 in a user namespace;
-# containers have no user namespace, so the sandbox uid is the same inside.
-INSIDE_UID = SANDBOX_UID if CONTAINER else 1000
-INSIDE_GID = SANDBOX_GID if CONTAINER else 1000
+# containers have no user namespace, so the sandbox uid is the same inside;
+# MXC's bwrap maps the host uid to itself.
+if CONTAINER:
+    INSIDE_UID, INSIDE_GID = SANDBOX_UID, SANDBOX_GID
+elif MXC:
+    INSIDE_UID, INSIDE_GID = (SANDBOX_UID, SANDBOX_GID) if ROOT else (os.geteuid(), os.getegid())
+else:
+    INSIDE_UID, INSIDE_GID = 1000, 1000
 
 MIB = 1024 * 1024
 DEFAULT_OUTPUT_CAP = 1 * MIB
@@ -95,7 +107,8 @@ MARK_KEY = "SBX_ITEST_MARK"
 SESSION = "%d-%s" % (os.getpid(), uuid.uuid4().hex[:12])
 
 # Names of the processes a run consists of (outside view).
-RUN_COMMS = {"llm-sandbox", "bwrap", "nsjail", "agent", "sbx-agent", "pasta", "pasta.avx2", "passt",
+RUN_COMMS = {"llm-sandbox", "bwrap", "nsjail", "agent", "sbx-agent", "lxc-exec", "pasta",
+             "pasta.avx2", "passt",
              "python3", "sleep", "sh"}
 
 # Pids of every CLI process we started during the current test (for the
@@ -153,6 +166,24 @@ def warm_caches():
                 "was cold" if took > 5 else "was warm"))
 
 
+_mxc_executor = None
+
+
+def mxc_executor():
+    """MXC's lxc-exec: LLM_SANDBOX_MXC_EXECUTOR, or what
+    scripts/mxc-executor.sh fetched (npm pack, integrity checked, cached
+    outside the repository; its last line is the path)."""
+    global _mxc_executor
+    if _mxc_executor is None:
+        _mxc_executor = os.environ.get("LLM_SANDBOX_MXC_EXECUTOR")
+    if _mxc_executor is None:
+        p = subprocess.run(["/bin/sh", os.path.join(SBX_SOURCE_DIR, "scripts", "mxc-executor.sh")],
+                           capture_output=True, timeout=600)
+        assert p.returncode == 0, "scripts/mxc-executor.sh failed: %r" % (p.stderr[-2000:],)
+        _mxc_executor = p.stdout.decode().strip().splitlines()[-1]
+    return _mxc_executor
+
+
 def pytest_sessionstart(session):
     if CONTAINER and ROOT:
         containers.start(BACKEND, SBX_SOURCE_DIR)
@@ -206,6 +237,8 @@ def clean_env(extra=None, mark=True, mark_value=None):
     for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "LLM_SANDBOX_NSJAIL_PATH"):
         if k in os.environ:
             env[k] = os.environ[k]
+    if MXC:
+        env["LLM_SANDBOX_MXC_EXECUTOR"] = mxc_executor()
     if CONTAINER:
         env.update(containers.client_env(BACKEND))
     if mark:

@@ -22,10 +22,10 @@
 
 #include "translate.h"
 
-#define BOX "/var/tmp/llm-sandbox-mxc-p42t4242h0123456789abcdef-7-AbCdEf"
+/* the agent's copy (agentdir.c) */
+#define AGENT "/var/tmp/llm-sandbox-mxc-p42t4242h0123456789abcdef-AbCdEf/sbx-agent"
 
 static const char *const linux_ro[] = {MXC_LINUX_RO_PATHS, "/etc/python3", NULL};
-static const char *const linux_denied[] = {MXC_LINUX_DENIED, NULL};
 static const char *const linux_env[] = {"PATH=/usr/bin:/bin", "HOME=/tmp", "TMPDIR=/tmp",
         "LANG=C.UTF-8", "USER=sandbox", "LOGNAME=sandbox", "PYTHONUNBUFFERED=1", NULL};
 
@@ -49,11 +49,11 @@ static struct mxc_input linux_input(const struct sbx_policy *p)
 {
     return (struct mxc_input){.policy = p,
             .target = MXC_TARGET_LINUX,
-            .agent = BOX "/sbx-agent",
-            .workspace = BOX "/workspace",
+            .agent = AGENT,
+            .uid = 1879048192,
+            .gid = 1879048192,
             .envp = linux_env,
-            .ro = linux_ro,
-            .denied = linux_denied};
+            .ro = linux_ro};
 }
 
 /* What the Windows executor would be given: the agent and the workspace in
@@ -133,17 +133,21 @@ static void test_linux_default(void **state)
 }
 
 /* A session's box: the core's backstop lifetime is far above the u32 of
- * milliseconds the contract allows; a quote in the agent's path. */
+ * milliseconds the contract allows; a quote in the agent's path; an
+ * unprivileged server's own uid; a path denied besides the fixed ones. */
 static void test_linux_long_life_quoted_path(void **state)
 {
+    static const char *const denied[] = {"/srv/private", NULL};
     struct sbx_policy p = base_policy();
     struct mxc_input in = linux_input(&p);
 
     (void)state;
     p.wall_time_ms = 1ull << 40;
     in.agent = "/srv/it's here/sbx-agent";
+    in.uid = 1000;
+    in.gid = 100;
     in.ro = NULL;
-    in.denied = NULL;
+    in.denied = denied;
     golden("linux_long_life_quoted_path", &in);
 }
 
@@ -206,7 +210,7 @@ static void test_bad_paths(void **state)
     struct mxc_input win = windows_input(&p);
 
     (void)state;
-    in.workspace = "workspace";
+    in.workspace = "/var/tmp/ws"; /* Linux makes its workspace in the box */
     expect_error(&in, SBX_E_INVALID, "", "workspace");
     in = linux_input(&p);
     in.ro = rel;
@@ -218,6 +222,8 @@ static void test_bad_paths(void **state)
     expect_error(&win, SBX_E_INVALID, "", "agent");
     win = windows_input(&p);
     win.workspace = "/var/tmp/workspace"; /* a Linux path for the Windows executor */
+    expect_error(&win, SBX_E_INVALID, "", "workspace");
+    win.workspace = NULL; /* Windows has no shell to make one */
     expect_error(&win, SBX_E_INVALID, "", "workspace");
 }
 
@@ -247,7 +253,8 @@ static void test_invariants(void **state)
             "version", "containment", "process", "filesystem", "network", "telemetry"};
     struct sbx_policy p = base_policy();
     struct mxc_input in = linux_input(&p);
-    struct json_object *o = translate_ok(&in), *proc, *fs, *env, *ro, *rw, *denied, *x;
+    struct json_object *o = translate_ok(&in), *proc, *fs, *env, *ro, *denied, *x;
+    const char *cmd;
 
     (void)state;
     assert_int_equal(json_object_object_length(o), sizeof(top) / sizeof(top[0]));
@@ -263,19 +270,24 @@ static void test_invariants(void **state)
     for (size_t i = 0; linux_env[i]; i++)
         assert_string_equal(
                 json_object_get_string(json_object_array_get_idx(env, i)), linux_env[i]);
-    assert_string_equal(str_at(proc, "cwd", NULL), BOX "/workspace");
-    assert_string_equal(str_at(proc, "commandLine", NULL), "exec '" BOX "/sbx-agent'");
+    /* the workspace is made fresh in the box (mkdir fails on one that exists),
+     * and the agent replaces the shell */
+    assert_string_equal(str_at(proc, "cwd", NULL), "/");
+    cmd = str_at(proc, "commandLine", NULL);
+    assert_non_null(strstr(cmd, "mkdir /workspace && "));
+    assert_non_null(strstr(cmd, "sandbox:x:1879048192:1879048192:"));
+    assert_non_null(strstr(cmd, " && cd /workspace && exec '" AGENT "'"));
+    assert_string_equal(cmd + strlen(cmd) - strlen(AGENT) - 7, "exec '" AGENT "'");
     assert_true(json_object_object_get_ex(proc, "timeout", &x));
     assert_int_equal(json_object_get_int64(x), 30000 + MXC_TIMEOUT_SLACK_MS);
-    /* the workspace is the only writable host path; /etc as a whole is denied */
+    /* no host path is writable; /etc as a whole is denied */
     assert_true(json_object_object_get_ex(o, "filesystem", &fs));
-    assert_true(json_object_object_get_ex(fs, "readwritePaths", &rw));
-    assert_int_equal(json_object_array_length(rw), 1);
+    assert_false(json_object_object_get_ex(fs, "readwritePaths", NULL));
     assert_true(json_object_object_get_ex(fs, "readonlyPaths", &ro));
     assert_true(json_object_object_get_ex(fs, "deniedPaths", &denied));
     assert_true(
             array_has(denied, "/etc") && array_has(denied, "/root") && array_has(denied, "/home"));
-    assert_true(array_has(ro, BOX "/sbx-agent") && !array_has(ro, "/etc") && !array_has(ro, "/"));
+    assert_true(array_has(ro, AGENT) && !array_has(ro, "/etc") && !array_has(ro, "/"));
     assert_false(array_has(ro, "/etc/passwd") || array_has(ro, "/etc/shadow"));
     /* no network, no telemetry */
     assert_true(json_object_object_get_ex(o, "network", &x));
