@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * mxc.h: shared between the MXC plugin's files (plugin.c, probe.c, run.c,
- * agentdir.c). Plugin-private; only llm-sandbox/plugin.h crosses to the core.
+ * tree.c, agentdir.c). Plugin-private; only llm-sandbox/plugin.h crosses to the core.
  */
 #ifndef MXC_MXC_H
 #define MXC_MXC_H
@@ -27,6 +27,13 @@ struct mxc_state {
     uint32_t uid, gid;   /* who the box runs as, inside and out */
 };
 
+/* pidfds on the processes below lxc-exec (its bwrap, and the box's pid 1) */
+#define MXC_TREE_MAX 4
+struct mxc_tree {
+    int fd[MXC_TREE_MAX];
+    size_t n;
+};
+
 extern const struct sbx_backend_ops mxc_ops;
 
 int mxc_probe(void *state, struct sbx_caps *caps, struct sbx_err *err);
@@ -43,5 +50,12 @@ void mxc_agent_remove(struct mxc_state *st);
 /* Remove the agent directories in work_dir that dead instances of this
  * user left behind (a crash, a kill -9). */
 void mxc_agent_sweep(const struct mxc_state *st);
+
+/* Take pidfds on pid's children and grandchildren (once: a tree already
+ * watched is left as it is). Call before killing them. */
+void mxc_tree_watch(struct mxc_tree *t, int pid);
+/* Wait until each has exited (at most timeout_ms in all; a warning when
+ * one has not), and close the pidfds. */
+void mxc_tree_await(const struct sbx_host *h, struct mxc_tree *t, int64_t timeout_ms);
 
 #endif

@@ -10,11 +10,12 @@
  * agent's diagnostics. Nothing of a box is on the host's disk: its
  * workspace and /tmp are MXC's tmpfs, gone with its namespaces.
  *
- * Killing: the run's cgroup when there is one, and always SIGKILL to
- * lxc-exec's process group (lxc-exec and both bwrap processes, the outer
- * one pid 1 of the box's pid namespace: when it dies the kernel kills
- * everything in the namespace), but only while lxc-exec is not yet reaped,
- * so the group's number cannot belong to anyone else.
+ * Killing: SIGKILL to lxc-exec's process group (lxc-exec, its bwrap and
+ * that one's child, pid 1 of the box's pid namespace: when it dies the
+ * kernel kills everything in the namespace), only while lxc-exec is not
+ * yet reaped, so the group's number cannot belong to anyone else; then
+ * box_close awaits those processes (tree.c). And the run's cgroup, when
+ * there is one.
  */
 #include <errno.h>
 #include <signal.h>
@@ -37,8 +38,9 @@ struct mxc_box {
     struct mxc_state *st;
     struct sbx_proc *proc;
     struct sbx_cgroup *cg;
-    int pgid;    /* lxc-exec's pid: its session and process group */
-    bool reaped; /* lxc-exec has been waited for: pgid may be reused */
+    int pgid;             /* lxc-exec's pid: its session and process group */
+    bool reaped;          /* lxc-exec has been waited for: pgid may be reused */
+    struct mxc_tree tree; /* what a kill must await */
 };
 
 static const char *const linux_ro[] = {MXC_LINUX_RO_PATHS};
@@ -125,8 +127,10 @@ static int spawn_executor(struct mxc_box *b, const struct sbx_box_spec *spec, st
     r = config_fd(b, spec, &conf, err);
     if (r == 0) {
         struct sbx_fd_map map = {conf, CONF_FD};
+        /* no_new_privs from the start: nothing of the box may gain a
+         * privilege (a setuid bwrap would fail, and the probe say so) */
         struct sbx_spawn sp = {.size = sizeof(sp),
-                .flags = SBX_SPAWN_DROP_PRIVS | SBX_SPAWN_PDEATHSIG,
+                .flags = SBX_SPAWN_DROP_PRIVS | SBX_SPAWN_PDEATHSIG | SBX_SPAWN_NO_NEW_PRIVS,
                 .path = b->st->exe,
                 .argv = argv,
                 .envp = env,
@@ -175,10 +179,12 @@ int mxc_box_kill(void *box)
     struct mxc_box *b = box;
     const struct sbx_host *h = b->st->h;
 
+    if (!b->reaped && b->pgid > 0) {
+        mxc_tree_watch(&b->tree, b->pgid);
+        kill(-b->pgid, SIGKILL);
+    }
     if (b->cg)
         h->cgroup_kill(b->cg);
-    if (!b->reaped && b->pgid > 0)
-        kill(-b->pgid, SIGKILL);
     return 0;
 }
 
@@ -204,9 +210,8 @@ int mxc_box_close(void *box, struct sbx_box_stats *stats, struct sbx_err *err)
         mxc_box_kill(b);
         await_executor(b, -1, &status);
     }
-    /* the group may outlive lxc-exec only if something killed it alone */
-    if (b->cg)
-        h->cgroup_kill(b->cg);
+    /* killed: the box's pid 1 exits only after every process of the box */
+    mxc_tree_await(h, &b->tree, 5000);
     jail_read_diag(b->chan.efd, NULL, diag, sizeof(diag));
     if (diag[0])
         h->log(h, SBX_LOG_DEBUG, "lxc-exec exited with status %d: %s", status, diag);

@@ -119,6 +119,7 @@ _cli_pids = []
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "contract: the backend contract suite, run against every local backend")
+    config.addinivalue_line("markers", "mxc: the mxc backend's own checks (test_mxc.py)")
     # One integration session at a time per kind of user: the leftover
     # checks count the processes, cgroups and /tmp entries of any run of
     # the same user, so a second such session (another clone, a CI run)
@@ -182,6 +183,19 @@ def mxc_executor():
         assert p.returncode == 0, "scripts/mxc-executor.sh failed: %r" % (p.stderr[-2000:],)
         _mxc_executor = p.stdout.decode().strip().splitlines()[-1]
     return _mxc_executor
+
+
+def mxc_agent_dirs():
+    """The mxc plugin's copies of the agent (plugins/mxc/agentdir.c) that
+    this user's servers keep in /var/tmp, one per live server."""
+    out = set()
+    for path in glob.glob("/var/tmp/llm-sandbox-mxc-*"):
+        try:
+            if os.lstat(path).st_uid == os.geteuid():
+                out.add(path)
+        except OSError:
+            pass
+    return out
 
 
 def pytest_sessionstart(session):
@@ -409,6 +423,31 @@ def backend_controls():
         assert entry["status"] == "ok" and entry["probe"] == "ok", entry
         _backend_controls = entry["controls"]
     return _backend_controls
+
+
+def workspace_sized():
+    """Does the backend under test size the workspace (and /tmp)? MXC's
+    tmpfs have no size: there a request for one is refused, and every run
+    carries the warning below."""
+    return backend_controls()["workspace"]["level"] == "full"
+
+
+def skip_unless_warm_sets():
+    """Warm-up sets (a language's precompiled standard library at /warm) are
+    host directories the core mounts into boxes: a backend that cannot
+    (MXC) builds everything cold, which is slower but not wrong."""
+    ctl = backend_controls()["host_mounts"]
+    if ctl["level"] != "full":
+        pytest.skip("%s has no warm-up sets: host_mounts is %s (%s)"
+                    % (BACKEND, ctl["level"], ctl["note"]))
+
+
+def other_warnings(res):
+    """res's warnings without the one every run carries on a backend that
+    cannot size the workspace (the tests that count warnings count these)."""
+    ctl = backend_controls()["workspace"]
+    standing = "workspace limit not enforced: %s" % ctl["note"]
+    return [w for w in res["warnings"] if ctl["level"] == "full" or w != standing]
 
 
 # --------------------------------------------------------------------------
@@ -660,6 +699,7 @@ def nothing_left_behind(request):
     procs_before = process_snapshot()
     groups_before = cgroup_groups()
     tmp_before = tmp_listing()
+    mxc_before = mxc_agent_dirs() if MXC else set()
     yield
     problems = []
     # Processes: the CLI has returned, so the sandbox must be gone. A short
@@ -700,6 +740,11 @@ def nothing_left_behind(request):
     if new:
         problems.append("new entries in /tmp: %s" % ", ".join(
             "%s (uid %d)" % (n, now[n]) for n in sorted(new)))
+    # mxc: every server removes its copy of the agent when it exits
+    if MXC:
+        left = mxc_agent_dirs() - mxc_before
+        if left:
+            problems.append("agent copies left: %s" % ", ".join(sorted(left)))
     if problems:
         pytest.fail("%s left things behind:\n  %s" % (request.node.nodeid, "\n  ".join(problems)))
 
