@@ -85,6 +85,7 @@ static int config_fd(
             .agent = b->st->agent,
             .uid = b->st->uid,
             .gid = b->st->gid,
+            .config_fd = CONF_FD,
             .envp = spec->envp,
             .ro = ro};
     conf = mxc_translate(&in, err);

@@ -17,6 +17,7 @@
  *                          nothing sizes it: workspace_bytes is not enforced, the probe
  *                          says so). Windows: process.cwd and filesystem.readwritePaths,
  *                          the box's host directory
+ *   the config's fd        Linux: the command line closes it (MXC passes it on) first
  *   identity files         Linux: /etc is denied (an empty tmpfs), so the command line
  *                          writes /etc/passwd, group and hosts naming the box's uid
  *                          "sandbox", as the other local jails generate them
@@ -118,20 +119,22 @@ static bool cat(char *out, size_t len, size_t *o, const char *text)
  * written as '\''. Windows: the quoted path, as CreateProcess reads it. */
 static bool command_line(const struct mxc_input *in, char *out, size_t len)
 {
-    char ids[512];
+    char ids[560], closing[32] = "";
     size_t o = 0;
 
     if (in->target == MXC_TARGET_WINDOWS)
         return (size_t)snprintf(out, len, "\"%s\"", in->agent) < len;
+    if (in->config_fd > 2)
+        snprintf(closing, sizeof(closing), "exec %d<&- && ", in->config_fd);
     snprintf(ids, sizeof(ids),
-            "umask 022 && mkdir " MXC_LINUX_WORKSPACE " && printf %%s '"
+            "%sumask 022 && mkdir " MXC_LINUX_WORKSPACE " && printf %%s '"
             "root:x:0:0:root:/root:/usr/sbin/nologin\n"
             "sandbox:x:%u:%u:sandbox:/tmp:/bin/sh\n"
             "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
             "' >/etc/passwd && printf %%s 'root:x:0:\nsandbox:x:%u:\nnogroup:x:65534:\n' "
             ">/etc/group && printf %%s '" JAIL_HOSTS "' >/etc/hosts && cd " MXC_LINUX_WORKSPACE
             " && exec '",
-            (unsigned)in->uid, (unsigned)in->gid, (unsigned)in->gid);
+            closing, (unsigned)in->uid, (unsigned)in->gid, (unsigned)in->gid);
     if (!cat(out, len, &o, ids))
         return false;
     for (const char *c = in->agent; *c; c++) {

@@ -46,7 +46,11 @@ struct mxc_input {
     /* Windows: the host directory bound read-write as the workspace (the
      * cwd). Linux: NULL; the workspace is MXC_LINUX_WORKSPACE in the box. */
     const char *workspace;
-    uint32_t uid, gid;         /* Linux: the ids the box runs as, for its /etc/passwd */
+    uint32_t uid, gid; /* Linux: the ids the box runs as, for its /etc/passwd */
+    /* Linux: the descriptor the executor read this configuration from,
+     * which it passes on into the box; closed before the agent starts (or
+     * -1: none). */
+    int config_fd;
     const char *const *envp;   /* the agent's environment, exactly (NULL-terminated) */
     const char *const *ro;     /* other host paths read-only, each present (or NULL) */
     const char *const *denied; /* host paths denied besides MXC_LINUX_DENIED (or NULL) */

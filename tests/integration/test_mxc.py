@@ -235,9 +235,28 @@ def test_executor_from_outside():
         assert st["CapEff"] == "0000000000000000", st["CapEff"]
         if ROOT:
             assert HOST_UID_OF_SANDBOX == SANDBOX_UID
+            # the agent (non-dumpable: root can look) holds no descriptor of
+            # the host's but its pipes: the configuration's was closed
+            agent = box_agent(pid)
+            fds = [os.readlink("/proc/%d/fd/%s" % (agent, n))
+                   for n in os.listdir("/proc/%d/fd" % agent)]
+            assert not [f for f in fds if "mxc-config" in f or f.startswith("/")
+                        and not f.startswith(("/workspace", "/tmp", "/dev/null"))], fds
     finally:
         out, err = p.communicate(timeout=30)
     assert json.loads(out)["status"] == "ok", (out, err)
+
+
+def box_agent(executor_pid):
+    """The agent of the box lxc-exec executor_pid runs: lxc-exec, its bwrap,
+    the box's pid 1 (bwrap), then the agent."""
+    pid = executor_pid
+    for _ in range(3):
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+            pid = int(f.read().split()[0])
+    with open("/proc/%d/comm" % pid) as f:
+        assert f.read().strip() == "sbx-agent", pid
+    return pid
 
 
 def test_memory_limit_the_core_adds():

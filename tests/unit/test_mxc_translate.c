@@ -52,6 +52,7 @@ static struct mxc_input linux_input(const struct sbx_policy *p)
             .agent = AGENT,
             .uid = 1879048192,
             .gid = 1879048192,
+            .config_fd = 3,
             .envp = linux_env,
             .ro = linux_ro};
 }
@@ -146,6 +147,7 @@ static void test_linux_long_life_quoted_path(void **state)
     in.agent = "/srv/it's here/sbx-agent";
     in.uid = 1000;
     in.gid = 100;
+    in.config_fd = -1;
     in.ro = NULL;
     in.denied = denied;
     golden("linux_long_life_quoted_path", &in);
@@ -274,6 +276,8 @@ static void test_invariants(void **state)
      * and the agent replaces the shell */
     assert_string_equal(str_at(proc, "cwd", NULL), "/");
     cmd = str_at(proc, "commandLine", NULL);
+    /* the configuration's fd, which MXC passes on, is closed first */
+    assert_memory_equal(cmd, "exec 3<&- && ", 13);
     assert_non_null(strstr(cmd, "mkdir /workspace && "));
     assert_non_null(strstr(cmd, "sandbox:x:1879048192:1879048192:"));
     assert_non_null(strstr(cmd, " && cd /workspace && exec '" AGENT "'"));
