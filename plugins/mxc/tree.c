@@ -20,28 +20,6 @@
 
 #include "mxc.h"
 
-/* The parent of pid, from /proc/PID/stat, or -1. */
-static int parent_of(int pid)
-{
-    char path[64], buf[512], *rp;
-    ssize_t n;
-    int fd, ppid = -1;
-
-    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0)
-        return -1;
-    buf[n] = '\0';
-    rp = strrchr(buf, ')'); /* the name may hold anything, but not after its ')' */
-    if (!rp || sscanf(rp + 1, " %*c %d", &ppid) != 1)
-        return -1;
-    return ppid;
-}
-
 /* Add pidfds on pid's children (and theirs, depth levels down). */
 static void watch_children(struct mxc_tree *t, int pid, int depth)
 {
@@ -64,7 +42,7 @@ static void watch_children(struct mxc_tree *t, int pid, int depth)
             break;
         pidfd = (int)syscall(SYS_pidfd_open, (int)child, 0);
         /* still the same process (it cannot change parents while ours lives) */
-        if (pidfd >= 0 && parent_of((int)child) != pid) {
+        if (pidfd >= 0 && jail_parent_of((int)child) != pid) {
             close(pidfd);
             continue;
         }

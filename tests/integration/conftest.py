@@ -798,6 +798,20 @@ def canary6():
     c.close()
 
 
+# The core's seccomp filter seen from inside (python): the calls fail with
+# EPERM under it, and the kernel reports no_new_privs and a filter mode.
+FILTER_PROBE = r"""
+import ctypes, errno
+libc = ctypes.CDLL(None, use_errno=True)
+r = libc.unshare(0x10000000)           # CLONE_NEWUSER
+print("unshare", r, errno.errorcode.get(ctypes.get_errno(), 0) if r else 0)
+r = libc.ptrace(0, 0, None, None)      # PTRACE_TRACEME
+print("ptrace", r, errno.errorcode.get(ctypes.get_errno(), 0) if r else 0)
+st = dict(l.split(":", 1) for l in open("/proc/self/status"))
+print("nnp", st["NoNewPrivs"].strip(), "seccomp", st["Seccomp"].strip())
+"""
+
+
 # A program that forks until refused (the pids limit): prints how many
 # children it made and the errno, exits 1.
 FORK_UNTIL_REFUSED = """

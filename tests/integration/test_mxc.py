@@ -15,28 +15,14 @@ import time
 import pytest
 
 import conftest
-from conftest import (HOST_UID_OF_SANDBOX, INSIDE_UID, MXC, ROOT, SANDBOX_UID, SBX_BIN,
-                      SBX_SOURCE_DIR, backend_controls, clean_env, code, find_marked,
+from conftest import (FILTER_PROBE, HOST_UID_OF_SANDBOX, INSIDE_UID, MXC, ROOT, SANDBOX_UID,
+                      SBX_BIN, SBX_SOURCE_DIR, backend_controls, clean_env, code, find_marked,
                       mxc_executor, new_mark, proc_environ, proc_status, sbx)
 
 pytestmark = [pytest.mark.mxc,
               pytest.mark.skipif(not MXC, reason="the mxc backend's own checks")]
 
 GOLDEN = sorted(glob.glob(os.path.join(SBX_SOURCE_DIR, "tests", "golden", "mxc", "*.json")))
-
-# The core's filter, seen from inside: the calls fail with EPERM and the
-# kernel reports a filter (tests/integration/test_abi_compat.py's probe).
-PROBE = r"""
-import ctypes, errno
-libc = ctypes.CDLL(None, use_errno=True)
-r = libc.unshare(0x10000000)           # CLONE_NEWUSER
-print("unshare", r, errno.errorcode.get(ctypes.get_errno(), 0) if r else 0)
-r = libc.ptrace(0, 0, None, None)      # PTRACE_TRACEME
-print("ptrace", r, errno.errorcode.get(ctypes.get_errno(), 0) if r else 0)
-st = dict(l.split(":", 1) for l in open("/proc/self/status"))
-print("nnp", st["NoNewPrivs"].strip(), "seccomp", st["Seccomp"].strip())
-"""
-
 
 def executor(args, config=None, timeout=60):
     """lxc-exec itself, with a clean PATH (it finds bwrap there)."""
@@ -89,7 +75,7 @@ def test_probe_reports_what_mxc_and_the_core_enforce():
 
 
 def test_the_core_filter_is_in_force_inside():
-    res = code(PROBE)
+    res = code(FILTER_PROBE)
     assert res["status"] == "ok", res
     assert res["stdout"] == "unshare -1 EPERM\nptrace -1 EPERM\nnnp 1 seccomp 2\n", res
 
@@ -101,7 +87,7 @@ def test_control_the_same_box_without_the_agent_has_no_filter():
     core's filter, carried in by the agent, and nothing of MXC's."""
     with open(os.path.join(SBX_SOURCE_DIR, "tests", "golden", "mxc", "linux_default.json")) as f:
         conf = json.load(f)
-    conf["process"]["commandLine"] = "exec /usr/bin/python3 -c '%s'" % PROBE.replace("'", "\"")
+    conf["process"]["commandLine"] = "exec /usr/bin/python3 -c '%s'" % FILTER_PROBE.replace("'", "\"")
     conf["filesystem"]["readonlyPaths"] = ["/usr"]
     p = executor(["--config-base64", base64.b64encode(json.dumps(conf).encode()).decode()])
     assert p.returncode == 0, p
