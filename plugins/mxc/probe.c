@@ -92,8 +92,11 @@ static void report(const struct mxc_state *st, struct sbx_caps *caps)
             "MXC binds host paths at their own path, not the proxy at " SBX_PROXY_SOCKET);
     jail_cap(caps, SBX_CTL_HOST_MOUNTS, SBX_ENF_NONE,
             "MXC binds host paths at their own path, not at /deps");
-    jail_cap(caps, SBX_CTL_READ_ONLY_SYSTEM, SBX_ENF_FULL,
-            "every host path is bound read-only; /, /etc, /tmp are the box's own tmpfs");
+    /* Host paths are read-only, but the box's own /, /etc and /dev are
+     * MXC's writable, unsized tmpfs: not a read-only system. An operator
+     * who accepts that sets SANDBOX_READ_ONLY=false. */
+    jail_cap(caps, SBX_CTL_READ_ONLY_SYSTEM, SBX_ENF_NONE,
+            "host paths are read-only, but MXC's own /, /etc are writable, unsized tmpfs");
     jail_cap(caps, SBX_CTL_ENV, SBX_ENF_FULL,
             "lxc-exec gets only the sandbox environment; MXC's env replaces the box's");
     jail_cap(caps, SBX_CTL_SECCOMP, SBX_ENF_NONE, "MXC applies no seccomp filter");

@@ -254,6 +254,9 @@ def clean_env(extra=None, mark=True, mark_value=None):
             env[k] = os.environ[k]
     if MXC:
         env["LLM_SANDBOX_MXC_EXECUTOR"] = mxc_executor()
+        # MXC's box root is writable tmpfs: the backend refuses a read-only
+        # system (test_mxc.py checks the refusal), so its runs accept that
+        env["SANDBOX_READ_ONLY"] = "false"
     if CONTAINER:
         env.update(containers.client_env(BACKEND))
     if mark:

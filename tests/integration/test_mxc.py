@@ -60,9 +60,9 @@ def test_probe_reports_what_mxc_and_the_core_enforce():
     assert ctl["seccomp"]["level"] == "full", ctl["seccomp"]
     assert "applied by the sandbox agent" in ctl["seccomp"]["note"], ctl["seccomp"]
     for name in ("workspace", "network_on", "network_host", "network_registries",
-                 "network_allowlist", "host_mounts"):
+                 "network_allowlist", "host_mounts", "read_only_system"):
         assert ctl[name]["level"] == "none", (name, ctl[name])
-    for name in ("wall_time", "output", "file_size", "network_off", "read_only_system",
+    for name in ("wall_time", "output", "file_size", "network_off",
                  "environment", "no_new_privs", "unprivileged"):
         assert ctl[name]["level"] == "full", (name, ctl[name])
     if ROOT:
@@ -72,6 +72,15 @@ def test_probe_reports_what_mxc_and_the_core_enforce():
         assert ctl["memory"]["level"] == "fallback", ctl["memory"]
         assert "RLIMIT_AS" in ctl["memory"]["note"], ctl["memory"]
         assert ctl["pids"]["level"] == "fallback", ctl["pids"]
+
+
+def test_a_read_only_system_is_refused():
+    """The box's own / is MXC's writable tmpfs: with the default
+    SANDBOX_READ_ONLY the run is refused, naming the control (the other
+    tests run with SANDBOX_READ_ONLY=false, as an operator would)."""
+    res = code("print(1)", extra_env={"SANDBOX_READ_ONLY": None})
+    assert res["status"] == "refused", res
+    assert "read_only_system" in res["message"] and "writable" in res["message"], res
 
 
 def test_the_core_filter_is_in_force_inside():
@@ -235,13 +244,20 @@ def test_executor_from_outside():
 
 def box_agent(executor_pid):
     """The agent of the box lxc-exec executor_pid runs: lxc-exec, its bwrap,
-    the box's pid 1 (bwrap), then the agent."""
-    pid = executor_pid
-    for _ in range(3):
-        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
-            pid = int(f.read().split()[0])
-    with open("/proc/%d/comm" % pid) as f:
-        assert f.read().strip() == "sbx-agent", pid
+    the box's pid 1 (bwrap), then MXC's `sh -c`, which execs the agent (a
+    moment after the box is up: wait for it, bounded)."""
+    deadline = time.monotonic() + 10
+    while True:
+        pid = executor_pid
+        for _ in range(3):
+            with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+                pid = int(f.read().split()[0])
+        with open("/proc/%d/comm" % pid) as f:
+            comm = f.read().strip()
+        if comm == "sbx-agent" or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert comm == "sbx-agent", (pid, comm)
     return pid
 
 
