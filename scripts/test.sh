@@ -102,6 +102,9 @@ unprivileged_lane() {
     u "security (bwrap)" env SBX_TEST_SUITE=security tests/integration/run-unprivileged.sh build
     u "security (nsjail)" env SBX_TEST_SUITE=security SBX_TEST_BACKEND=nsjail \
         tests/integration/run-unprivileged.sh build
+    u "integration (mxc: its checks and the CI list of the contract suite)" env \
+        SBX_TEST_BACKEND=mxc SBX_TEST_LIST=tests/integration/mxc-ci.list \
+        tests/integration/run-unprivileged.sh build -m "contract or mxc"
     # Docker and Podman need a daemon the tests start as root: as nobody
     # every case is reported skipped with that reason (-rs prints it).
     for engine in docker podman; do
