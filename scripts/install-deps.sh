@@ -7,6 +7,10 @@
 # by .ci/run (through scripts/test.sh).
 set -eu
 
+# A minbase Debian 12 (scripts/fresh-check.sh starts from one) lacks some
+# commands the tests run: ip (iproute2; the egress tests list the host's
+# addresses) and setcap (libcap2-bin; the privilege tests plant file
+# capabilities).
 PACKAGES="
   gcc g++ make cmake ninja-build pkg-config
   libltdl-dev libjson-c-dev libyaml-dev libcurl4-openssl-dev libcmocka-dev libseccomp-dev
@@ -17,6 +21,7 @@ PACKAGES="
   python3-matplotlib python3-seaborn python3-plotly r-cran-ggplot2
   clang clang-format libclang-rt-14-dev valgrind
   libarchive-dev docker.io podman debootstrap curl openssl
+  iproute2 libcap2-bin
 "
 
 # The other toolchains the language plugins use, from Debian unless this
@@ -45,7 +50,7 @@ for p in $PACKAGES; do
 done
 
 if [ -n "$missing" ]; then
-    echo "install-deps: installing:$missing"
+    echo "install-deps: installing with apt-get from the Debian archive (/etc/apt/sources.list*):$missing"
     $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
     # shellcheck disable=SC2086
     $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing

@@ -2,9 +2,12 @@
 # SPDX-License-Identifier: MIT
 #
 # Set up and run every test: install dependencies, build with -Werror, run
-# the unit, static, fuzz-replay and integration tests, run the integration
-# tests again as an unprivileged user, repeat under ASan+UBSan, check one
-# run under valgrind, and fuzz each parser briefly with libFuzzer.
+# the unit, static, fuzz-replay and MCP client tests, the integration and
+# security suites as root with the unprivileged ones beside them, the
+# integration and security paths again under ASan+UBSan (each path once),
+# the unit and MCP tests under ASan+UBSan, one run under valgrind, each
+# parser's fuzzer briefly, and the Quickstart's set-up in a bare Debian 12
+# root (scripts/fresh-check.sh, beside the steps that count no leftovers).
 # This is the README's test command; .ci/run calls it.
 #
 # SBX_FUZZ_SECONDS (default 20) sets the libFuzzer time per target.
@@ -45,7 +48,7 @@ kill_tree() {
 report() {
     rc=$?
     # a failure leaves no background job running
-    for p in ${builds:-} ${lane_pid:-}; do
+    for p in ${builds:-} ${lane_pid:-} ${fresh_pid:-}; do
         kill_tree "$p"
     done
     finish_step
@@ -99,6 +102,9 @@ unprivileged_lane() {
     u "security (bwrap)" env SBX_TEST_SUITE=security tests/integration/run-unprivileged.sh build
     u "security (nsjail)" env SBX_TEST_SUITE=security SBX_TEST_BACKEND=nsjail \
         tests/integration/run-unprivileged.sh build
+    u "integration (mxc: its checks and the CI list of the contract suite)" env \
+        SBX_TEST_BACKEND=mxc SBX_TEST_LIST=tests/integration/mxc-ci.list \
+        tests/integration/run-unprivileged.sh build -m "contract or mxc"
     # Docker and Podman need a daemon the tests start as root: as nobody
     # every case is reported skipped with that reason (-rs prints it).
     for engine in docker podman; do
@@ -108,7 +114,7 @@ unprivileged_lane() {
     return $rc
 }
 
-step "tests: integration and security (root; the unprivileged suites beside them)"
+step "root: integration and security (the unprivileged suites run beside)"
 lane_pid=""
 if [ "$(id -u)" -eq 0 ]; then
     (unprivileged_lane >"$TIMES/unprivileged.log" 2>&1; echo $? >"$TIMES/unprivileged.rc") &
@@ -117,19 +123,6 @@ fi
 root_rc=0
 next_junit
 (cd build && ctest --output-on-failure -L integration --output-junit "$J") || root_rc=$?
-if [ -n "$lane_pid" ]; then
-    lane_start=$(date +%s)
-    wait "$lane_pid" || true
-    printf '\n==> the unprivileged suites (ran beside; waited %s s more for them)\n' \
-        $(($(date +%s) - lane_start))
-    cat "$TIMES/unprivileged.log"
-    [ "$(cat "$TIMES/unprivileged.rc")" = 0 ] || root_rc=1
-fi
-[ "$root_rc" = 0 ]
-
-step "valgrind: one real run"
-valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
-    --track-fds=yes build/bin/llm-sandbox run --code 'print(6*7)' >/dev/null
 
 step "build with ASan+UBSan, and the fuzzers (began in the background)" "$asan_cache"
 wait "$builds" || true
@@ -138,22 +131,51 @@ if [ "$(cat "$TIMES/builds.rc" 2>/dev/null)" != 0 ]; then
     echo "test.sh: the ASan+UBSan or the fuzz build failed (above)" >&2
     exit 1
 fi
-step "ASan+UBSan: unit, static, fuzz replay, MCP clients"
-next_junit
-(cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j "$JOBS" -LE integration \
-    --output-junit "$J")
-step "ASan+UBSan: integration and security"
+
+step "root, ASan+UBSan: integration and security"
 # Each code path once under ASan, not each suite: integration.bwrap and
 # security.bwrap cover the core (hostile input included), integration.socket
 # the unix-socket transport, integration.nsjail and integration.docker
 # their plugins. Not again under ASan: integration.podman (the docker
 # plugin's code, whose Podman dialect is the translator's, which
-# unit.test_docker_translate runs under ASan above) and security.nsjail,
+# unit.test_docker_translate runs under ASan below) and security.nsjail,
 # security.docker, security.podman (their plugin code is the integration
 # suites'; their attacks meet the same core paths as security.bwrap's).
 next_junit
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -L integration \
-    -E '^(integration[.]podman|security[.](nsjail|docker|podman))$' --output-junit "$J")
+    -E '^(integration[.]podman|security[.](nsjail|docker|podman))$' --output-junit "$J") ||
+    root_rc=1
+
+if [ -n "$lane_pid" ]; then
+    step "unprivileged suites (what was left of them)"
+    wait "$lane_pid" || true
+    cat "$TIMES/unprivileged.log"
+    [ "$(cat "$TIMES/unprivileged.rc")" = 0 ] || root_rc=1
+fi
+[ "$root_rc" = 0 ] || {
+    echo "test.sh: an integration or security suite failed (above)" >&2
+    exit 1
+}
+
+# The newcomer's path (scripts/fresh-check.sh: the Quickstart's set-up in
+# a bare Debian 12 root, as root and as a user with sudo) runs beside the
+# steps below, which count no leftovers: its servers and sandboxes, in
+# another pid namespace on this host, would look like leftovers to an
+# integration session.
+fresh_pid=""
+if [ "$(id -u)" -eq 0 ]; then
+    (scripts/fresh-check.sh >"$TIMES/fresh.log" 2>&1; echo $? >"$TIMES/fresh.rc") &
+    fresh_pid=$!
+fi
+
+step "valgrind: one real run"
+valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
+    --track-fds=yes build/bin/llm-sandbox run --code 'print(6*7)' >/dev/null
+
+step "ASan+UBSan: unit, static, fuzz replay, MCP clients"
+next_junit
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j "$JOBS" -LE integration \
+    --output-junit "$J")
 
 step "libFuzzer"
 # one target per core at a time; each prints its final stats when it ends
@@ -186,6 +208,16 @@ done
     echo "test.sh: a fuzzer failed (its whole log is above)" >&2
     exit 1
 }
+
+if [ -n "$fresh_pid" ]; then
+    step "fresh Debian 12: the Quickstart's set-up (what was left of it)"
+    wait "$fresh_pid" || true
+    tail -n 40 "$TIMES/fresh.log"
+    [ "$(cat "$TIMES/fresh.rc")" = 0 ] || {
+        echo "test.sh: scripts/fresh-check.sh failed (its log: /var/cache/llm-sandbox/fresh/logs/)" >&2
+        exit 1
+    }
+fi
 
 finish_step
 printf '\n==> all tests passed\n'

@@ -200,6 +200,27 @@ int jail_trial_box(const struct sbx_backend_ops *ops, void *state, const struct 
     return r ? 0 : sbx_err_fill(err, SBX_E_UNAVAILABLE, 0, "the sandbox agent did not start");
 }
 
+int jail_parent_of(int pid)
+{
+    char path[64], buf[512], *p;
+    ssize_t n;
+    int fd;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    p = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
+    if (!p || strlen(p) < 5)
+        return -1;
+    return (int)strtol(p + 4, NULL, 10); /* ") S PPID" */
+}
+
 void jail_common_caps(struct sbx_caps *caps, const char *pasta, bool tun_ok)
 {
     sbx_caps_set(caps, SBX_CTL_OUTPUT, SBX_ENF_FULL, "capped by the core while streaming");

@@ -98,4 +98,7 @@ int jail_trial_box(const struct sbx_backend_ops *ops, void *state, const struct 
  * /dev/net/tun; the filtering proxy modes not yet). */
 void jail_common_caps(struct sbx_caps *caps, const char *pasta, bool tun_ok);
 
+/* The parent of process pid, from /proc/PID/stat, or -1. */
+int jail_parent_of(int pid);
+
 #endif

@@ -99,28 +99,6 @@ static int spawn_nsjail(
     return h->proc_spawn(h, &sp, &b->jb.proc, err);
 }
 
-/* The parent pid in /proc/PID/stat, or -1. */
-static int parent_of(const char *pid)
-{
-    char path[300], buf[512], *p;
-    ssize_t n;
-    int fd;
-
-    snprintf(path, sizeof(path), "/proc/%s/stat", pid);
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0)
-        return -1;
-    buf[n] = '\0';
-    p = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
-    if (!p || strlen(p) < 5)
-        return -1;
-    return (int)strtol(p + 4, NULL, 10); /* ") S PPID" */
-}
-
 /* nsjail's child, the agent: with mode ONCE it has no other. */
 static int find_agent(int nsjail_pid)
 {
@@ -129,7 +107,8 @@ static int find_agent(int nsjail_pid)
     int pid = 0;
 
     while (d && (e = readdir(d)) && !pid)
-        if (e->d_name[0] >= '1' && e->d_name[0] <= '9' && parent_of(e->d_name) == nsjail_pid)
+        if (e->d_name[0] >= '1' && e->d_name[0] <= '9' &&
+                jail_parent_of((int)strtol(e->d_name, NULL, 10)) == nsjail_pid)
             pid = (int)strtol(e->d_name, NULL, 10);
     if (d)
         closedir(d);

@@ -5,11 +5,13 @@ Run by Debian's interpreter (python3-pytest, nothing else):
 
     /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/integration
 
-SBX_TEST_BACKEND picks the backend every run uses (bwrap, the default, or
-nsjail). The modules marked `contract` are the backend contract suite:
-ctest runs them against every local backend from this one list, so the
-backends cannot drift apart; the others (arguments, configuration,
-plugins, the harness) test the front end and run once.
+SBX_TEST_BACKEND picks the backend every run uses (bwrap, the default,
+nsjail, docker, podman, or mxc: Microsoft MXC's Linux executor, which
+scripts/mxc-executor.sh fetches, or LLM_SANDBOX_MXC_EXECUTOR names). The
+modules marked `contract` are the backend contract suite: ctest runs
+them against every local backend from this one list, so the backends
+cannot drift apart; the others (arguments, configuration, plugins, the
+harness) test the front end and run once.
 
 as root and again as an unprivileged user (run-unprivileged.sh). Where the
 two legitimately differ (no writable cgroups for an unprivileged user), tests
@@ -51,16 +53,26 @@ BACKEND = os.environ.get("SBX_TEST_BACKEND", "bwrap")
 # Container backends: the agent itself is pid 1 of the container (its comm
 # is "agent", as in the local jails), the daemon is one the tests start.
 CONTAINER = BACKEND in ("docker", "podman")
-LAUNCHER = {"bwrap": "bwrap", "nsjail": "nsjail", "docker": "agent", "podman": "agent"}[BACKEND]
+LAUNCHER = {"bwrap": "bwrap", "nsjail": "nsjail", "docker": "agent", "podman": "agent",
+            "mxc": "lxc-exec"}[BACKEND]
+# MXC (plugins/mxc): bwrap, not the agent, is pid 1 of its box, the box's
+# workspace is a host directory bound at its own path, and its root and
+# /etc are MXC's (README.md there says what each control becomes).
+MXC = BACKEND == "mxc"
 # settings.c: the host uid sandboxed code runs as when the server is root.
 SANDBOX_UID = 1879048192
 SANDBOX_GID = 1879048192
 # What a sandboxed process's uid looks like from outside.
 HOST_UID_OF_SANDBOX = SANDBOX_UID if ROOT else os.geteuid()
 # ... and from inside: local jails map it to 1000 in a user namespace;
-# containers have no user namespace, so the sandbox uid is the same inside.
-INSIDE_UID = SANDBOX_UID if CONTAINER else 1000
-INSIDE_GID = SANDBOX_GID if CONTAINER else 1000
+# containers have no user namespace, so the sandbox uid is the same inside;
+# MXC's bwrap maps the host uid to itself.
+if CONTAINER:
+    INSIDE_UID, INSIDE_GID = SANDBOX_UID, SANDBOX_GID
+elif MXC:
+    INSIDE_UID, INSIDE_GID = (SANDBOX_UID, SANDBOX_GID) if ROOT else (os.geteuid(), os.getegid())
+else:
+    INSIDE_UID, INSIDE_GID = 1000, 1000
 
 MIB = 1024 * 1024
 DEFAULT_OUTPUT_CAP = 1 * MIB
@@ -95,7 +107,8 @@ MARK_KEY = "SBX_ITEST_MARK"
 SESSION = "%d-%s" % (os.getpid(), uuid.uuid4().hex[:12])
 
 # Names of the processes a run consists of (outside view).
-RUN_COMMS = {"llm-sandbox", "bwrap", "nsjail", "agent", "sbx-agent", "pasta", "pasta.avx2", "passt",
+RUN_COMMS = {"llm-sandbox", "bwrap", "nsjail", "agent", "sbx-agent", "lxc-exec", "pasta",
+             "pasta.avx2", "passt",
              "python3", "sleep", "sh"}
 
 # Pids of every CLI process we started during the current test (for the
@@ -106,6 +119,7 @@ _cli_pids = []
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "contract: the backend contract suite, run against every local backend")
+    config.addinivalue_line("markers", "mxc: the mxc backend's own checks (test_mxc.py)")
     # One integration session at a time per kind of user: the leftover
     # checks count the processes, cgroups and /tmp entries of any run of
     # the same user, so a second such session (another clone, a CI run)
@@ -153,10 +167,42 @@ def warm_caches():
                 "was cold" if took > 5 else "was warm"))
 
 
+_mxc_executor = None
+
+
+def mxc_executor():
+    """MXC's lxc-exec: LLM_SANDBOX_MXC_EXECUTOR, or what
+    scripts/mxc-executor.sh fetched (npm pack, integrity checked, cached
+    outside the repository; its last line is the path)."""
+    global _mxc_executor
+    if _mxc_executor is None:
+        _mxc_executor = os.environ.get("LLM_SANDBOX_MXC_EXECUTOR")
+    if _mxc_executor is None:
+        p = subprocess.run(["/bin/sh", os.path.join(SBX_SOURCE_DIR, "scripts", "mxc-executor.sh")],
+                           capture_output=True, timeout=600)
+        assert p.returncode == 0, "scripts/mxc-executor.sh failed: %r" % (p.stderr[-2000:],)
+        _mxc_executor = p.stdout.decode().strip().splitlines()[-1]
+    return _mxc_executor
+
+
+def mxc_agent_dirs():
+    """The mxc plugin's copies of the agent (plugins/mxc/agentdir.c) that
+    this user's servers keep in /var/tmp, one per live server."""
+    out = set()
+    for path in glob.glob("/var/tmp/llm-sandbox-mxc-*"):
+        try:
+            if os.lstat(path).st_uid == os.geteuid():
+                out.add(path)
+        except OSError:
+            pass
+    return out
+
+
 def pytest_sessionstart(session):
     if CONTAINER and ROOT:
         containers.start(BACKEND, SBX_SOURCE_DIR)
-    if not CONTAINER and os.environ.get("SBX_TEST_SUITE", "integration") == "integration":
+    # (MXC has no warm-up sets to build: every build there is cold)
+    if not CONTAINER and not MXC and os.environ.get("SBX_TEST_SUITE", "integration") == "integration":
         warm_caches()
 
 
@@ -206,6 +252,11 @@ def clean_env(extra=None, mark=True, mark_value=None):
     for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "LLM_SANDBOX_NSJAIL_PATH"):
         if k in os.environ:
             env[k] = os.environ[k]
+    if MXC:
+        env["LLM_SANDBOX_MXC_EXECUTOR"] = mxc_executor()
+        # MXC's box root is writable tmpfs: the backend refuses a read-only
+        # system (test_mxc.py checks the refusal), so its runs accept that
+        env["SANDBOX_READ_ONLY"] = "false"
     if CONTAINER:
         env.update(containers.client_env(BACKEND))
     if mark:
@@ -376,6 +427,31 @@ def backend_controls():
         assert entry["status"] == "ok" and entry["probe"] == "ok", entry
         _backend_controls = entry["controls"]
     return _backend_controls
+
+
+def workspace_sized():
+    """Does the backend under test size the workspace (and /tmp)? MXC's
+    tmpfs have no size: there a request for one is refused, and every run
+    carries the warning below."""
+    return backend_controls()["workspace"]["level"] == "full"
+
+
+def skip_unless_warm_sets():
+    """Warm-up sets (a language's precompiled standard library at /warm) are
+    host directories the core mounts into boxes: a backend that cannot
+    (MXC) builds everything cold, which is slower but not wrong."""
+    ctl = backend_controls()["host_mounts"]
+    if ctl["level"] != "full":
+        pytest.skip("%s has no warm-up sets: host_mounts is %s (%s)"
+                    % (BACKEND, ctl["level"], ctl["note"]))
+
+
+def other_warnings(res):
+    """res's warnings without the one every run carries on a backend that
+    cannot size the workspace (the tests that count warnings count these)."""
+    ctl = backend_controls()["workspace"]
+    standing = "workspace limit not enforced: %s" % ctl["note"]
+    return [w for w in res["warnings"] if ctl["level"] == "full" or w != standing]
 
 
 # --------------------------------------------------------------------------
@@ -566,11 +642,17 @@ def owner_alive(pid, start):
 
 def leftover_cgroups(before, cli_pids):
     """Groups that belong to a CLI we ran (all have exited by now) or to any
-    dead owner and were not there before the test."""
+    dead owner and were not there before the test. A group named by an
+    instance of another scope (another pid namespace or boot, which may
+    share this cgroup tree: a container's server) is not ours to judge, as
+    core/src/owner.c says: its pid is not one we can look up."""
+    mine = owner_scope(os.getpid())
     bad = []
     for g in cgroup_groups():
         name = os.path.basename(g)
         m = OWNER_RE.match(name)
+        if m and m.group(3) and m.group(3) != mine:
+            continue
         if m:
             pid, start = int(m.group(1)), int(m.group(2))
             if pid in cli_pids or (g not in before and not owner_alive(pid, start)):
@@ -621,6 +703,7 @@ def nothing_left_behind(request):
     procs_before = process_snapshot()
     groups_before = cgroup_groups()
     tmp_before = tmp_listing()
+    mxc_before = mxc_agent_dirs() if MXC else set()
     yield
     problems = []
     # Processes: the CLI has returned, so the sandbox must be gone. A short
@@ -661,6 +744,11 @@ def nothing_left_behind(request):
     if new:
         problems.append("new entries in /tmp: %s" % ", ".join(
             "%s (uid %d)" % (n, now[n]) for n in sorted(new)))
+    # mxc: every server removes its copy of the agent when it exits
+    if MXC:
+        left = mxc_agent_dirs() - mxc_before
+        if left:
+            problems.append("agent copies left: %s" % ", ".join(sorted(left)))
     if problems:
         pytest.fail("%s left things behind:\n  %s" % (request.node.nodeid, "\n  ".join(problems)))
 
@@ -711,6 +799,20 @@ def canary6():
         pytest.skip("no IPv6 loopback on this host: %s" % e)
     yield c
     c.close()
+
+
+# The core's seccomp filter seen from inside (python): the calls fail with
+# EPERM under it, and the kernel reports no_new_privs and a filter mode.
+FILTER_PROBE = r"""
+import ctypes, errno
+libc = ctypes.CDLL(None, use_errno=True)
+r = libc.unshare(0x10000000)           # CLONE_NEWUSER
+print("unshare", r, errno.errorcode.get(ctypes.get_errno(), 0) if r else 0)
+r = libc.ptrace(0, 0, None, None)      # PTRACE_TRACEME
+print("ptrace", r, errno.errorcode.get(ctypes.get_errno(), 0) if r else 0)
+st = dict(l.split(":", 1) for l in open("/proc/self/status"))
+print("nnp", st["NoNewPrivs"].strip(), "seccomp", st["Seccomp"].strip())
+"""
 
 
 # A program that forks until refused (the pids limit): prints how many

@@ -8,7 +8,9 @@
 #   tests/integration/run-unprivileged.sh [BUILD_DIR] [pytest arguments...]
 #
 # SBX_TEST_SUITE=security runs tests/security (which uses this directory's
-# harness) instead of tests/integration.
+# harness) instead of tests/integration. SBX_TEST_LIST names a file of
+# pytest node ids (relative to the source tree, one a line, # comments) to
+# run instead of the whole suite (e.g. tests/integration/mxc-ci.list).
 #
 # BUILD_DIR defaults to $SBX_BUILD_DIR, then the source tree's build/; the
 # binary is BUILD_DIR/bin/llm-sandbox unless SBX_BIN says otherwise (and no
@@ -42,15 +44,34 @@ if [ ! -x "$bin" ]; then
     exit 2
 fi
 
+listed=
+if [ -n "${SBX_TEST_LIST:-}" ]; then
+    listed=$(grep -v '^#' "$SBX_TEST_LIST")
+fi
+# The node ids to run, beneath the tree at $1: the list's, or the suite.
+targets() {
+    if [ -n "$listed" ]; then
+        for t in $listed; do echo "$1/$t"; done
+    else
+        echo "$1/tests/$suite"
+    fi
+}
+
 set -- /usr/bin/python3 -m pytest -q -p no:cacheprovider "$@"
 if [ "$(id -u)" -ne 0 ]; then
     cd "$src"
-    set -- "$@" --rootdir="$src" "$src/tests/$suite"
+    # shellcheck disable=SC2046 # node ids have no blanks
+    set -- "$@" --rootdir="$src" $(targets "$src")
     exec env HOME="${HOME:-/tmp}" SBX_BIN="$bin" SBX_BUILD_DIR="$build" SBX_SOURCE_DIR="$src" \
         SBX_TEST_BACKEND="${SBX_TEST_BACKEND:-bwrap}" \
         PYTHONDONTWRITEBYTECODE=1 "$@"
 fi
 
+# mxc: the executor is fetched (and cached) as root, where the cache is
+# writable; nobody runs it from there.
+if [ "${SBX_TEST_BACKEND:-}" = mxc ] && [ -z "${LLM_SANDBOX_MXC_EXECUTOR:-}" ]; then
+    LLM_SANDBOX_MXC_EXECUTOR=$(sh "$src/scripts/mxc-executor.sh" | tail -n 1)
+fi
 # The unprivileged user must be able to read the binary, its plugins and the
 # tests. A checkout under a private directory (e.g. /root) is not readable:
 # then run a copy (the binary finds its plugins relative to itself).
@@ -72,6 +93,7 @@ if ! as_nobody test -x "$bin" -a -r "$src/tests/$suite/conftest.py" 2>/dev/null;
         cp -a "$prefix/tests/abi/plugins" "$stage/build/tests/abi/"
     fi
     cp -a "$here" "$stage/tests/integration"
+    cp -a "$src/tests/golden" "$stage/tests/golden" # test_mxc.py validates them
     [ "$suite" = integration ] || cp -a "$src/tests/$suite" "$stage/tests/$suite"
     mkdir -p "$stage/core/seccomp"
     cp -a "$src/core/seccomp/policy.list" "$stage/core/seccomp/"
@@ -92,4 +114,5 @@ cd "$src"
 as_nobody env HOME="$home" SBX_BIN="$bin" SBX_BUILD_DIR="$build" SBX_SOURCE_DIR="$src" \
     SBX_TEST_BACKEND="${SBX_TEST_BACKEND:-bwrap}" \
     ${LLM_SANDBOX_NSJAIL_PATH:+LLM_SANDBOX_NSJAIL_PATH="$LLM_SANDBOX_NSJAIL_PATH"} \
-    PYTHONDONTWRITEBYTECODE=1 "$@" --rootdir="$src" "$src/tests/$suite"
+    ${LLM_SANDBOX_MXC_EXECUTOR:+LLM_SANDBOX_MXC_EXECUTOR="$LLM_SANDBOX_MXC_EXECUTOR"} \
+    PYTHONDONTWRITEBYTECODE=1 "$@" --rootdir="$src" $(targets "$src")

@@ -8,22 +8,10 @@ import json
 import os
 import subprocess
 
-from conftest import code, plugin_entry, plugins_json, sbx
+from conftest import FILTER_PROBE, code, plugin_entry, plugins_json, sbx
 
 FIXTURES = os.path.join(os.environ["SBX_BUILD_DIR"], "tests", "abi", "plugins")
 ENV = {"LLM_SANDBOX_PLUGIN_PATH": FIXTURES, "BACKEND": "compat13"}
-
-PROBE = r"""
-import ctypes, errno
-libc = ctypes.CDLL(None, use_errno=True)
-r = libc.unshare(0x10000000)           # CLONE_NEWUSER
-print("unshare", r, errno.errorcode.get(ctypes.get_errno(), 0) if r else 0)
-r = libc.ptrace(0, 0, None, None)      # PTRACE_TRACEME
-print("ptrace", r, errno.errorcode.get(ctypes.get_errno(), 0) if r else 0)
-st = dict(l.split(":", 1) for l in open("/proc/self/status"))
-print("nnp", st["NoNewPrivs"].strip(), "seccomp", st["Seccomp"].strip())
-"""
-
 
 def test_old_plugins_load_with_their_abi():
     plugins = plugins_json(ENV)
@@ -42,7 +30,7 @@ def test_old_language_hook_runs_on_old_backend():
 
 
 def test_agent_applies_our_filter_where_the_backend_does_not():
-    res = code(PROBE, extra_env=ENV)
+    res = code(FILTER_PROBE, extra_env=ENV)
     assert res["status"] == "ok", res
     assert res["stdout"] == "unshare -1 EPERM\nptrace -1 EPERM\nnnp 1 seccomp 2\n", res
 
@@ -54,7 +42,7 @@ def test_control_same_box_without_the_filter_allows_them():
     argv = ["/usr/bin/bwrap", "--unshare-user", "--unshare-pid", "--unshare-net",
             "--die-with-parent", "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin",
             "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--proc", "/proc",
-            "--dev", "/dev", "/usr/bin/python3", "-c", PROBE]
+            "--dev", "/dev", "/usr/bin/python3", "-c", FILTER_PROBE]
     p = subprocess.run(argv, capture_output=True, timeout=60, env={"PATH": "/usr/bin:/bin"})
     assert p.returncode == 0, p
     out = p.stdout.decode()

@@ -4,13 +4,14 @@ environment, files, processes, identity, privileges. Checked from inside
 (the program reports) and from outside (the host's /proc) where possible."""
 import json
 import os
+import socket
 import subprocess
 import time
 
 import pytest
 
 import conftest
-from conftest import (BASE_ENV, CONTAINER, HOST_UID_OF_SANDBOX, INSIDE_GID, INSIDE_UID, LAUNCHER, PYTHON_ENV, ROOT, SANDBOX_GID,
+from conftest import (BASE_ENV, CONTAINER, HOST_UID_OF_SANDBOX, INSIDE_GID, INSIDE_UID, LAUNCHER, MXC, PYTHON_ENV, ROOT, SANDBOX_GID,
                       SANDBOX_UID, SBX_BIN, clean_env, code, find_marked, new_mark,
                       proc_status, run_cli)
 
@@ -88,7 +89,8 @@ def test_identity_inside():
                   ".pw_name]))")
     uid, euid, gid, egid, groups, host, cwd, name = info
     assert (uid, euid, gid, egid) == (INSIDE_UID, INSIDE_UID, INSIDE_GID, INSIDE_GID), info
-    assert host == "sandbox"
+    # MXC gives no way to name its box's uts namespace: it keeps the host's name
+    assert host == (socket.gethostname() if MXC else "sandbox")
     assert cwd == "/workspace"
     assert name == "sandbox"
     assert 0 not in groups, groups
@@ -149,7 +151,18 @@ for p in ["/root", "/home", "/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/sys
 out["homes"] = glob.glob("/home/*")
 print(json.dumps(out))
 """)
-    if CONTAINER:
+    if MXC:
+        # MXC shows the host's system directories (read-only) and nothing
+        # else of it; the denied /root and /home are empty tmpfs, /var holds
+        # only MXC's /var/run symlink (to a /run the box does not have) and
+        # the way to the agent's read-only copy (/var/tmp/llm-sandbox-mxc-*)
+        for p in ["/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/sys", "/etc/ssh", "/run",
+                  "/boot", "/opt", "/srv", "/media", "/mnt", "/work"]:
+            assert info[p] == "FileNotFoundError", (p, info[p])
+        for p in ["/root", "/home", "/usr/local/../../root"]:
+            assert info[p] == "dir:", (p, info[p])
+        assert info["/var"] == "dir:run,tmp", info["/var"]
+    elif CONTAINER:
         # The root filesystem is the image's (with its own /var, /run,
         # /srv, ..., and Docker's read-only /sys), never the host's: no
         # host path is there, and the image's secrets are not readable.
@@ -164,7 +177,10 @@ print(json.dumps(out))
                   "/work", "/usr/local/../../root"]:
             assert info[p] == "FileNotFoundError", (p, info[p])
     assert info["homes"] == []
-    assert not info["/proc/1/root/root"].startswith(("dir:", "file:")), info
+    if MXC:  # pid 1 is MXC's bwrap, whose root is the box's: its own empty /root
+        assert info["/proc/1/root/root"] == "dir:", info
+    else:
+        assert not info["/proc/1/root/root"].startswith(("dir:", "file:")), info
 
 
 def test_etc_is_minimal_and_generated():
@@ -194,10 +210,11 @@ def test_only_own_processes_visible():
                   "cmd = open('/proc/1/cmdline', 'rb').read().split(b'\\0')[0].decode()\n"
                   "print(json.dumps([pids, os.getpid(), cmd]))")
     pids, me, pid1 = info
-    assert len(pids) <= 3, pids          # the agent (pid 1) and the program
+    # the agent (pid 1) and the program; MXC: its bwrap is pid 1, then the agent
+    assert len(pids) <= (4 if MXC else 3), pids
     assert me in pids and 1 in pids
     # the agent, not the host's init (bwrap mounts it; nsjail runs it from an fd)
-    assert pid1 in ("/.sbx/agent", "sbx-agent"), pid1
+    assert pid1 in (("bwrap",) if MXC else ("/.sbx/agent", "sbx-agent")), pid1
     assert max(pids) < 50, pids
 
 
@@ -232,11 +249,18 @@ out["ls"] = sorted(os.listdir("/workspace"))
 print(json.dumps(out))
 """)
     assert info["workspace"] == "hi" and info["tmp"] == "tmp"
+    # MXC: the box's own / and /etc (denied: an empty tmpfs) are writable
+    # tmpfs of the box; no host path is (plugins/mxc/README.md)
+    own = ["/evil", "/etc/evil"] if MXC else []
+    for p in own:
+        assert info[p] == "written", (p, info[p])
+        assert not os.path.exists(p), p  # nothing of it reached the host
     for p in ["/usr/evil", "/evil", "/etc/evil", "/bin/evil", "/usr/lib/evil", "/.sbx/evil"]:
         # EROFS (or EACCES); ENOENT where the jail has no /.sbx (nsjail)
-        assert info[p] in ((30, 13, 2) if p.startswith("/.sbx/") else (30, 13)), (p, info[p])
+        if p not in own:
+            assert info[p] in ((30, 13, 2) if p.startswith("/.sbx/") else (30, 13)), (p, info[p])
     assert info["/usr/evil"] == 30, info
-    assert info["/evil"] == 30, info
+    assert MXC or info["/evil"] == 30, info
     assert info["/proc/sys/kernel/hostname"] in (30, 13, 1), info
     assert info["chmod"] in (30, 1), info
     assert "main.py" in info["ls"] and "note.txt" in info["ls"]

@@ -18,7 +18,7 @@ import uuid
 import pytest
 
 import containers
-from conftest import CONTAINER, SBX_BIN, clean_env, sbx
+from conftest import CONTAINER, SBX_BIN, clean_env, sbx, skip_unless_warm_sets
 
 pytestmark = pytest.mark.contract
 
@@ -172,6 +172,7 @@ def test_go_build_cache_is_warm():
     """Each Go run's own writable GOCACHE is seeded with links to the warm-up
     set at /warm (the standard library compiled once per toolchain), which
     the program can read but not change; what the build adds is its own."""
+    skip_unless_warm_sets()
     src = GO_WARM_PROBE + "// %s\n" % uuid.uuid4().hex  # built, not from the compile cache
     res = run("go", src, "--timeout", GO_TIMEOUT)
     assert res["status"] == "ok" and res["stdout"] == "true true true\n", res
@@ -187,6 +188,7 @@ def test_cpp_precompiled_standard_header():
     """<bits/stdc++.h> is precompiled once (the warm-up set at /warm, which
     the build searches first); a program including it builds and runs, and
     one under another standard, where the PCH does not apply, too."""
+    skip_unless_warm_sets()
     src = ('#include <bits/stdc++.h>\n// %s\n#include <unistd.h>\nusing namespace std;\n'
            'int main() { vector<int> v{3, 1, 2}; sort(v.begin(), v.end());\n'
            '  cout << v[0] << access("/warm/include/bits/stdc++.h.gch", R_OK) << endl; }\n'

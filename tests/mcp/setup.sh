@@ -15,6 +15,12 @@
 #
 # Prints progress on stderr and, as its only line on stdout, the path of
 # the Node.js 22 binary the tests run with.
+#
+# Runs with Debian 12's own npm (9.2) and Node.js (18), which is what a
+# fresh machine has (scripts/fresh-check.sh checks it there): package.json
+# must stay readable by npm 9 (no `overrides` pointing at a `file:`
+# dependency: npm 9 reads that spec as a semver range and refuses the
+# lockfile), and only Node.js 22 from the lockfile runs the clients.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -35,7 +41,7 @@ if [ -n "${XDG_CACHE_HOME:-}" ]; then
 fi
 
 # What the install depends on; a change to any of it reinstalls.
-want=$(cat package.json package-lock.json setup.sh stubs/*/package.json | sha256sum | cut -d' ' -f1)
+want=$(cat package.json package-lock.json setup.sh | sha256sum | cut -d' ' -f1)
 
 node_ok() {
     [ -x "$node22" ] && "$node22" -e \
@@ -49,7 +55,7 @@ flock 9
 if [ "$(cat "$stamp" 2>/dev/null || true)" = "$want" ] && node_ok; then
     say "up to date ($(${node22} --version))"
 else
-    say "installing the pinned clients with npm ci (cache: ${npm_config_cache:-$HOME/.npm})"
+    say "installing the pinned clients with npm ci (npm $(npm --version), Node.js $(node --version 2>/dev/null || echo none)) from $(npm config get registry) (cache: ${npm_config_cache:-$HOME/.npm})"
     start=$(date +%s)
     # --prefer-offline: what the cache holds is used without asking the
     # registry; the lockfile's integrity hashes pin every package anyway.

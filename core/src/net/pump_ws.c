@@ -202,8 +202,11 @@ static void take_user(struct pump_ws *w, struct pump_ring *out, int fd, bool *us
         }
         flags = w->piece[0];
         if (flags & PUMP_WS_CLOSE) {
-            send_close(w, out,
-                    (uint16_t)(n >= 3 ? (w->piece[1] << 8 | w->piece[2]) : WS_CLOSE_NORMAL));
+            uint16_t code = WS_CLOSE_NORMAL;
+
+            if (n >= 3)
+                code = (uint16_t)(w->piece[1] << 8 | w->piece[2]);
+            send_close(w, out, code);
             continue;
         }
         opcode = w->user_frag                  ? WS_OP_CONTINUATION
