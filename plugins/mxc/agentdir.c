@@ -43,7 +43,8 @@ static int copy_agent(const struct sbx_host *h, int dir, struct sbx_err *err)
         return err->rc;
     out = openat(dir, AGENT_NAME, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0555);
     if (out < 0)
-        r = sbx_err_fill(err, SBX_E_IO, errno, "cannot create the agent's copy: %s", strerror(errno));
+        r = sbx_err_fill(
+                err, SBX_E_IO, errno, "cannot create the agent's copy: %s", strerror(errno));
     while (r == 0 && (n = read(in, buf, sizeof(buf))) != 0) {
         if (n < 0 && errno == EINTR)
             continue;
@@ -72,7 +73,8 @@ int mxc_agent_make(struct mxc_state *st, struct sbx_err *err)
     snprintf(st->agent, sizeof(st->agent), "%s/" AGENT_NAME, st->agent_dir);
     dir = open(st->agent_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (dir < 0)
-        r = sbx_err_fill(err, SBX_E_IO, errno, "cannot open %s: %s", st->agent_dir, strerror(errno));
+        r = sbx_err_fill(
+                err, SBX_E_IO, errno, "cannot open %s: %s", st->agent_dir, strerror(errno));
     else
         r = copy_agent(h, dir, err);
     /* as root the executor runs as the sandbox uid: it must reach the copy */
