@@ -37,6 +37,7 @@ import uuid
 
 import pytest
 
+import cluster
 import containers
 
 SBX_BIN = os.environ.get("SBX_BIN", "/work/main/build/bin/llm-sandbox")
@@ -50,8 +51,15 @@ ROOT = os.geteuid() == 0
 BACKEND = os.environ.get("SBX_TEST_BACKEND", "bwrap")
 # Container backends: the agent itself is pid 1 of the container (its comm
 # is "agent", as in the local jails), the daemon is one the tests start.
-CONTAINER = BACKEND in ("docker", "podman")
-LAUNCHER = {"bwrap": "bwrap", "nsjail": "nsjail", "docker": "agent", "podman": "agent"}[BACKEND]
+# Kubernetes is one of them (a pod of this machine's own single-node cluster,
+# tests/integration/cluster.py), with what a cluster changes: a pod takes
+# seconds to start, there is no pids limit field, leftovers are API objects.
+CLUSTER = BACKEND == "kubernetes"
+CONTAINER = BACKEND in ("docker", "podman") or CLUSTER
+LAUNCHER = {"bwrap": "bwrap", "nsjail": "nsjail", "docker": "agent", "podman": "agent",
+            "kubernetes": "agent"}[BACKEND]
+# What starting a sandbox adds to a run's duration beyond a local container's.
+START_SLACK_MS = 12000 if CLUSTER else 0
 # settings.c: the host uid sandboxed code runs as when the server is root.
 SANDBOX_UID = 1879048192
 SANDBOX_GID = 1879048192
@@ -129,12 +137,16 @@ _session_lock = -1
 
 
 def pytest_sessionstart(session):
-    if CONTAINER and ROOT:
+    if CLUSTER and ROOT:
+        cluster.start(SBX_SOURCE_DIR)
+    elif CONTAINER and ROOT:
         containers.start(BACKEND, SBX_SOURCE_DIR)
 
 
 def pytest_sessionfinish(session, exitstatus):
-    if CONTAINER and ROOT:
+    if CLUSTER and ROOT:
+        cluster.stop(SBX_SOURCE_DIR)
+    elif CONTAINER and ROOT:
         containers.stop(BACKEND)
 
 
@@ -148,6 +160,10 @@ def pytest_collection_modifyitems(config, items):
         if not ROOT:  # dockerd and a rootful podman service need root
             item.add_marker(pytest.mark.skip(reason="%s tests start their own daemon: root only"
                                              % BACKEND))
+            continue
+        module = os.path.basename(str(item.fspath))
+        if CLUSTER and module in ("test_containers.py", "test_docker_tls.py"):
+            item.add_marker(pytest.mark.skip(reason="Docker and Podman only"))
             continue
         lang = getattr(item, "callspec", None) and item.callspec.params.get("lang")
         named = [l for l in containers.MISSING_LANGS if "_%s_" % l in item.name + "_"]
@@ -179,7 +195,9 @@ def clean_env(extra=None, mark=True, mark_value=None):
     for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "LLM_SANDBOX_NSJAIL_PATH"):
         if k in os.environ:
             env[k] = os.environ[k]
-    if CONTAINER:
+    if CLUSTER:
+        env.update(cluster.client_env())
+    elif CONTAINER:
         env.update(containers.client_env(BACKEND))
     if mark:
         env[MARK_KEY] = mark_value or new_mark()
@@ -308,6 +326,16 @@ def check_contract(r):
         kept = len(res[s].encode("utf-8", "surrogatepass"))
         if not res[s + "_truncated"] and "\ufffd" not in res[s]:
             assert res[s + "_bytes"] == kept, (s, res)
+
+
+# Warnings a backend gives on every result as root: Kubernetes has no pids
+# limit for a pod, so the agent's RLIMIT_NPROC stands in (a fallback).
+STANDING_WARNINGS = ("pids limit enforced by a fallback: RLIMIT_NPROC",) if CLUSTER else ()
+
+
+def own_warnings(res):
+    """The result's warnings beyond the backend's standing ones."""
+    return [w for w in res["warnings"] if not w.startswith(STANDING_WARNINGS or ("\0",))]
 
 
 def expected_cli_rc(res):
@@ -619,8 +647,14 @@ def nothing_left_behind(request):
         bad = leftover_cgroups(groups_before, set(_cli_pids))
     if bad:
         problems.append("cgroups left behind: %s" % ", ".join(sorted(bad)))
+    # pods and NetworkPolicies of the plugin's label in the namespace
+    if CLUSTER and ROOT:
+        left = cluster.leftover()
+        if left:
+            problems.append("cluster objects left behind: %s" % ", ".join(left))
+            cluster.remove_all()
     # containers: the daemon is ours alone, so none may remain at all
-    if CONTAINER:
+    elif CONTAINER:
         left = containers.leftover(BACKEND)
         if left:
             problems.append("containers left behind: %s" % ", ".join(left))
