@@ -136,6 +136,8 @@ void k8s_fini(void *state)
                     "NetworkPolicy %s is left (%s); the next start-up's sweep removes it",
                     st->policy, err.msg);
     }
+    st->h->log(st->h, SBX_LOG_DEBUG, "unloaded in %lld ms",
+            (long long)(k8s_now_ms() - deadline + 2 * K8S_DELETE_MS));
     k8s_cluster_done(&st->cl);
     free(st->agent);
     free(st->netcheck);

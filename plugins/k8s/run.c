@@ -113,14 +113,16 @@ int k8s_box_open(void *state, const struct sbx_box_spec *spec, void **ret_box, s
     if (SBX_HAS_FIELD(struct sbx_box_spec, spec, flags) && (spec->flags & SBX_BOX_PROBE))
         in.pull_policy = "Never";
     r = k8s_pod_start(b, &in, deadline, err);
-    if (r == 0)
+    if (r == 0) {
         k8s_cg_open(&b->cg, b->uid, b->cid);
-    st->h->log(st->h, SBX_LOG_DEBUG, "pod %s attached after %lld ms", b->name,
-            (long long)(k8s_now_ms() + st->start_ms - deadline));
-    if (r == 0 && st->prove)
+        st->h->log(st->h, SBX_LOG_DEBUG, "pod %s attached after %lld ms", b->name,
+                (long long)(k8s_now_ms() + st->start_ms - deadline));
+    }
+    if (r == 0 && st->prove) {
         r = k8s_pod_prove(b, deadline, err);
-    st->h->log(st->h, SBX_LOG_DEBUG, "pod %s: %s after %lld ms", b->name, b->line,
-            (long long)(k8s_now_ms() + st->start_ms - deadline));
+        st->h->log(st->h, SBX_LOG_DEBUG, "pod %s: '%s' after %lld ms", b->name, b->line,
+                (long long)(k8s_now_ms() + st->start_ms - deadline));
+    }
     if (r == 0)
         r = k8s_pod_send(b, st->agent, st->agent_len, deadline, err);
     if (r < 0) {
@@ -226,8 +228,11 @@ int k8s_box_close(void *box, struct sbx_box_stats *stats, struct sbx_err *err)
     stats->pids_limited = -1;
     /* nothing of the run outlives the call: the agent (told QUIT by now, or
      * its stdin closes here) ends the pod's processes before we return */
-    if (b->ws && !end_agent(b, CLOSE_WAIT_MS))
-        b->st->h->log(b->st->h, SBX_LOG_DEBUG, "pod %s: the agent's end was not seen", b->name);
+    int64_t t0 = k8s_now_ms();
+    bool seen = b->ws && end_agent(b, CLOSE_WAIT_MS);
+
+    b->st->h->log(b->st->h, SBX_LOG_DEBUG, "pod %s: the agent's end %s after %lld ms", b->name,
+            seen ? "seen" : "not seen", (long long)(k8s_now_ms() - t0));
     if (b->diag_len)
         b->st->h->log(b->st->h, SBX_LOG_DEBUG, "pod %s: agent said: %s", b->name, b->diag);
     k8s_box_free(b);
