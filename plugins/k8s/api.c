@@ -8,7 +8,6 @@
  * next start-up's sweep finds the rest).
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,29 +17,6 @@
 #define RESP_CAP       (8u * 1024u * 1024u)
 #define TOKEN_MAX      (64u * 1024u)
 #define API_TIMEOUT_MS 30000
-
-int k8s_fail(struct sbx_err *err, int rc, int sys_errno, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (err) {
-        err->rc = rc;
-        err->sys_errno = sys_errno;
-        va_start(ap, fmt);
-        vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-        va_end(ap);
-    }
-    return rc;
-}
-
-bool k8s_setting_true(const struct k8s_state *st, const char *key, bool dflt)
-{
-    const char *v = st->h->setting(st->h, key);
-
-    if (!v || !*v)
-        return dflt;
-    return strcmp(v, "1") == 0 || strcmp(v, "true") == 0 || strcmp(v, "yes") == 0;
-}
 
 /* The token file is read at every call: a projected service-account token
  * is rotated by the kubelet while we run. */
@@ -177,19 +153,30 @@ int k8s_api(struct k8s_state *st, const struct k8s_call *c, long *ret_status,
     return r;
 }
 
-int k8s_delete_pod(struct k8s_state *st, const char *name, int64_t timeout_ms, struct sbx_err *err)
+int k8s_delete(struct k8s_state *st, const char *kind, const char *name, int64_t timeout_ms,
+        struct sbx_err *err)
 {
-    char path[300];
-    int r;
+    bool pod = strcmp(kind, "pods") == 0;
+    char path[400];
 
-    snprintf(
-            path, sizeof(path), "/api/v1/namespaces/%s/pods/%s?gracePeriodSeconds=0", st->ns, name);
+    if (timeout_ms <= 0)
+        return k8s_fail(
+                err, SBX_E_UNAVAILABLE, ETIMEDOUT, "no time left to delete %s %s", kind, name);
+    snprintf(path, sizeof(path), "%s/namespaces/%s/%s/%.127s%s",
+            pod ? "/api/v1" : "/apis/networking.k8s.io/v1", st->ns, kind, name,
+            pod ? "?gracePeriodSeconds=0" : "");
     struct k8s_call c = {.method = "DELETE",
             .path = path,
             .timeout_ms = timeout_ms,
             .cancel_fd = -1,
             .missing_ok = true};
-    r = k8s_api(st, &c, NULL, NULL, err);
+    return k8s_api(st, &c, NULL, NULL, err);
+}
+
+int k8s_delete_pod(struct k8s_state *st, const char *name, int64_t timeout_ms, struct sbx_err *err)
+{
+    int r = k8s_delete(st, "pods", name, timeout_ms, err);
+
     if (r == 0)
         return 0;
     st->h->log(
@@ -216,18 +203,8 @@ void k8s_retry_flush(struct k8s_state *st, int64_t deadline)
     pthread_mutex_unlock(&st->lock);
     for (size_t i = 0; i < K8S_RETRY_MAX; i++) {
         struct sbx_err err = {.size = sizeof(err)};
-        char path[400];
 
-        if (!names[i][0])
-            continue;
-        snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%.127s?gracePeriodSeconds=0",
-                st->ns, names[i]);
-        struct k8s_call c = {.method = "DELETE",
-                .path = path,
-                .timeout_ms = deadline - k8s_now_ms(),
-                .cancel_fd = -1,
-                .missing_ok = true};
-        if (c.timeout_ms <= 0 || k8s_api(st, &c, NULL, NULL, &err) < 0)
+        if (names[i][0] && k8s_delete(st, "pods", names[i], deadline - k8s_now_ms(), &err) < 0)
             st->h->log(st->h, SBX_LOG_WARN,
                     "pod %s is left (%s); the next start-up's sweep or its deadline ends it",
                     names[i], err.msg);

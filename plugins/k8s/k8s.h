@@ -49,7 +49,7 @@ struct k8s_state {
     char retry[K8S_RETRY_MAX][128]; /* pods whose deletion failed */
 };
 
-/* Fill err and return rc. */
+/* util.c: fill err and return rc. */
 int k8s_fail(struct sbx_err *err, int rc, int sys_errno, const char *fmt, ...) SBX_PRINTF(4, 5);
 /* A monotonic clock in ms (boot.c). */
 int64_t k8s_now_ms(void);
@@ -87,6 +87,10 @@ struct k8s_http {
 int k8s_http_init(struct k8s_state *st, struct k8s_http *hr, const char *method, const char *path,
         struct sbx_err *err);
 void k8s_http_done(struct k8s_http *hr);
+/* Delete one object of ours, kind "pods" (grace 0) or "networkpolicies",
+ * within timeout_ms; a missing one is no error. */
+int k8s_delete(struct k8s_state *st, const char *kind, const char *name, int64_t timeout_ms,
+        struct sbx_err *err);
 /* Delete a pod now (grace 0), or remember it for k8s_retry_flush. */
 int k8s_delete_pod(struct k8s_state *st, const char *name, int64_t timeout_ms, struct sbx_err *err);
 void k8s_retry_flush(struct k8s_state *st, int64_t deadline);

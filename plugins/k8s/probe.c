@@ -119,23 +119,14 @@ void k8s_fini(void *state)
 {
     struct k8s_state *st = state;
     struct sbx_err err = {.size = sizeof(err)};
-    char path[300];
     int64_t deadline = k8s_now_ms() + 2 * K8S_DELETE_MS;
 
     k8s_retry_flush(st, deadline - K8S_DELETE_MS);
-    if (st->ns[0]) {
-        snprintf(path, sizeof(path), "/apis/networking.k8s.io/v1/namespaces/%s/networkpolicies/%s",
-                st->ns, st->policy);
-        struct k8s_call c = {.method = "DELETE",
-                .path = path,
-                .timeout_ms = deadline - k8s_now_ms(),
-                .cancel_fd = -1,
-                .missing_ok = true};
-        if (c.timeout_ms <= 0 || k8s_api(st, &c, NULL, NULL, &err) < 0)
-            st->h->log(st->h, SBX_LOG_WARN,
-                    "NetworkPolicy %s is left (%s); the next start-up's sweep removes it",
-                    st->policy, err.msg);
-    }
+    if (st->ns[0] &&
+            k8s_delete(st, "networkpolicies", st->policy, deadline - k8s_now_ms(), &err) < 0)
+        st->h->log(st->h, SBX_LOG_WARN,
+                "NetworkPolicy %s is left (%s); the next start-up's sweep removes it", st->policy,
+                err.msg);
     st->h->log(st->h, SBX_LOG_DEBUG, "unloaded in %lld ms",
             (long long)(k8s_now_ms() - deadline + 2 * K8S_DELETE_MS));
     k8s_cluster_done(&st->cl);
@@ -201,15 +192,10 @@ void k8s_sweep(struct k8s_state *st)
     }
     for (size_t i = 0; pols && i < json_object_array_length(pols); i++) {
         const char *name, *owner, *phase;
-        char path[300];
 
         meta_of(json_object_array_get_idx(pols, i), &name, &owner, &phase);
-        if (!name || !owner || st->h->instance_dead(st->h, owner) != 1)
-            continue;
-        snprintf(path, sizeof(path), "/apis/networking.k8s.io/v1/namespaces/%s/networkpolicies/%s",
-                st->ns, name);
-        struct k8s_call c = {.method = "DELETE", .path = path, .cancel_fd = -1, .missing_ok = true};
-        k8s_api(st, &c, NULL, NULL, &err);
+        if (name && owner && st->h->instance_dead(st->h, owner) == 1)
+            k8s_delete(st, "networkpolicies", name, K8S_DELETE_MS, &err);
     }
     json_object_put(pods);
     json_object_put(pols);

@@ -156,6 +156,13 @@ def pytest_collection_modifyitems(config, items):
     machine cannot pull, so their cases are skipped, by name."""
     if not CONTAINER:
         return
+    if CLUSTER and not cluster.FULL:
+        kept = [i for i in items
+                if cluster.in_ci_budget(os.path.basename(str(i.fspath)), i.name)]
+        dropped = [i for i in items if i not in kept]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = kept
     for item in items:
         if not ROOT:  # dockerd and a rootful podman service need root
             item.add_marker(pytest.mark.skip(reason="%s tests start their own daemon: root only"

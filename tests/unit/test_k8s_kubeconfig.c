@@ -24,18 +24,6 @@
 #include "k8s.h"
 #include "kubeconfig.h"
 
-int k8s_fail(struct sbx_err *err, int rc, int sys_errno, const char *fmt, ...)
-{
-    va_list ap;
-
-    err->rc = rc;
-    err->sys_errno = sys_errno;
-    va_start(ap, fmt);
-    vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-    va_end(ap);
-    return rc;
-}
-
 static char dir[256];
 
 static void put(const char *name, const char *text)

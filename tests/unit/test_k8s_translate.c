@@ -22,19 +22,6 @@
 #include "k8s.h"
 #include "translate.h"
 
-/* translate.c reports through api.c's helper; this is the same contract. */
-int k8s_fail(struct sbx_err *err, int rc, int sys_errno, const char *fmt, ...)
-{
-    va_list ap;
-
-    err->rc = rc;
-    err->sys_errno = sys_errno;
-    va_start(ap, fmt);
-    vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-    va_end(ap);
-    return rc;
-}
-
 static struct sbx_policy base_policy(void)
 {
     return (struct sbx_policy){.size = sizeof(struct sbx_policy),
