@@ -4,9 +4,9 @@
 the test cluster of scripts/k8s-cluster.sh (started if it is not running,
 and left as it was found):
 
-  cold        a fresh `llm-sandbox` MCP server on stdio, its first call
-              (the plugin's probe, with or without a remembered proof of
-              NetworkPolicy enforcement, then a pod of its own)
+  cold        a fresh `llm-sandbox` MCP server on stdio, from its start to
+              its first call's result (the plugin's probe, with or without
+              a remembered proof of NetworkPolicy enforcement, then a pod)
   pod each    later calls of one server without ready sandboxes
               (LLM_SANDBOX_POOL=0): a pod started for every call
   warm        later calls with the core's pool (the default), paced so a
@@ -88,11 +88,15 @@ def main():
         cold, cold_proof = [], []
         for i in range(3):
             forget_proof()
+            t0 = time.perf_counter()  # the server's start (its probe) counts
             m = Mcp(a.bin, env("0"))
-            cold.append(call(m))
+            call(m)
+            cold.append((time.perf_counter() - t0) * 1000)
             m.close()
+            t0 = time.perf_counter()
             m = Mcp(a.bin, env("0"))  # the proof is remembered now
-            cold_proof.append(call(m))
+            call(m)
+            cold_proof.append((time.perf_counter() - t0) * 1000)
             m.close()
         show("cold", cold)
         show("cold, proof", cold_proof)
