@@ -28,6 +28,8 @@
 #   scripts/k8s-cluster.sh build             only build (or find) the binaries
 #   scripts/k8s-cluster.sh kubectl ARGS...   the built kubectl on this cluster
 #                                            (/usr/bin/kubectl may be another)
+#   scripts/k8s-cluster.sh import TAR...     import docker-archive images (the
+#                                            server's, deploy/kubernetes/)
 #
 # LLM_SANDBOX_CACHE (default /var/cache/llm-sandbox) holds the caches;
 # LLM_SANDBOX_K8S_STATE (default /var/lib/llm-sandbox-k8s) the cluster's
@@ -890,5 +892,10 @@ kubectl)
     shift
     kc "$@"
     ;;
-*) die "usage: $0 up [--no-netpol] | down | status | build | kubectl ARGS..." ;;
+import)
+    shift
+    need_root
+    for tar in "$@"; do ctrk images import "$tar" >/dev/null || die "importing $tar failed"; done
+    ;;
+*) die "usage: $0 up [--no-netpol] | down | status | build | kubectl ARGS... | import TAR..." ;;
 esac

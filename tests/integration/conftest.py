@@ -39,6 +39,7 @@ import uuid
 
 import pytest
 
+import cluster
 import containers
 
 SBX_BIN = os.environ.get("SBX_BIN", "/work/main/build/bin/llm-sandbox")
@@ -52,9 +53,15 @@ ROOT = os.geteuid() == 0
 BACKEND = os.environ.get("SBX_TEST_BACKEND", "bwrap")
 # Container backends: the agent itself is pid 1 of the container (its comm
 # is "agent", as in the local jails), the daemon is one the tests start.
-CONTAINER = BACKEND in ("docker", "podman")
+# Kubernetes is one of them (a pod of this machine's own single-node cluster,
+# tests/integration/cluster.py), with what a cluster changes: a pod takes
+# seconds to start, there is no pids limit field, leftovers are API objects.
+CLUSTER = BACKEND == "kubernetes"
+CONTAINER = BACKEND in ("docker", "podman") or CLUSTER
 LAUNCHER = {"bwrap": "bwrap", "nsjail": "nsjail", "docker": "agent", "podman": "agent",
-            "mxc": "lxc-exec"}[BACKEND]
+            "kubernetes": "agent", "mxc": "lxc-exec"}[BACKEND]
+# What starting a sandbox adds to a run's duration beyond a local container's.
+START_SLACK_MS = 12000 if CLUSTER else 0
 # MXC (plugins/mxc): bwrap, not the agent, is pid 1 of its box, the box's
 # workspace is a host directory bound at its own path, and its root and
 # /etc are MXC's (README.md there says what each control becomes).
@@ -199,7 +206,9 @@ def mxc_agent_dirs():
 
 
 def pytest_sessionstart(session):
-    if CONTAINER and ROOT:
+    if CLUSTER and ROOT:
+        cluster.start(SBX_SOURCE_DIR)
+    elif CONTAINER and ROOT:
         containers.start(BACKEND, SBX_SOURCE_DIR)
     # (MXC has no warm-up sets to build: every build there is cold)
     if not CONTAINER and not MXC and os.environ.get("SBX_TEST_SUITE", "integration") == "integration":
@@ -207,7 +216,9 @@ def pytest_sessionstart(session):
 
 
 def pytest_sessionfinish(session, exitstatus):
-    if CONTAINER and ROOT:
+    if CLUSTER and ROOT:
+        cluster.stop(SBX_SOURCE_DIR)
+    elif CONTAINER and ROOT:
         containers.stop(BACKEND)
 
 
@@ -217,10 +228,22 @@ def pytest_collection_modifyitems(config, items):
     machine cannot pull, so their cases are skipped, by name."""
     if not CONTAINER:
         return
+    if CLUSTER and not cluster.FULL:  # the contract suite's share (other suites run whole)
+        here = os.path.dirname(os.path.abspath(__file__))
+        kept = [i for i in items if os.path.dirname(str(i.fspath)) != here or
+                cluster.in_ci_budget(os.path.basename(str(i.fspath)), i.name)]
+        dropped = [i for i in items if i not in kept]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = kept
     for item in items:
         if not ROOT:  # dockerd and a rootful podman service need root
             item.add_marker(pytest.mark.skip(reason="%s tests start their own daemon: root only"
                                              % BACKEND))
+            continue
+        module = os.path.basename(str(item.fspath))
+        if CLUSTER and module in ("test_containers.py", "test_docker_tls.py"):
+            item.add_marker(pytest.mark.skip(reason="Docker and Podman only"))
             continue
         lang = getattr(item, "callspec", None) and item.callspec.params.get("lang")
         named = [l for l in containers.MISSING_LANGS if "_%s_" % l in item.name + "_"]
@@ -257,7 +280,9 @@ def clean_env(extra=None, mark=True, mark_value=None):
         # MXC's box root is writable tmpfs: the backend refuses a read-only
         # system (test_mxc.py checks the refusal), so its runs accept that
         env["SANDBOX_READ_ONLY"] = "false"
-    if CONTAINER:
+    if CLUSTER:
+        env.update(cluster.client_env())
+    elif CONTAINER:
         env.update(containers.client_env(BACKEND))
     if mark:
         env[MARK_KEY] = mark_value or new_mark()
@@ -388,6 +413,11 @@ def check_contract(r):
             assert res[s + "_bytes"] == kept, (s, res)
 
 
+# Warnings a backend gives on every result as root: Kubernetes has no pids
+# limit for a pod, so the agent's RLIMIT_NPROC stands in (a fallback).
+STANDING_WARNINGS = ("pids limit enforced by a fallback: RLIMIT_NPROC",) if CLUSTER else ()
+
+
 def expected_cli_rc(res):
     """The CLI's own exit code for a result (run_cmd.c / cli.h)."""
     if res["status"] == "timeout":
@@ -447,11 +477,13 @@ def skip_unless_warm_sets():
 
 
 def other_warnings(res):
-    """res's warnings without the one every run carries on a backend that
-    cannot size the workspace (the tests that count warnings count these)."""
+    """res's warnings without those every run carries on its backend (a
+    backend that cannot size the workspace; a pod's pids fallback): the
+    tests that count warnings count these."""
     ctl = backend_controls()["workspace"]
     standing = "workspace limit not enforced: %s" % ctl["note"]
-    return [w for w in res["warnings"] if ctl["level"] == "full" or w != standing]
+    return [w for w in res["warnings"] if (ctl["level"] == "full" or w != standing) and
+            not w.startswith(STANDING_WARNINGS or ("\0",))]
 
 
 # --------------------------------------------------------------------------
@@ -729,8 +761,14 @@ def nothing_left_behind(request):
         bad = leftover_cgroups(groups_before, set(_cli_pids))
     if bad:
         problems.append("cgroups left behind: %s" % ", ".join(sorted(bad)))
+    # pods and NetworkPolicies of the plugin's label in the namespace
+    if CLUSTER and ROOT:
+        left = cluster.leftover()
+        if left:
+            problems.append("cluster objects left behind: %s" % ", ".join(left))
+            cluster.remove_all()
     # containers: the daemon is ours alone, so none may remain at all
-    if CONTAINER:
+    elif CONTAINER:
         left = containers.leftover(BACKEND)
         if left:
             problems.append("containers left behind: %s" % ", ".join(left))

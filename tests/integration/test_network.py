@@ -1,12 +1,17 @@
 # SPDX-License-Identifier: MIT
 """Network isolation (issue 2, section 7). Only addresses on this machine are
 ever touched: canary listeners the test starts on the host's loopback, and
-addresses inside the sandbox. No DNS lookups of real names, no outside IPs."""
+addresses inside the sandbox. No DNS lookups of real names, no outside IPs.
+A pod keeps its interface and route: network off is a deny-all
+NetworkPolicy there (test_kubernetes.py checks that nothing is reachable)."""
 import json
 
 import pytest
 
-from conftest import BACKEND, backend_controls, code
+from conftest import BACKEND, CLUSTER, backend_controls, code
+
+# what network off leaves: an empty namespace, or a pod's (policy-denied) one
+OFF_DEVS = (["lo"], ["lo", "eth0"]) if CLUSTER else (["lo"],)
 
 NET_ON_ENV = {"LLM_SANDBOX_NETWORK": "on"}
 
@@ -42,8 +47,8 @@ def run_probe(canary, canary6=None, *args, **kw):
 
 def test_network_off_by_default(canary, canary6):
     info, res = run_probe(canary, canary6)
-    assert info["dev"] == ["lo"], "only the loopback interface: %r" % info["dev"]
-    assert info["default_route"] is False
+    assert info["dev"] in OFF_DEVS, "only the loopback interface: %r" % info["dev"]
+    assert info["default_route"] is CLUSTER
     assert info["v4"] == 111, info  # ECONNREFUSED: the sandbox's own loopback
     assert info["v6"] in (111, 99, 101), info
     assert canary.connections() == 0, "the host's 127.0.0.1 canary saw a connection"
@@ -52,7 +57,7 @@ def test_network_off_by_default(canary, canary6):
 
 def test_network_off_explicit(canary):
     info, _ = run_probe(canary, None, "--network", "off")
-    assert info["dev"] == ["lo"] and info["v4"] == 111, info
+    assert info["dev"] in OFF_DEVS and info["v4"] == 111, info
     assert canary.connections() == 0
 
 

@@ -1,14 +1,15 @@
 # SPDX-License-Identifier: MIT
-"""Write a one-layer image as a docker-archive (the `docker save` layout) to
-stdout or a file, for `ctr -n k8s.io images import`: the test cluster has no
-registry (scripts/k8s-cluster.sh).
+"""Write an image as a docker-archive (the `docker save` layout) to stdout or
+a file, for `ctr -n k8s.io images import`: the test cluster has no registry
+(scripts/k8s-cluster.sh).
 
-  pack_image.py REF OUT --layer-tar ROOTFS.tar [--cmd JSON]
+  pack_image.py REF OUT --layer-tar ROOTFS.tar [--layer-tar MORE.tar ...] [--cmd JSON]
   pack_image.py REF OUT --file SRC:DEST:MODE ... [--entrypoint JSON]
 
 REF is repository:tag, OUT a path or - for stdout. --layer-tar takes a root
-filesystem tarball as the layer as it is (scripts/container-test-image.sh
-writes one); --file builds the layer from single files (the pause binary).
+filesystem tarball as a layer as it is (scripts/container-test-image.sh
+writes one), bottom first (deploy/kubernetes/server-image.sh adds one with
+the server); --file builds the layer from single files (the pause binary).
 The archive is deterministic: the same input gives the same image ID.
 """
 import argparse
@@ -60,7 +61,7 @@ def main():
     ap.add_argument("ref")
     ap.add_argument("out")
     src = ap.add_mutually_exclusive_group(required=True)
-    src.add_argument("--layer-tar")
+    src.add_argument("--layer-tar", action="append")
     src.add_argument("--file", action="append")
     ap.add_argument("--entrypoint")
     ap.add_argument("--cmd")
@@ -70,8 +71,8 @@ def main():
         ap.error("REF must be repository:tag")
 
     with tempfile.TemporaryDirectory() as tmp:
-        layer = a.layer_tar or files_layer(a.file, tmp)
-        diff_id = sha256_file(layer)
+        layers = a.layer_tar or [files_layer(a.file, tmp)]
+        diff_ids = [sha256_file(layer) for layer in layers]
         config = {
             "architecture": "amd64",
             "os": "linux",
@@ -80,8 +81,9 @@ def main():
                 "Env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],
                 "WorkingDir": "/",
             },
-            "rootfs": {"type": "layers", "diff_ids": ["sha256:" + diff_id]},
-            "history": [{"created": EPOCH, "created_by": "tests/k8s/pack_image.py"}],
+            "rootfs": {"type": "layers", "diff_ids": ["sha256:" + d for d in diff_ids]},
+            "history": [{"created": EPOCH, "created_by": "tests/k8s/pack_image.py"}
+                        for _ in layers],
         }
         if a.entrypoint:
             config["config"]["Entrypoint"] = json.loads(a.entrypoint)
@@ -90,22 +92,23 @@ def main():
         config_bytes = json.dumps(config, sort_keys=True).encode()
         config_id = hashlib.sha256(config_bytes).hexdigest()
         manifest = [{"Config": config_id + ".json", "RepoTags": [a.ref],
-                     "Layers": [diff_id + "/layer.tar"]}]
+                     "Layers": [d + "/layer.tar" for d in diff_ids]}]
 
         out = sys.stdout.buffer if a.out == "-" else open(a.out + ".part", "wb")
         with tarfile.open(fileobj=out, mode="w|", format=tarfile.GNU_FORMAT) as t:
-            ti = tarfile.TarInfo(diff_id)
-            ti.type = tarfile.DIRTYPE
-            ti.mode = 0o755
-            t.addfile(ti)
-            ti = tarfile.TarInfo(diff_id + "/layer.tar")
-            ti.size = os.path.getsize(layer)
-            ti.mode = 0o644
-            with open(layer, "rb") as f:
-                t.addfile(ti, f)
+            for layer, diff_id in zip(layers, diff_ids):
+                ti = tarfile.TarInfo(diff_id)
+                ti.type = tarfile.DIRTYPE
+                ti.mode = 0o755
+                t.addfile(ti)
+                ti = tarfile.TarInfo(diff_id + "/layer.tar")
+                ti.size = os.path.getsize(layer)
+                ti.mode = 0o644
+                with open(layer, "rb") as f:
+                    t.addfile(ti, f)
             add_bytes(t, config_id + ".json", config_bytes)
             add_bytes(t, "manifest.json", json.dumps(manifest).encode())
-            add_bytes(t, "repositories", json.dumps({repo: {tag: diff_id}}).encode())
+            add_bytes(t, "repositories", json.dumps({repo: {tag: diff_ids[-1]}}).encode())
         out.flush()
         if a.out != "-":
             out.close()

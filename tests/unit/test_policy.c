@@ -365,6 +365,18 @@ static void test_check(void **state)
     assert_string_equal(e->field, "network_registries");
     e = sbx_error_free(e);
     s.defaults.network = SBX_NET_OFF;
+    /* a network mode at fallback: its operator accepted it; a warning */
+    c.level[SBX_CTL_NET_OFF] = SBX_ENF_FALLBACK;
+    snprintf(c.note[SBX_CTL_NET_OFF], sizeof(c.note[0]), "a policy not seen enforced");
+    assert_int_equal(policy_check(&s.defaults, 0, &c, "t", &warn, &e), 0);
+    assert_int_equal(strv_len(warn), 1);
+    assert_string_equal(warn[0], "network_off enforced by a fallback: a policy not seen enforced");
+    warn = strv_free(warn);
+    c.level[SBX_CTL_NET_OFF] = SBX_ENF_NONE;
+    assert_int_equal(policy_check(&s.defaults, 0, &c, "t", &warn, &e), SBX_E_UNSUPPORTED);
+    assert_string_equal(e->field, "network_off");
+    e = sbx_error_free(e);
+    c = full_caps();
     c.level[SBX_CTL_READ_ONLY_SYSTEM] = SBX_ENF_NONE;
     assert_int_equal(policy_check(&s.defaults, 0, &c, "t", &warn, &e), SBX_E_UNSUPPORTED);
     e = sbx_error_free(e);

@@ -506,6 +506,10 @@ int http_upgrade_start(const struct sbx_http *req, const char *proto, const char
         return err->rc;
     }
     sym_curl_easy_setopt(cn->curl, CURLOPT_CONNECT_ONLY, 1L);
+    /* An upgrade is HTTP/1.1 only: without this, curl offers h2 in TLS's
+     * ALPN, a Go server (the Kubernetes API server) takes it, and our
+     * HTTP/1.1 request meets HTTP/2 frames. */
+    sym_curl_easy_setopt(cn->curl, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
     sym_curl_easy_setopt(cn->curl, CURLOPT_ERRORBUFFER, why);
     rc = sym_curl_easy_perform(cn->curl);
     if (rc == CURLE_OK)

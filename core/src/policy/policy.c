@@ -232,8 +232,15 @@ int policy_check(const struct sbx_policy *p, uint32_t explicit_mask, const struc
         if (caps->level[always[i]] != SBX_ENF_FULL)
             return refuse_control(err, always[i], backend, caps);
     }
-    if (caps->level[net] != SBX_ENF_FULL)
+    /* A network mode at fallback: the backend's operator accepted a weaker
+     * guarantee (Kubernetes: a NetworkPolicy the cluster was not seen to
+     * enforce); every result says so. No backend reports it otherwise. */
+    if (caps->level[net] == SBX_ENF_NONE)
         return refuse_control(err, net, backend, caps);
+    if (caps->level[net] == SBX_ENF_FALLBACK &&
+            strv_pushf(warnings, "%s enforced by a fallback: %s", control_names[net],
+                    caps->note[net]) < 0)
+        return sbx_error_set(err, SBX_E_NOMEM, 0, "out of memory");
     if (p->read_only_system && caps->level[SBX_CTL_READ_ONLY_SYSTEM] != SBX_ENF_FULL)
         return refuse_control(err, SBX_CTL_READ_ONLY_SYSTEM, backend, caps);
     for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++) {

@@ -9,7 +9,9 @@
  * operator or the request asked for it; at its built-in default it becomes
  * a warning on the result. Isolation controls (seccomp, no_new_privs,
  * unprivileged, environment, the network mode, read-only system) are never
- * downgraded: without them the run is refused.
+ * downgraded: without them the run is refused. The one exception is a
+ * network mode a backend reports at fallback, which it does only when its
+ * operator accepted the weaker guarantee: the run goes on, with a warning.
  */
 #ifndef SBX_POLICY_H
 #define SBX_POLICY_H
