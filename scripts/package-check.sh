@@ -232,7 +232,7 @@ use_pass() {
         "$USE_LIB apt-get install -y -q $ours_debs && dpkg -l 'llm-sandbox*' | grep ^ii" ||
         return 0
     step use fields "nothing installed" \
-        'python3 src/tests/packaging/deb_fields.py debs /usr/bin/llm-sandbox' || return 0
+        'python3 src/tests/packaging/debdeps.py debs debs /usr/bin/llm-sandbox' || return 0
     step use run "nothing installed; must print 42" \
         'out=$(llm-sandbox run --code "print(6*7)"); echo "$out"; [ "$out" = 42 ]' || return 0
     step use doctor "nothing installed" 'llm-sandbox doctor' || return 0
