@@ -102,6 +102,7 @@ prepare_host() {
         cp -r "$WORK/debs" "$r/root/debs"
         mkdir -p "$r/root/src"
         git -C "$SRC" archive "$REV" examples tests/packaging | tar -x -C "$r/root/src"
+        printf '%s' "$USE_LIB" >"$r/root/lib.sh"
         ;;
     esac
 }
@@ -192,9 +193,10 @@ build_pass() {
 # ---------------------------------------------------------------------------
 # The use pass.
 
-# The checks, as one bash script run in the root step by step (each step
-# calls one function of it). The plugin list and the MCP answers before
-# removing ruby are kept in /root/state.
+# Helpers of the use steps, /root/lib.sh in the root: debs PACKAGE... (the
+# .deb files), plugins (name kind version status manifest, a line each),
+# languages (get_supported_languages). What they said before ruby was
+# removed is kept in /root/state.
 # shellcheck disable=SC2016
 USE_LIB='
 debs() { for p in "$@"; do ls /root/debs/${p}_*.deb; done; }
@@ -215,21 +217,19 @@ use_pass() {
     # shellcheck disable=SC2086
     local ours_debs
     ours_debs=$(for p in $OURS; do printf '$(debs %s) ' "$p"; done)
-    host_prepare "$PASS_DIR" use use || return 0
     if [ -z "$SNAP_REUSED" ]; then
+        host_prepare "$PASS_DIR" use use || return 0
         step use deps "what our packages depend on (apt, deb.debian.org), and $TOOLS; ours are purged again" \
-            "$USE_LIB apt-get update -q && apt-get install -y -q $ours_debs $TOOLS && apt-get purge -y -q $(echo $OURS)" ||
+            ". lib.sh; apt-get update -q && apt-get install -y -q $ours_debs $TOOLS && apt-get purge -y -q $(echo $OURS) && rm -rf debs src lib.sh" ||
             return 0
-        [ -n "$COLD" ] || {
-            snapshot use "$key"
-            host_prepare "$PASS_DIR" use use || return 0
-        }
+        [ -n "$COLD" ] || snapshot use "$key"
     else
         printf '\n==> use/deps: the snapshot %s\n' "$PKG/snapshots/use-$key"
         summary use/deps - "from the snapshot"
     fi
+    host_prepare "$PASS_DIR" use use || return 0
     step use install "ours: apt-get install of the .debs (their dependencies are in place)" \
-        "$USE_LIB apt-get install -y -q $ours_debs && dpkg -l 'llm-sandbox*' | grep ^ii" ||
+        ". lib.sh; apt-get install -y -q $ours_debs && dpkg -l 'llm-sandbox*' | grep ^ii" ||
         return 0
     step use fields "nothing installed" \
         'python3 src/tests/packaging/debdeps.py debs debs /usr/bin/llm-sandbox' || return 0
@@ -238,7 +238,7 @@ use_pass() {
     step use doctor "nothing installed" 'llm-sandbox doctor' || return 0
     step use mcp "nothing installed" 'python3 src/tests/packaging/mcp_probe.py tools' || return 0
     step use remove-ruby "nothing installed" \
-        "$USE_LIB"'mkdir -p state; plugins >state/plugins; languages >state/languages
+        '. lib.sh; mkdir -p state; plugins >state/plugins; languages >state/languages
 cat state/plugins state/languages
 grep -q "^ruby language" state/plugins && grep -qx ruby state/languages
 apt-get remove -y -q llm-sandbox-lang-ruby
@@ -248,7 +248,7 @@ diff <(grep -v "^ruby " state/plugins) state/plugins-after
 diff <(grep -vx ruby state/languages) state/languages-after
 echo "ruby left plugins and get_supported_languages; nothing else changed"' || return 0
     step use reinstall "nothing installed: the .deb again" \
-        "$USE_LIB"'apt-get install -y -q $(debs llm-sandbox-lang-ruby)
+        '. lib.sh; apt-get install -y -q $(debs llm-sandbox-lang-ruby)
 diff state/plugins <(plugins) && diff state/languages <(languages)
 echo "ruby is back, everything as before"' || return 0
     step use man "nothing installed" \
@@ -258,7 +258,7 @@ echo "ruby is back, everything as before"' || return 0
         'SBX_EXAMPLES_PREFIX=/usr SBX_SOURCE_DIR=/root/src python3 -m pytest -q -p no:cacheprovider src/tests/packaging/test_examples.py' ||
         return 0
     step use purge "nothing installed" \
-        "$USE_LIB"'apt-get purge -y -q $(dpkg-query -W -f "\${Package}\n" "llm-sandbox*")
+        '. lib.sh; apt-get purge -y -q $(dpkg-query -W -f "\${Package}\n" "llm-sandbox*")
 left=$(ls -d /usr/bin/llm-sandbox /etc/llm-sandbox /usr/lib/*/llm-sandbox /usr/include/llm-sandbox 2>/dev/null || true)
 [ -z "$left" ] || { echo "left behind: $left"; exit 1; }
 echo "nothing of ours is left"' || return 0
