@@ -7,7 +7,7 @@
 # them there.
 #
 #   scripts/package-check.sh            build, lint, install, use
-#   scripts/package-check.sh --cold     no snapshots, no compiler cache
+#   scripts/package-check.sh --cold     no snapshots, no compiler or apt cache
 #   scripts/package-check.sh --keep     keep the scratch roots (paths printed)
 #   scripts/package-check.sh --enter DIR [CMD...]
 #                                       a shell (or CMD) in a kept pass DIR
@@ -146,11 +146,10 @@ start_pass() {
     else
         layers "$PASS_DIR" "$BARE" deps
     fi
-    PASS_BINDS="$FRESH/cache/apt-archives /var/cache/apt/archives"
-    mkdir -p "$FRESH/cache/apt-archives"
+    PASS_BINDS=""
     if [ -z "$COLD" ]; then
-        mkdir -p "$PKG/ccache"
-        PASS_BINDS="$PASS_BINDS
+        mkdir -p "$FRESH/cache/apt-archives" "$PKG/ccache"
+        PASS_BINDS="$FRESH/cache/apt-archives /var/cache/apt/archives
 $PKG/ccache /var/cache/ccache"
     fi
 }
