@@ -92,7 +92,8 @@ die() {
 # ---------------------------------------------------------------------------
 # Steps.
 
-# step() runs commands in the clone
+# step() runs commands in the clone (~ is the pass user's home, in the root)
+# shellcheck disable=SC2088
 STEP_DIR='~/llm-sandbox'
 
 # The host side of a pass's preparation, run by enter_host in a private
@@ -312,33 +313,8 @@ main() {
     DEPS_SUM=$(git -C "$SRC" show "$REV:scripts/install-deps.sh" | sha256sum | cut -d' ' -f1)
     CA_SUM=$(ca_sum)
 
-    mkdir -p "$FRESH"
-    exec 8>"$FRESH/lock"
-    if ! flock -n 8; then
-        say "waiting for another fresh-check to finish"
-        flock 8
-    fi
-
-    T0=$(date +%s)
-    bare_root
-
-    WORK=$(mktemp -d "$FRESH/work.XXXXXX")
-    # the last run's logs, one per pass, outside the scratch roots
-    LOGS=$FRESH/logs
-    mkdir -p "$LOGS"
-    rm -f "$LOGS"/*.log
-    cleanup() {
-        # The mounts live in the passes' own namespaces; never delete through
-        # one that is somehow visible here.
-        if grep -q " $WORK/" /proc/self/mountinfo; then
-            say "leaving $WORK: something is still mounted under it" >&2
-        elif [ -n "$KEEP" ]; then
-            say "kept: $WORK (enter with: $SELF --enter $WORK/PASS [--user])"
-        else
-            rm -rf "$WORK"
-        fi
-    }
-    trap cleanup EXIT
+    ENTER_HINT=" [--user]"
+    start_run "$FRESH" fresh-check
     say "checking $REV in a bare Debian 12 ($([ -n "$COLD" ] && echo "cold: no caches" || echo "caches: $FRESH/cache, $FRESH/snapshots"))"
 
     for pass in $PASSES; do
@@ -365,7 +341,7 @@ main() {
     fi
     # the verdict is the last line; the time includes removing the layers
     trap - EXIT
-    cleanup
+    scratch_cleanup
     [ "$rc" -ne 0 ] || [ -n "$INJECT" ] || verdict="$verdict, $(($(date +%s) - T0)) s in all)"
     say "$verdict"
     exit "$rc"

@@ -56,6 +56,8 @@
 #  - ccache/: the compiler cache of the build (content-addressed).
 #  - apt's archives, shared with fresh-check ($LLM_SANDBOX_CACHE/fresh/cache).
 # Heavy work runs under nice -n 19 ionice -c3. Needs root.
+# The steps' commands run in the root: their $ expand there, not here.
+# shellcheck disable=SC2016
 set -eu
 
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -72,8 +74,8 @@ die() {
 
 PKG=$TOP/packaging
 # what the use root installs of ours, and the tools its checks need
-OURS="llm-sandbox llm-sandbox-dev llm-sandbox-backend-bwrap llm-sandbox-backend-nsjail
-llm-sandbox-backend-docker llm-sandbox-lang-python llm-sandbox-lang-ruby"
+OURS="llm-sandbox llm-sandbox-dev llm-sandbox-backend-bwrap llm-sandbox-backend-nsjail"
+OURS="$OURS llm-sandbox-backend-docker llm-sandbox-lang-python llm-sandbox-lang-ruby"
 TOOLS="man-db gcc libc6-dev make pkgconf cmake python3-pytest"
 
 # ---------------------------------------------------------------------------
@@ -196,7 +198,6 @@ build_pass() {
 # .deb files), plugins (name kind version status manifest, a line each),
 # languages (get_supported_languages). What they said before ruby was
 # removed is kept in /root/state.
-# shellcheck disable=SC2016
 USE_LIB='
 debs() { for p in "$@"; do ls /root/debs/${p}_*.deb; done; }
 plugins() { llm-sandbox plugins --json | python3 -c "
@@ -213,13 +214,12 @@ use_pass() {
     key=$(printf '%s\n' "$ROOT_KEY" "$CA_SUM" "$(date -u +%G-W%V)" v1 "$OURS" "$TOOLS" "$fields" |
         sha256sum | cut -c1-16)
     start_pass use "$key"
-    # shellcheck disable=SC2086
     local ours_debs
     ours_debs=$(for p in $OURS; do printf '$(debs %s) ' "$p"; done)
     if [ -z "$SNAP_REUSED" ]; then
         host_prepare "$PASS_DIR" use use || return 0
         step use deps "what our packages depend on (apt, deb.debian.org), and $TOOLS; ours are purged again" \
-            ". lib.sh; apt-get update -q && apt-get install -y -q $ours_debs $TOOLS && apt-get purge -y -q $(echo $OURS) && rm -rf debs src lib.sh" ||
+            ". lib.sh; apt-get update -q && apt-get install -y -q $ours_debs $TOOLS && apt-get purge -y -q $OURS && rm -rf debs src lib.sh" ||
             return 0
         [ -n "$COLD" ] || snapshot use "$key"
     else
@@ -304,28 +304,7 @@ main() {
         say "note: $SRC has uncommitted changes; the check builds HEAD ($REV) without them"
     fi
     CA_SUM=$(ca_sum)
-    mkdir -p "$PKG"
-    exec 8>"$PKG/lock"
-    if ! flock -n 8; then
-        say "waiting for another package-check to finish"
-        flock 8
-    fi
-    T0=$(date +%s)
-    bare_root
-    WORK=$(mktemp -d "$PKG/work.XXXXXX")
-    LOGS=$PKG/logs
-    mkdir -p "$LOGS"
-    rm -f "$LOGS"/*.log
-    cleanup() {
-        if grep -q " $WORK/" /proc/self/mountinfo; then
-            say "leaving $WORK: something is still mounted under it" >&2
-        elif [ -n "$KEEP" ]; then
-            say "kept: $WORK (enter with: $SELF --enter $WORK/PASS)"
-        else
-            rm -rf "$WORK"
-        fi
-    }
-    trap cleanup EXIT
+    start_run "$PKG" package-check
     say "checking the packages of $REV in bare Debian 12 roots ($([ -n "$COLD" ] && echo "cold: no caches" || echo "caches: $PKG"))"
     build_pass
     [ -n "$FAILED" ] || use_pass
@@ -333,7 +312,7 @@ main() {
     printf '  total %s s\n' "$(($(date +%s) - T0))"
     say "logs: $LOGS/"
     trap - EXIT
-    cleanup
+    scratch_cleanup
     if [ -n "$FAILED" ]; then
         say "FAILED at step $FAILED"
         exit 1

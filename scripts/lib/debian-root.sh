@@ -21,6 +21,8 @@
 #    user), in a new mount and PID namespace after pivot_root (not chroot:
 #    the kernel refuses user namespaces to a chrooted process, and bwrap
 #    would set no_new_privs, which stops sudo), with a clean environment.
+#  - start_run DIR NAME: one run of a check at a time (DIR/lock), its scratch
+#    directory WORK (removed at exit unless KEEP) and LOGS (DIR/logs).
 #  - step PASS NAME WHAT CMD: one timed, logged step of a check in its root
 #    (PASS_DIR, PASS_WHO, PASS_BINDS, PASS_LOG, in STEP_DIR there); the
 #    steps' wall times collect in SUMMARY, the first failure in FAILED.
@@ -213,5 +215,37 @@ step() {
         FAILED="$pass/$name"
         say "step $pass/$name failed: \`$cmd\` exited $rc as $PASS_WHO in a bare Debian 12 (log: $PASS_LOG)" >&2
         return 1
+    fi
+}
+
+# ---------------------------------------------------------------------------
+# A run.
+
+start_run() {
+    mkdir -p "$1"
+    exec 8>"$1/lock"
+    if ! flock -n 8; then
+        say "waiting for another $2 to finish"
+        flock 8
+    fi
+    T0=$(date +%s)
+    bare_root
+    WORK=$(mktemp -d "$1/work.XXXXXX")
+    # the last run's logs, one per pass, outside the scratch roots
+    LOGS=$1/logs
+    mkdir -p "$LOGS"
+    rm -f "$LOGS"/*.log
+    trap scratch_cleanup EXIT
+}
+
+# The passes' mounts live in their own namespaces; never delete through one
+# that is somehow visible here. ENTER_HINT: how to enter a kept pass.
+scratch_cleanup() {
+    if grep -q " $WORK/" /proc/self/mountinfo; then
+        say "leaving $WORK: something is still mounted under it" >&2
+    elif [ -n "$KEEP" ]; then
+        say "kept: $WORK (enter with: $SELF --enter $WORK/PASS${ENTER_HINT:-})"
+    else
+        rm -rf "$WORK"
     fi
 }
