@@ -43,8 +43,12 @@ def scratch():
 def prefix(scratch):
     if SYSTEM:
         return {"dir": SYSTEM, "pkgconfig": None, "bin": os.path.join(SYSTEM, "bin", "llm-sandbox")}
-    p = os.path.join(scratch, "prefix")
-    run(["cmake", "--install", os.environ["SBX_BUILD_DIR"], "--prefix", p])
+    # under DESTDIR, so that a directory the build made absolute (/etc for
+    # the prefix /usr) lands in the scratch directory too
+    dest = os.path.join(scratch, "destdir")
+    run(["cmake", "--install", os.environ["SBX_BUILD_DIR"], "--prefix", "/sbx"],
+        env=dict(os.environ, DESTDIR=dest))
+    p = os.path.join(dest, "sbx")
     pcs = [os.path.join(r, f) for r, _, fs in os.walk(p) for f in fs
            if f == "llm-sandbox-plugin.pc"]
     assert len(pcs) == 1, pcs
