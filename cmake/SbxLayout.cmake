@@ -23,3 +23,8 @@ set(SBX_BUILD_BINDIR "${CMAKE_BINARY_DIR}/${SBX_REL_BINDIR}")
 set(SBX_BUILD_PLUGINDIR "${CMAKE_BINARY_DIR}/${SBX_REL_PLUGINDIR}")
 set(SBX_BUILD_AGENTDIR "${CMAKE_BINARY_DIR}/${SBX_REL_AGENTDIR}")
 file(MAKE_DIRECTORY "${SBX_BUILD_PLUGINDIR}")
+
+# The config file read when neither --config nor LLM_SANDBOX_CONFIG names
+# one: absolute, under the system configuration directory (/etc for the
+# prefix /usr), like any daemon's.
+set(SBX_DEFAULT_CONFIG "${CMAKE_INSTALL_FULL_SYSCONFDIR}/llm-sandbox/config.yaml")

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 #
 # check-banned.sh [ROOT]: STYLE I3 (banned functions) and D1 (no `//`
-# comments) for the C sources and headers under core/, plugins/ and langs/.
+# comments) for the C sources and headers under core/, plugins/, langs/ and
+# examples/.
 # Prints FILE:LINE: what, for every hit, and exits 1 if there was any.
 #
 # Each file is read by a small awk lexer that drops comments and the
@@ -22,7 +23,7 @@ set -u
 root=${1:-$(dirname "$0")/..}
 cd "$root" || exit 2
 
-files=$(find core plugins langs -type f \( -name '*.c' -o -name '*.h' \) 2>/dev/null | LC_ALL=C sort)
+files=$(find core plugins langs examples -type f \( -name '*.c' -o -name '*.h' \) 2>/dev/null | LC_ALL=C sort)
 if [ -z "$files" ]; then
     echo "check-banned: no C files under $(pwd)/{core,plugins,langs}" >&2
     exit 2

@@ -67,41 +67,16 @@
 # and dpkg runs with force-unsafe-io (no fsync per file), both as in
 # Debian's own container images and only in the passes' layers.
 # Heavy work runs under nice -n 19 ionice -c3. Needs root, debootstrap,
-# overlayfs, unshare and pivot_root (util-linux).
+# overlayfs, unshare and pivot_root (util-linux). The bare root, the layers
+# and entering a root are scripts/lib/debian-root.sh, which
+# scripts/package-check.sh shares.
 set -eu
 
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 SELF=$SRC/scripts/fresh-check.sh
-TOP=${LLM_SANDBOX_CACHE:-/var/cache/llm-sandbox}
-FRESH=$TOP/fresh
-
-SUITE=bookworm
-MIRROR=http://deb.debian.org/debian
-INCLUDE=git,sudo,ca-certificates
-# /etc/apt/sources.list.d/debian.sources as Debian's own bookworm images
-# have it (debootstrap alone writes only "bookworm main").
-SOURCES='Types: deb
-URIs: http://deb.debian.org/debian
-Suites: bookworm bookworm-updates
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-
-Types: deb
-URIs: http://deb.debian.org/debian-security
-Suites: bookworm-security
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-'
-ROOT_RECIPE="debootstrap --variant=minbase --include=$INCLUDE $SUITE $MIRROR; sources $SOURCES; no apt lists, no archives; v1"
-ROOT_KEY=$(printf '%s' "$ROOT_RECIPE" | sha256sum | cut -c1-16)
-BARE=$FRESH/roots/$SUITE-$ROOT_KEY
 
 USER_NAME=fresh
 USER_UID=1000
-ROOT_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-USER_PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/games:/usr/games
-
-NICE="nice -n 19 ionice -c3"
 
 say() { printf 'fresh-check: %s\n' "$*"; }
 die() {
@@ -109,158 +84,25 @@ die() {
     exit 1
 }
 
-# ---------------------------------------------------------------------------
-# Entering a root: a new mount and PID namespace, the pass's overlay (its
-# layers over the bare root) mounted, /proc new, /sys and /dev the host's,
-# /run a tmpfs, the caches bound in, then pivot_root into it and the old
-# root detached. The process is not chrooted, so the kernel lets it (and
-# bwrap, as a user) make user namespaces; no_new_privs stays off, so sudo
-# works. PID 1 of the namespace is the step: when it ends, anything it
-# left running ends with it, and the mounts go with the namespace.
-
-# The shell that runs inside the new namespaces: host binaries until
-# pivot_root, the root's own after it.
-# shellcheck disable=SC2016
-ENTER_SH='
-set -eu
-r=$1 who=$2 binds=$3 lower=$4 upper=$5 work=$6
-shift 6
-mount -t overlay overlay -o "lowerdir=$lower,upperdir=$upper,workdir=$work" "$r"
-mount -t proc -o nosuid,nodev,noexec proc "$r/proc"
-mount --rbind /sys "$r/sys"
-mount --rbind /dev "$r/dev"
-mount -t tmpfs -o nosuid,nodev,mode=0755 tmpfs "$r/run"
-mkdir -m 1777 "$r/run/lock"
-printf "%s\n" "$binds" | while read -r src dst; do
-    [ -n "$src" ] || continue
-    mkdir -p "$r$dst"
-    mount --bind "$src" "$r$dst"
-done
-cd "$r"
-pivot_root . mnt
-umount -l /mnt
-cd /
-if [ "$who" = root ]; then
-    exec env -i HOME=/root USER=root LOGNAME=root SHELL=/bin/bash TERM=dumb \
-        PATH="$ROOT_PATH" "$@"
-fi
-exec runuser -u "$who" -- env -i HOME="/home/$who" USER="$who" LOGNAME="$who" \
-    SHELL=/bin/bash TERM=dumb PATH="$USER_PATH" "$@"
-'
-
-# enter PASSDIR WHO BINDS CMD...: run CMD in the pass's root as WHO (root or
-# the user); BINDS is a list of "HOSTDIR ROOTPATH" lines. PASSDIR/layers
-# names the overlay's lower, upper and work directories.
-enter() {
-    local d=$1 who=$2 binds=$3 lower upper work
-    shift 3
-    read -r lower upper work <"$d/layers"
-    ROOT_PATH=$ROOT_PATH USER_PATH=$USER_PATH $NICE \
-        unshare --mount --pid --fork --propagation private -- \
-        /bin/sh -c "$ENTER_SH" enter "$d/root" "$who" "$binds" "$lower" "$upper" "$work" "$@"
-}
-
-# layers PASSDIR LOWER NAME: the pass's root is LOWER (colon-separated,
-# topmost first) under a new writable layer PASSDIR/NAME.
-layers() {
-    mkdir -p "$1/$3" "$1/$3.work" "$1/root"
-    printf '%s %s %s\n' "$2" "$1/$3" "$1/$3.work" >"$1/layers"
-}
-
-# ---------------------------------------------------------------------------
-# The bare root, built once per recipe.
-
-bare_root() {
-    if [ -d "$BARE" ]; then
-        say "bare root: $BARE (cached; recipe: debootstrap --variant=minbase --include=$INCLUDE $SUITE)"
-        return
-    fi
-    command -v debootstrap >/dev/null 2>&1 ||
-        die "step bare-root: debootstrap is missing on this host (apt-get install debootstrap)"
-    mkdir -p "$FRESH/roots"
-    local tmp start
-    tmp=$(mktemp -d "$FRESH/roots/build.XXXXXX")
-    start=$(date +%s)
-    say "bare root: building with debootstrap --variant=minbase --include=$INCLUDE $SUITE from $MIRROR (a few minutes)"
-    if ! $NICE debootstrap --variant=minbase --include="$INCLUDE" "$SUITE" "$tmp/root" "$MIRROR" \
-        >"$tmp/log" 2>&1; then
-        tail -n 20 "$tmp/log" >&2
-        rm -rf "$tmp"
-        die "step bare-root: debootstrap failed (log above)"
-    fi
-    rm -f "$tmp/root/etc/apt/sources.list"
-    printf '%s' "$SOURCES" >"$tmp/root/etc/apt/sources.list.d/debian.sources"
-    rm -rf "$tmp/root/var/lib/apt/lists/"* "$tmp/root/var/cache/apt/"*.bin
-    find "$tmp/root/var/cache/apt/archives" -name '*.deb' -delete
-    mv "$tmp/root" "$BARE"
-    rm -rf "$tmp"
-    # keep the two newest recipes' roots (and nothing built on older ones)
-    find "$FRESH/roots" -mindepth 1 -maxdepth 1 -name "$SUITE-*" -printf '%T@ %p\n' | sort -rn |
-        tail -n +3 | while read -r _ old; do
-        say "bare root: removing $old (an older recipe)"
-        rm -rf "$old"
-    done
-    say "bare root: built $BARE in $(($(date +%s) - start)) s"
-}
+# The bare root, overlay layers, entering a root: shared with
+# scripts/package-check.sh.
+# shellcheck source=scripts/lib/debian-root.sh
+. "$SRC/scripts/lib/debian-root.sh"
 
 # ---------------------------------------------------------------------------
 # Steps.
 
-FAILED=""
-SUMMARY=""
-DPKG_NOISE='^(Selecting previously unselected|Preparing to unpack|Unpacking |Setting up |Processing triggers for|\(Reading database|update-alternatives: |Created symlink |Adding |Updating certificates|done\.$)'
-
-summary() {
-    SUMMARY="$SUMMARY$(printf '  %-28s %5s s  %s' "$1" "$2" "$3")
-"
-}
-
-# step PASS NAME WHAT CMD: run CMD (bash, in the clone) in the pass's root;
-# WHAT says what it installs and from where.
-step() {
-    local pass=$1 name=$2 what=$3 cmd=$4 start rc
-    printf '\n==> %s/%s (at +%s s): %s\n' "$pass" "$name" "$(($(date +%s) - T0))" "$what"
-    printf '    $ %s\n' "$cmd"
-    start=$(date +%s)
-    set +e
-    # dpkg's per-package lines (a thousand for install-deps) go to the log only
-    enter "$PASS_DIR" "$PASS_WHO" "$PASS_BINDS" /bin/bash -c "set -eu; cd ~/llm-sandbox; $cmd" \
-        </dev/null 2>&1 | tee -a "$PASS_LOG" | grep --line-buffered -vE "$DPKG_NOISE" |
-        sed -u 's/^/    | /'
-    rc=${PIPESTATUS[0]}
-    set -e
-    summary "$pass/$name" "$(($(date +%s) - start))" \
-        "$([ "$rc" -eq 0 ] && echo ok || echo "FAILED (exit $rc)")"
-    if [ "$rc" -ne 0 ]; then
-        FAILED="$pass/$name"
-        say "step $pass/$name failed: \`$cmd\` exited $rc as $PASS_WHO in a bare Debian 12 (log: $PASS_LOG)" >&2
-        return 1
-    fi
-}
+# step() runs commands in the clone (~ is the pass user's home, in the root)
+# shellcheck disable=SC2088
+STEP_DIR='~/llm-sandbox'
 
 # The host side of a pass's preparation, run by enter_host in a private
 # mount namespace with the pass's overlay mounted on PASSDIR/root: the
 # policy-rc.d, dpkg's unsafe-io, the CA certificates, a fresh clone.
 prepare_host() {
-    local r=$1/root home=$2 lower upper work
-    read -r lower upper work <"$1/layers"
-    mount -t overlay overlay -o "lowerdir=$lower,upperdir=$upper,workdir=$work" "$r"
-    cp /etc/resolv.conf "$r/etc/resolv.conf"
-    cp /etc/hosts "$r/etc/hosts"
-    # apt's postinst scripts would start dockerd, containerd, podman's
-    # units... in the host's network namespace: hold them back, as Debian's
-    # own container images do.
-    printf '#!/bin/sh\nexit 101\n' >"$r/usr/sbin/policy-rc.d"
-    chmod 0755 "$r/usr/sbin/policy-rc.d"
-    # dpkg without an fsync per file, as in Debian's own container images:
-    # the same files installed, minutes less on this disk.
-    echo force-unsafe-io >"$r/etc/dpkg/dpkg.cfg.d/fresh-check-unsafe-io"
-    local cas
-    cas=$(find /usr/local/share/ca-certificates -name '*.crt' 2>/dev/null || true)
-    if [ -n "$cas" ]; then
-        # shellcheck disable=SC2086
-        cp $cas "$r/usr/local/share/ca-certificates/"
-    fi
+    local r=$1/root home=$2
+    mount_layers "$1"
+    root_files "$r"
     # a snapshot holds the clone of the run that made it: a new one here
     rm -rf "${r:?}$home/llm-sandbox"
     mkdir -p "$r$home"
@@ -368,11 +210,7 @@ chown -R $USER_NAME: $home/llm-sandbox"
         rm -rf "$PASS_DIR/deps.work"
         layers "$PASS_DIR" "$snap:$BARE" top
         say "snapshot: $snap (what install-deps installed, for the next runs this week)"
-        find "$FRESH/snapshots" -mindepth 1 -maxdepth 1 -name "$pass-*" -printf '%T@ %p\n' |
-            sort -rn | tail -n +3 | while read -r _ old; do
-            say "snapshot: removing $old (not used since a newer one)"
-            rm -rf "$old"
-        done
+        keep_newest "$FRESH/snapshots" "$pass-*" 2
     fi
     step "$pass" configure "nothing installed" 'cmake -S . -B build' || return 0
     step "$pass" build "nothing installed" 'cmake --build build' || return 0
@@ -473,37 +311,10 @@ main() {
         say "note: $SRC has uncommitted changes; the check clones HEAD ($REV) without them"
     fi
     DEPS_SUM=$(git -C "$SRC" show "$REV:scripts/install-deps.sh" | sha256sum | cut -d' ' -f1)
-    # shellcheck disable=SC2046
-    CA_SUM=$(cat $(find /usr/local/share/ca-certificates -name '*.crt' 2>/dev/null | sort) \
-        </dev/null | sha256sum | cut -c1-16)
+    CA_SUM=$(ca_sum)
 
-    mkdir -p "$FRESH"
-    exec 8>"$FRESH/lock"
-    if ! flock -n 8; then
-        say "waiting for another fresh-check to finish"
-        flock 8
-    fi
-
-    T0=$(date +%s)
-    bare_root
-
-    WORK=$(mktemp -d "$FRESH/work.XXXXXX")
-    # the last run's logs, one per pass, outside the scratch roots
-    LOGS=$FRESH/logs
-    mkdir -p "$LOGS"
-    rm -f "$LOGS"/*.log
-    cleanup() {
-        # The mounts live in the passes' own namespaces; never delete through
-        # one that is somehow visible here.
-        if grep -q " $WORK/" /proc/self/mountinfo; then
-            say "leaving $WORK: something is still mounted under it" >&2
-        elif [ -n "$KEEP" ]; then
-            say "kept: $WORK (enter with: $SELF --enter $WORK/PASS [--user])"
-        else
-            rm -rf "$WORK"
-        fi
-    }
-    trap cleanup EXIT
+    ENTER_HINT=" [--user]"
+    start_run "$FRESH" fresh-check
     say "checking $REV in a bare Debian 12 ($([ -n "$COLD" ] && echo "cold: no caches" || echo "caches: $FRESH/cache, $FRESH/snapshots"))"
 
     for pass in $PASSES; do
@@ -530,7 +341,7 @@ main() {
     fi
     # the verdict is the last line; the time includes removing the layers
     trap - EXIT
-    cleanup
+    scratch_cleanup
     [ "$rc" -ne 0 ] || [ -n "$INJECT" ] || verdict="$verdict, $(($(date +%s) - T0)) s in all)"
     say "$verdict"
     exit "$rc"

@@ -20,18 +20,35 @@ static const char *get(struct json_object *o, const char *key)
     return json_object_get_string(v);
 }
 
-static bool want_json(int argc, char **argv, int *bad)
-{
-    bool json = false;
+static const char plugins_usage[] =
+        "usage: llm-sandbox plugins [--json]\n"
+        "Every plugin found (installed, then LLM_SANDBOX_PLUGIN_PATH): name, kind,\n"
+        "version, status, manifest, and what each backend can enforce here.\n"
+        "  --json    the same report as JSON\n";
 
-    *bad = 0;
+static const char doctor_usage[] =
+        "usage: llm-sandbox doctor [--json]\n"
+        "Checks the configuration, the plugins, the configured backend and default\n"
+        "language, with a fix for each failure; exits 0 when all pass, else 1.\n"
+        "  --json    the same report as JSON\n";
+
+/* --json and --help are all these commands take: 0 (with *json set), 1
+ * after printing usage for --help, 2 for anything else (said on stderr). */
+static int info_args(int argc, char **argv, const char *usage, bool *json)
+{
+    *json = false;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0)
-            json = true;
-        else
-            *bad = i;
+        if (strcmp(argv[i], "--json") == 0) {
+            *json = true;
+        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            fputs(usage, stdout);
+            return 1;
+        } else {
+            fprintf(stderr, "llm-sandbox: unknown argument '%s'\n%s", argv[i], usage);
+            return 2;
+        }
     }
-    return json;
+    return 0;
 }
 
 static void print_json(struct json_object *o)
@@ -75,13 +92,11 @@ int cmd_plugins(int argc, char **argv)
 {
     struct sbx_runtime *rt = NULL;
     struct json_object *list;
-    int bad;
-    bool json = want_json(argc, argv, &bad);
+    bool json;
+    int r = info_args(argc, argv, plugins_usage, &json);
 
-    if (bad) {
-        fprintf(stderr, "llm-sandbox: unknown argument '%s'\n", argv[bad]);
-        return 2;
-    }
+    if (r != 0)
+        return r == 1 ? 0 : r;
     if (open_runtime(&rt) < 0)
         return EXIT_TOOL;
     list = sbx_runtime_plugins_json(rt);
@@ -101,13 +116,11 @@ int cmd_doctor(int argc, char **argv)
 {
     struct sbx_runtime *rt = NULL;
     struct json_object *rep, *checks, *ok;
-    int bad;
-    bool json = want_json(argc, argv, &bad);
+    bool json;
+    int bad = info_args(argc, argv, doctor_usage, &json);
 
-    if (bad) {
-        fprintf(stderr, "llm-sandbox: unknown argument '%s'\n", argv[bad]);
-        return 2;
-    }
+    if (bad != 0)
+        return bad == 1 ? 0 : bad;
     if (open_runtime(&rt) < 0)
         return EXIT_TOOL;
     rep = sbx_runtime_doctor_json(rt);

@@ -21,8 +21,8 @@ static void usage(FILE *f)
                "       llm-sandbox session (create|exec|close|list|upload|download|files) ...\n"
                "       llm-sandbox plugins [--json]\n"
                "       llm-sandbox doctor [--json]\n"
-               "       llm-sandbox --version\n"
-               "Before the command, --config FILE reads a YAML config file (see the README).\n"
+               "       llm-sandbox --version | --help\n"
+               "Before the command, --config FILE reads a YAML config file (llm-sandbox.conf(5)).\n"
                "Run 'llm-sandbox run --help' for the run options, 'llm-sandbox session --help'\n"
                "for sessions (through a server started with 'llm-sandbox serve --socket').\n");
 }

@@ -101,7 +101,9 @@ static int check_descriptor(struct plugin *pl, const struct sbx_plugin *d)
         if (!d->name || strcmp(d->name, m->name) != 0)
             return plugin_fail(pl, "manifest name '%s' but library name '%s'", m->name,
                     d->name ? d->name : "(none)");
-        if (!d->language || d->language->size < sizeof(struct sbx_language_ops))
+        /* ABI 1.2 appended the optional prepare_install (install.c reads
+         * it only when the size covers it) */
+        if (!d->language || d->language->size < offsetof(struct sbx_language_ops, prepare_install))
             return plugin_fail(pl, "language operations are missing");
     }
     return 0;

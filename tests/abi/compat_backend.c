@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * compat13_backend.c: a backend written against the frozen ABI 1.3 header
- * (tests/abi/1.3), as a third party would have written it before 1.4: a
+ * compat_backend.c: a backend written against a frozen older ABI header
+ * (tests/abi/1.0 or 1.3; built once against each, as compat10 and
+ * compat13), as a third party would have written it before 1.4: a
  * small bubblewrap box (new user, pid, ipc, uts and network namespaces,
  * /usr read-only, tmpfs /tmp and /workspace, the agent as pid 1) that
  * passes NO seccomp filter of its own. The current core must load it and
@@ -20,19 +21,21 @@
 
 #include <llm-sandbox/plugin.h>
 
-#if SBX_ABI_MINOR != 3
-#error "compat13_backend is built against the frozen ABI 1.3 header only"
+/* COMPAT_NAME ("compat10") and COMPAT_MINOR (0) come from the build, and
+ * must match the header found. */
+#if SBX_ABI_MINOR != COMPAT_MINOR || SBX_ABI_MINOR > 3
+#error "compat_backend is built against a frozen ABI 1.0-1.3 header only"
 #endif
 
 #define BWRAP    "/usr/bin/bwrap"
 #define AGENT_FD 3
 #define ARGS_MAX 96
 
-struct c13_state {
+struct compat_state {
     const struct sbx_host *h;
 };
 
-struct c13_box {
+struct compat_box {
     const struct sbx_host *h;
     struct sbx_proc *proc;
     struct sbx_cgroup *cg;
@@ -52,9 +55,9 @@ static void cap(struct sbx_caps *c, enum sbx_control ctl, enum sbx_enforce lvl, 
     snprintf(c->note[ctl], sizeof(c->note[ctl]), "%s", note);
 }
 
-static int c13_init(const struct sbx_host *h, const char *name, void **ret, struct sbx_err *err)
+static int compat_init(const struct sbx_host *h, const char *name, void **ret, struct sbx_err *err)
 {
-    struct c13_state *st = calloc(1, sizeof(*st));
+    struct compat_state *st = calloc(1, sizeof(*st));
 
     (void)name;
     if (!st)
@@ -64,21 +67,21 @@ static int c13_init(const struct sbx_host *h, const char *name, void **ret, stru
     return 0;
 }
 
-static void c13_fini(void *state)
+static void compat_fini(void *state)
 {
     free(state);
 }
 
-static int c13_probe(void *state, struct sbx_caps *c, struct sbx_err *err)
+static int compat_probe(void *state, struct sbx_caps *c, struct sbx_err *err)
 {
-    struct c13_state *st = state;
+    struct compat_state *st = state;
     char target[16];
     ssize_t n = readlink("/bin", target, sizeof(target) - 1);
 
     if (access(BWRAP, X_OK) != 0)
         return fail(err, SBX_E_UNAVAILABLE, BWRAP " is missing");
     if (n != 7 || memcmp(target, "usr/bin", 7) != 0)
-        return fail(err, SBX_E_UNAVAILABLE, "compat13 needs a merged /usr");
+        return fail(err, SBX_E_UNAVAILABLE, COMPAT_NAME " needs a merged /usr");
     cap(c, SBX_CTL_WALL_TIME, SBX_ENF_FULL, "the core's deadline");
     cap(c, SBX_CTL_OUTPUT, SBX_ENF_FULL, "the core caps it");
     cap(c, SBX_CTL_FILE_SIZE, SBX_ENF_FULL, "RLIMIT_FSIZE from the agent");
@@ -87,7 +90,7 @@ static int c13_probe(void *state, struct sbx_caps *c, struct sbx_err *err)
     cap(c, SBX_CTL_READ_ONLY_SYSTEM, SBX_ENF_FULL,
             "/usr bound read-only, root remounted read-only");
     cap(c, SBX_CTL_ENV, SBX_ENF_FULL, "bwrap runs with exactly the sandbox environment");
-    cap(c, SBX_CTL_SECCOMP, SBX_ENF_NONE, "compat13 passes no filter");
+    cap(c, SBX_CTL_SECCOMP, SBX_ENF_NONE, COMPAT_NAME " passes no filter");
     cap(c, SBX_CTL_NO_NEW_PRIVS, SBX_ENF_FULL,
             "bwrap: no_new_privs, a user namespace without caps");
     cap(c, SBX_CTL_UNPRIVILEGED, SBX_ENF_FULL, "the sandbox uid when the core is root");
@@ -102,7 +105,7 @@ static void add(const char **argv, size_t *n, const char *a)
     argv[*n] = NULL;
 }
 
-/* The 1.3 rule for the tmpfs size (1.4 hands it over in the policy). */
+/* The 1.0-1.3 rule for the tmpfs size (1.4 hands it over in the policy). */
 static unsigned long long tmpfs_size(const struct sbx_policy *p)
 {
     uint64_t cap3 = p->memory_bytes - p->memory_bytes / 4;
@@ -110,7 +113,7 @@ static unsigned long long tmpfs_size(const struct sbx_policy *p)
     return (unsigned long long)(p->workspace_bytes < cap3 ? p->workspace_bytes : cap3);
 }
 
-static int c13_box_open(
+static int compat_box_open(
         void *state, const struct sbx_box_spec *spec, void **ret, struct sbx_err *err)
 {
     static const char *const fixed[] = {"--unshare-user", "--unshare-pid", "--unshare-ipc",
@@ -120,9 +123,9 @@ static int c13_box_open(
             "usr/sbin", "/sbin", "--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache",
             "--ro-bind-try", "/etc/alternatives", "/etc/alternatives", "--proc", "/proc", "--dev",
             "/dev"};
-    struct c13_state *st = state;
+    struct compat_state *st = state;
     const struct sbx_host *h = st->h;
-    struct c13_box *b = calloc(1, sizeof(*b));
+    struct compat_box *b = calloc(1, sizeof(*b));
     const char *argv[ARGS_MAX];
     char size[32];
     size_t n = 0;
@@ -188,45 +191,45 @@ static int c13_box_open(
     return r;
 }
 
-static int c13_poll_fd(void *box)
+static int compat_poll_fd(void *box)
 {
-    return ((struct c13_box *)box)->rfd;
+    return ((struct compat_box *)box)->rfd;
 }
 
-static int c13_write_fd(void *box)
+static int compat_write_fd(void *box)
 {
-    return ((struct c13_box *)box)->wfd;
+    return ((struct compat_box *)box)->wfd;
 }
 
-static int64_t c13_read(void *box, void *buf, size_t len)
+static int64_t compat_read(void *box, void *buf, size_t len)
 {
-    return read(((struct c13_box *)box)->rfd, buf, len);
+    return read(((struct compat_box *)box)->rfd, buf, len);
 }
 
-static int64_t c13_write(void *box, const void *buf, size_t len)
+static int64_t compat_write(void *box, const void *buf, size_t len)
 {
-    return write(((struct c13_box *)box)->wfd, buf, len);
+    return write(((struct compat_box *)box)->wfd, buf, len);
 }
 
-static int c13_kill(void *box)
+static int compat_kill(void *box)
 {
-    struct c13_box *b = box;
+    struct compat_box *b = box;
 
     if (b->cg)
         b->h->cgroup_kill(b->cg);
     return b->h->proc_signal(b->proc, SIGKILL);
 }
 
-static int c13_close(void *box, struct sbx_box_stats *stats, struct sbx_err *err)
+static int compat_close(void *box, struct sbx_box_stats *stats, struct sbx_err *err)
 {
-    struct c13_box *b = box;
+    struct compat_box *b = box;
     int status = 0;
 
     (void)err;
     if (b->wfd >= 0)
         close(b->wfd); /* EOF: the agent ends every process and exits */
     if (b->h->proc_wait(b->proc, 5000, &status) != 1)
-        c13_kill(b);
+        compat_kill(b);
     stats->oom_killed = b->cg ? b->h->cgroup_oom_killed(b->cg) : -1;
     stats->pids_limited = b->cg ? b->h->cgroup_pids_limited(b->cg) : -1;
     b->h->proc_free(b->proc);
@@ -240,27 +243,27 @@ static int c13_close(void *box, struct sbx_box_stats *stats, struct sbx_err *err
 
 static const struct sbx_backend_ops ops = {
         .size = sizeof(struct sbx_backend_ops),
-        .probe = c13_probe,
-        .box_open = c13_box_open,
-        .box_poll_fd = c13_poll_fd,
-        .box_read = c13_read,
-        .box_write = c13_write,
-        .box_write_fd = c13_write_fd,
-        .box_kill = c13_kill,
-        .box_close = c13_close,
+        .probe = compat_probe,
+        .box_open = compat_box_open,
+        .box_poll_fd = compat_poll_fd,
+        .box_read = compat_read,
+        .box_write = compat_write,
+        .box_write_fd = compat_write_fd,
+        .box_kill = compat_kill,
+        .box_close = compat_close,
 };
 
-static const char *const names[] = {"compat13", NULL};
+static const char *const names[] = {COMPAT_NAME, NULL};
 
 static const struct sbx_plugin descriptor = {
         .abi_major = SBX_ABI_MAJOR,
         .abi_minor = SBX_ABI_MINOR,
         .size = sizeof(struct sbx_plugin),
         .kind = SBX_KIND_BACKEND,
-        .version = "1.3.0",
+        .version = COMPAT_VERSION,
         .backend_names = names,
-        .init = c13_init,
-        .fini = c13_fini,
+        .init = compat_init,
+        .fini = compat_fini,
         .backend = &ops,
 };
 
