@@ -626,7 +626,7 @@ static int load_languages(struct settings *s, struct sbx_error **err)
 /* Fill s (defaults set, config read) from the environment and the file. */
 static int load(struct settings *s, struct sbx_error **err)
 {
-    const char *home;
+    const char *home, *run;
 
     if (load_misc(s, err) < 0 || load_network(s, err) < 0 || load_env_allow(s, err) < 0 ||
             load_ids(s, err) < 0)
@@ -643,6 +643,9 @@ static int load(struct settings *s, struct sbx_error **err)
         return sbx_error_set(err, SBX_E_NOMEM, 0, "out of memory");
     home = secure_getenv("HOME");
     if (!(s->home = strdup(home && home[0] == '/' ? home : "/root")))
+        return sbx_error_set(err, SBX_E_NOMEM, 0, "out of memory");
+    run = secure_getenv("XDG_RUNTIME_DIR");
+    if (run && run[0] == '/' && !(s->runtime_dir = strdup(run)))
         return sbx_error_set(err, SBX_E_NOMEM, 0, "out of memory");
     return 0;
 }
@@ -704,6 +707,7 @@ struct settings *settings_free(struct settings *s)
         return NULL;
     free(s->backend);
     free(s->home);
+    free(s->runtime_dir);
     free(s->language);
     strv_free(s->plugin_path);
     strv_free(s->env_allow);
