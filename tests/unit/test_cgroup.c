@@ -454,6 +454,7 @@ static void test_v2_systemd_delegated(void **state)
     struct fake_systemd sd;
     struct cg_service *s;
     struct cg_info info;
+    uint64_t kills;
 
     systemd_tree(f, &o, &hooks, &sd, "cg/system.slice/a.service");
     mark_delegated(f, "cg/system.slice/a.service");
@@ -468,6 +469,8 @@ static void test_v2_systemd_delegated(void **state)
     assert_true(exists(f, "cg/system.slice/a.service/llm-sandbox"));
     assert_non_null(strstr(cg_service_describe(s), "delegated to us (unit a.service"));
     assert_int_equal(sd.n_starts + sd.n_asks, 0);
+    put(f, "cg/system.slice/a.service/memory.events", "oom_kill 1\n");
+    assert_int_equal(cg_service_unit_oom_kills(s, &kills), -1); /* groups count their own */
     cg_service_free(s);
 
     /* inside the delegated unit, in a cgroup its processes made: ours */
@@ -493,9 +496,11 @@ static void test_v2_systemd_service_refused(void **state)
     struct fake_systemd sd;
     struct cg_service *s;
     struct cg_info info;
+    uint64_t kills;
 
     systemd_tree(f, &o, &hooks, &sd, "cg/system.slice/b.service");
     s = service_or_fail(&o);
+    kills = 99;
     assert_int_equal(cg_service_mode(s), CG_NONE);
     cg_service_info(s, &info);
     assert_int_equal(info.how, CG_HOW_NOT_DELEGATED);
@@ -504,6 +509,12 @@ static void test_v2_systemd_service_refused(void **state)
     assert_non_null(strstr(cg_service_describe(s), "Delegate=yes"));
     assert_untouched(f, "cg/system.slice/b.service");
     assert_int_equal(sd.n_starts, 0); /* a service is not escaped */
+    /* the unit's OOM kills are what a run without a group can watch */
+    assert_int_equal(cg_service_unit_oom_kills(s, &kills), -1); /* no memory.events */
+    assert_int_equal(kills, 99);                                /* and untouched */
+    put(f, "cg/system.slice/b.service/memory.events", "low 0\nmax 2\noom 1\noom_kill 3\n");
+    assert_int_equal(cg_service_unit_oom_kills(s, &kills), 0);
+    assert_int_equal(kills, 3);
     cg_service_free(s);
 
     /* the root cgroup is systemd's too */

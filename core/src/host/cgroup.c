@@ -158,6 +158,23 @@ void cg_service_info(const struct cg_service *s, struct cg_info *ret)
     ret->controllers = s->ops ? "memory pids cpu" : NULL;
 }
 
+int cg_service_unit_oom_kills(const struct cg_service *s, uint64_t *ret)
+{
+    cleanup_free char *path = NULL, *buf = NULL;
+    char *cur;
+
+    if (!s || s->ops || !s->own || !s->v2_root)
+        return -1;
+    path = cg_path_join(s->own, "memory.events");
+    if (!path || cg_read_all(path, &buf) < 0)
+        return -1;
+    cur = buf;
+    for (char *line = cg_next_line(&cur); line; line = cg_next_line(&cur))
+        if (strncmp(line, "oom_kill ", 9) == 0)
+            return parse_u64(line + 9, ret) < 0 ? -1 : 0;
+    return -1;
+}
+
 /* Fill one capability; a note too long is cut at a UTF-8 boundary and ends
  * in "...". */
 SBX_PRINTF(4, 5)

@@ -109,6 +109,12 @@ void cg_service_info(const struct cg_service *s, struct cg_info *ret);
 /* Set levels and notes for SBX_CTL_MEMORY, _CPU, _PIDS: FULL through the
  * cgroup, or FALLBACK (memory: RLIMIT_AS, pids: RLIMIT_NPROC) or NONE (cpu). */
 void cg_service_caps(const struct cg_service *s, struct sbx_caps *caps);
+/* Without a group of their own (CG_NONE on v2), sandboxes live in our
+ * unit's cgroup, where an OOM kill also counts: *ret is that cgroup's
+ * memory.events oom_kill count (0), or -1 when there is none to read. A
+ * rise during a run means the kernel's OOM killer, not a cancellation,
+ * ended it (systemd's OOMPolicy=stop then stops the unit). */
+int cg_service_unit_oom_kills(const struct cg_service *s, uint64_t *ret);
 /* Remove groups left by dead owners (kill their processes first). Returns
  * how many were removed, or a negative enum sbx_rc. */
 int cg_service_sweep(struct cg_service *s);
