@@ -26,29 +26,16 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "timing.h"
+
 #define CGROUP2_MAGIC 0x63677270
-
-static double now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-
-    return x < y ? -1 : x > y;
-}
 
 enum way { PLAIN, WRITE_PROCS, CLONE_INTO };
 
 /* One child placed `way`; its time in ms, or < 0 on failure. */
 static double one(enum way way, int procs_fd, int dir_fd)
 {
-    double t0 = now_ms();
+    double t0 = bench_now_ms();
     pid_t pid;
     int status;
 
@@ -75,7 +62,7 @@ static double one(enum way way, int procs_fd, int dir_fd)
     }
     if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
         return -1;
-    return now_ms() - t0;
+    return bench_now_ms() - t0;
 }
 
 static void report(const char *name, enum way way, int n, int procs_fd, int dir_fd)
@@ -92,7 +79,7 @@ static void report(const char *name, enum way way, int n, int procs_fd, int dir_
             return;
         }
     }
-    qsort(t, (size_t)n, sizeof(*t), cmp);
+    qsort(t, (size_t)n, sizeof(*t), bench_cmp_double);
     printf("%-34s median %7.3f ms  p90 %7.3f ms  (n=%d)\n", name, t[n / 2], t[n * 9 / 10], n);
     free(t);
 }
