@@ -311,6 +311,17 @@ static void test_v2_moves_every_process(void **state)
     s = service_or_fail(&o);
     assert_string_equal(get(f, "cg/srv/cgroup.procs"), "44\n");
     cg_service_free(s);
+    /* the root cgroup (a host without systemd, or a container's root
+     * without a namespace) is exempt: nobody is moved */
+    put(f, "cg/cgroup.controllers", "cpu memory pids\n");
+    put(f, "cg/cgroup.procs", "1\n2\n");
+    put(f, "self_cgroup", "0::/\n");
+    s = service_or_fail(&o);
+    assert_int_equal(cg_service_mode(s), CG_V2);
+    assert_string_equal(get(f, "cg/cgroup.procs"), "1\n2\n");
+    assert_false(exists(f, "cg/supervisor"));
+    assert_string_equal(get(f, "cg/cgroup.subtree_control"), "+memory +pids +cpu");
+    cg_service_free(s);
 }
 
 /* Another server's cg_service_free() removed the parent: it comes back,

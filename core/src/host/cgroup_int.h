@@ -98,8 +98,9 @@ int cg_v2_place(struct cg_service *s, const struct cg_options *opt, const char *
 int cg_v2_scope(struct cg_service *s, const struct cg_options *opt, const char *base,
         char **ret_base, struct sbx_error **err);
 /* Move every process of base into base/CG_LEAF, then enable the
- * controllers in base (retrying while processes keep arriving). */
-int cg_v2_take(const char *base, bool fake, struct sbx_error **err);
+ * controllers in base (retrying while processes keep arriving). The root
+ * cgroup (root: true) is exempt from the rule: nothing is moved there. */
+int cg_v2_take(const char *base, bool root, bool fake, struct sbx_error **err);
 
 /* ---- cgroupfs helpers (cgroup_fs.c) ------------------------------------ */
 

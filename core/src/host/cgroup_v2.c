@@ -33,6 +33,18 @@ static void strip_leaf(char *base)
         base[blen - llen] = '\0';
 }
 
+/* Is dir the mount's root (trailing slashes aside)? */
+static bool is_root(const char *dir, const char *mount_root)
+{
+    size_t a = strlen(dir), b = strlen(mount_root);
+
+    while (a > 1 && dir[a - 1] == '/')
+        a--;
+    while (b > 1 && mount_root[b - 1] == '/')
+        b--;
+    return a == b && strncmp(dir, mount_root, a) == 0;
+}
+
 /* Every controller we need, in base's cgroup.controllers. */
 static int controllers_check(const struct cg_service *s, const char *base, struct sbx_error **err)
 {
@@ -95,7 +107,7 @@ static int v2_detect(struct cg_service *s, const struct cg_options *opt, struct 
     }
     r = controllers_check(s, base, err);
     if (r == 0)
-        r = cg_v2_take(base, s->fake, err);
+        r = cg_v2_take(base, is_root(base, opt->mount_root), s->fake, err);
     if (r < 0)
         return r;
     s->parent[0] = cg_path_join(base, CG_PARENT);

@@ -282,12 +282,14 @@ static bool controllers_enabled(const char *dir)
     return true;
 }
 
-int cg_v2_take(const char *base, bool fake, struct sbx_error **err)
+int cg_v2_take(const char *base, bool root, bool fake, struct sbx_error **err)
 {
     cleanup_free char *leaf = NULL;
 
     if (controllers_enabled(base))
         return 0; /* then no process can be in base: someone did this before */
+    if (root) /* a host's every process, kernel threads included: not ours to move */
+        return cg_write_ctl(base, "cgroup.subtree_control", CG_V2_CTRLS, fake, err);
     leaf = cg_path_join(base, CG_LEAF);
     if (!leaf)
         return cg_oom(err);
