@@ -62,10 +62,12 @@ static bool is_unit_name(const char *name)
 }
 
 /* systemd's delegate mark: user.delegate (readable by anyone), else
- * trusted.delegate (root only). Its value is a boolean. */
-static bool delegate_mark(const char *dir)
+ * trusted.delegate (root only). Its value is a boolean. How we know, for
+ * doctor, or NULL. */
+static const char *delegate_mark(const char *dir)
 {
     static const char *const names[] = {"user.delegate", "trusted.delegate"};
+    static const char *const says[] = {"marked user.delegate=1", "marked trusted.delegate=1"};
 
     for (size_t i = 0; i < 2; i++) {
         char v[8];
@@ -74,9 +76,10 @@ static bool delegate_mark(const char *dir)
         if (n <= 0)
             continue;
         v[n] = '\0';
-        return strcmp(v, "1") == 0 || strcmp(v, "yes") == 0 || strcmp(v, "true") == 0;
+        return strcmp(v, "1") == 0 || strcmp(v, "yes") == 0 || strcmp(v, "true") == 0 ? says[i]
+                                                                                      : NULL;
     }
-    return false;
+    return NULL;
 }
 
 /* For an unprivileged user, where systemd predates the mark: the system
@@ -153,9 +156,11 @@ int cg_v2_place(struct cg_service *s, const struct cg_options *opt, const char *
         }
         if (is_unit_name(name) && !s->unit && !(s->unit = strdup(name)))
             return SBX_E_NOMEM;
-        if (delegate_mark(path) || handed_over(path, euid_of(opt))) {
+        s->basis = delegate_mark(path);
+        if (!s->basis && handed_over(path, euid_of(opt)))
+            s->basis = "handed over to us";
+        if (s->basis) {
             s->how = CG_HOW_DELEGATED;
-            s->basis = delegate_mark(path) ? "marked user.delegate=1" : "handed over to us";
             return 0;
         }
         if (is_unit_name(name)) {
@@ -288,7 +293,7 @@ int cg_v2_take(const char *base, bool root, bool fake, struct sbx_error **err)
 
     if (controllers_enabled(base))
         return 0; /* then no process can be in base: someone did this before */
-    if (root) /* a host's every process, kernel threads included: not ours to move */
+    if (root)     /* a host's every process, kernel threads included: not ours to move */
         return cg_write_ctl(base, "cgroup.subtree_control", CG_V2_CTRLS, fake, err);
     leaf = cg_path_join(base, CG_LEAF);
     if (!leaf)
