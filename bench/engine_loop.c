@@ -17,34 +17,21 @@
 
 #include <llm-sandbox/sbx.h>
 
+#include "timing.h"
+
 extern char **environ;
-
-static double now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-
-    return x < y ? -1 : x > y;
-}
 
 static double bare(void)
 {
     char *argv[] = {"/usr/bin/python3", "-c", "pass", NULL};
     char *envp[] = {"PATH=/usr/bin:/bin", NULL};
-    double t0 = now();
+    double t0 = bench_now_ms();
     pid_t pid;
     int st;
 
     if (posix_spawn(&pid, argv[0], NULL, NULL, argv, envp) != 0 || waitpid(pid, &st, 0) < 0)
         exit(1);
-    return now() - t0;
+    return bench_now_ms() - t0;
 }
 
 static double sandboxed(struct sbx_runtime *rt)
@@ -52,19 +39,19 @@ static double sandboxed(struct sbx_runtime *rt)
     struct sbx_request req = {.language = "python", .code = "pass", .code_len = 4};
     struct sbx_execution *ex = NULL;
     struct sbx_error *err = NULL;
-    double t0 = now();
+    double t0 = bench_now_ms();
 
     if (sbx_run(rt, &req, &ex, &err) < 0 || ex->status != SBX_STATUS_OK) {
         fprintf(stderr, "run failed: %s\n", err ? err->msg : ex->message);
         exit(1);
     }
     sbx_execution_free(ex);
-    return now() - t0;
+    return bench_now_ms() - t0;
 }
 
 static void report(const char *what, double *v, size_t n)
 {
-    qsort(v, n, sizeof(*v), cmp);
+    qsort(v, n, sizeof(*v), bench_cmp_double);
     printf("%-34s %10.1f %10.1f\n", what, v[n / 2], v[(n * 95) / 100]);
 }
 

@@ -2,15 +2,18 @@
 /*
  * serve_cmd.c: `llm-sandbox serve` (and `llm-sandbox` with no arguments):
  * the MCP server on stdio, with --http on Streamable HTTP, or with
- * --socket on a unix socket (what `llm-sandbox session` talks to). The
- * transports are exclusive: with --http or --socket, stdin is not read.
- * Front end only: options, then the transport from core/mcp.
+ * --socket on a unix socket (what `llm-sandbox session` talks to), which
+ * systemd may pass in (socket activation: dist/systemd/llm-sandbox.socket).
+ * The transports are exclusive: with --http or --socket, stdin is not
+ * read. Front end only: options, then the transport from core/mcp.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 
 #include <llm-sandbox/sbx.h>
 
@@ -27,12 +30,36 @@ static void serve_help(void)
            "  --socket [PATH]      a unix socket, for `llm-sandbox session` and other local\n"
            "                       clients of the same user (default: LLM_SANDBOX_SOCKET, else\n"
            "                       $XDG_RUNTIME_DIR/llm-sandbox/mcp.sock, or\n"
-           "                       /run/llm-sandbox/mcp.sock as root)\n"
+           "                       /run/llm-sandbox/mcp.sock as root); one systemd passes\n"
+           "                       (LISTEN_FDS, llm-sandbox.socket) is served instead\n"
            "  --workers N          tool calls run at once (default: the number of CPUs)\n"
            "  --test-fixtures      add the MCP conformance suite's test tools (tests only)\n");
 }
 
 #define MAX_WORKERS 1024u
+
+/* The socket systemd passed, if any: 1 with its fd and path (for
+ * messages), 0 when none, -1 after saying why. */
+static int activated(int *ret_fd, char *path, size_t len)
+{
+    struct sockaddr_un sa = {0};
+    socklen_t salen = sizeof(sa);
+    struct sbx_error *err = NULL;
+    int r = sbx_socket_activation(ret_fd, &err);
+
+    if (r < 0) {
+        fprintf(stderr, "llm-sandbox: cannot serve: %s\n", err->msg);
+        sbx_error_free(err);
+        return -1;
+    }
+    if (r == 0)
+        return 0;
+    if (getsockname(*ret_fd, (struct sockaddr *)&sa, &salen) == 0 && sa.sun_path[0])
+        snprintf(path, len, "%.*s", (int)sizeof(sa.sun_path), sa.sun_path);
+    else
+        snprintf(path, len, "(fd %d)", *ret_fd);
+    return 1;
+}
 
 static int parse_workers(const char *v, unsigned *ret)
 {
@@ -57,9 +84,9 @@ int cmd_serve(int argc, char **argv)
     struct sbx_runtime *rt = NULL;
     struct sbx_error *err = NULL;
     const char *http = NULL, *sock = NULL;
-    char *sock_buf = NULL;
+    char *sock_buf = NULL, passed_path[sizeof(((struct sockaddr_un *)0)->sun_path) + 8];
     bool use_sock = false;
-    int c, rc;
+    int c, rc, listen_fd = -1;
 
     opterr = 0;
     while (argc > 1 && (c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
@@ -95,6 +122,13 @@ int cmd_serve(int argc, char **argv)
         fprintf(stderr, "llm-sandbox serve: give --http or --socket, not both\n");
         return 2;
     }
+    if (use_sock) {
+        rc = activated(&listen_fd, passed_path, sizeof(passed_path));
+        if (rc < 0)
+            return EXIT_TOOL;
+        if (rc == 1)
+            sock = passed_path;
+    }
     if (use_sock && !sock) {
         if (sbx_socket_path(cli_runtime_opts.config_path, &sock_buf, &err) < 0) {
             fprintf(stderr, "llm-sandbox: cannot serve: %s\n", err->msg);
@@ -124,7 +158,7 @@ int cmd_serve(int argc, char **argv)
     if (http)
         rc = mcp_serve_http(rt, &mo, http);
     else if (sock)
-        rc = mcp_serve_unix(rt, &mo, sock);
+        rc = mcp_serve_unix(rt, &mo, sock, listen_fd);
     else
         rc = mcp_serve_stdio(rt, &mo);
     sbx_runtime_free(rt);

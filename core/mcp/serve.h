@@ -22,7 +22,11 @@ int mcp_http_open(void);
  * connection, with its own initialize, per client of the same user (or
  * root), up to 64 at once. Runs until SIGINT or SIGTERM, then removes the
  * socket. -1, after saying why on stderr, when it cannot listen (another
- * server listens there, the directory is not private, ...). */
-int mcp_serve_unix(struct sbx_runtime *rt, const struct mcp_options *opt, const char *path);
+ * server listens there, the directory is not private, ...). With
+ * listen_fd >= 0 (socket activation: sbx_socket_activation()) that socket
+ * is served instead, and left in place at the end (systemd owns it);
+ * path is then only for messages. */
+int mcp_serve_unix(
+        struct sbx_runtime *rt, const struct mcp_options *opt, const char *path, int listen_fd);
 
 #endif

@@ -17,6 +17,11 @@
  * start-up. SIGINT or SIGTERM: stop accepting, remove the socket, cancel
  * the calls in flight (their sandboxes are killed), close every
  * connection, return 0.
+ *
+ * Socket activation (llm-sandbox.socket): the listening socket comes from
+ * systemd, made with the unit's SocketMode= and DirectoryMode=; it is
+ * served as it is and never removed. Who may connect is still checked per
+ * connection (SO_PEERCRED).
  */
 #include <errno.h>
 #include <poll.h>
@@ -348,11 +353,12 @@ static void close_all(struct unix_srv *u)
             pthread_join(u->slots[i].thread, NULL);
 }
 
-int mcp_serve_unix(struct sbx_runtime *rt, const struct mcp_options *opt, const char *path)
+int mcp_serve_unix(
+        struct sbx_runtime *rt, const struct mcp_options *opt, const char *path, int listen_fd)
 {
     struct sigaction ign = {.sa_handler = SIG_IGN};
     struct unix_srv u = {0};
-    struct stat ours;
+    struct stat ours = {0};
     pthread_t prober;
     sigset_t mask;
     int lfd, sig_fd, rc;
@@ -365,7 +371,7 @@ int mcp_serve_unix(struct sbx_runtime *rt, const struct mcp_options *opt, const 
     sig_fd = signalfd(-1, &mask, SFD_CLOEXEC);
     if (sig_fd < 0)
         return -1;
-    lfd = listen_at(path, &ours);
+    lfd = listen_fd >= 0 ? listen_fd : listen_at(path, &ours);
     if (lfd < 0) {
         close(sig_fd);
         return -1;
@@ -374,15 +380,18 @@ int mcp_serve_unix(struct sbx_runtime *rt, const struct mcp_options *opt, const 
     for (size_t i = 0; i < MAX_CONNS; i++)
         u.slots[i].fd = -1;
     if (mcp_server_new(rt, opt, &u.s, NULL) < 0) {
-        unlink_ours(path, &ours);
+        if (listen_fd < 0)
+            unlink_ours(path, &ours);
         close(lfd);
         close(sig_fd);
         return -1;
     }
-    fprintf(stderr, "llm-sandbox: MCP on unix socket %s\n", path);
+    fprintf(stderr, "llm-sandbox: MCP on unix socket %s%s\n", path,
+            listen_fd >= 0 ? " (from systemd)" : "");
     rc = pthread_create(&prober, NULL, stream_probe_versions, rt);
     accept_loop(&u, lfd, sig_fd);
-    unlink_ours(path, &ours); /* new clients now fail at once, not queue */
+    if (listen_fd < 0)
+        unlink_ours(path, &ours); /* new clients now fail at once, not queue */
     close(lfd);
     close_all(&u);
     if (rc == 0)

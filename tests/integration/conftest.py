@@ -14,8 +14,15 @@ cannot drift apart; the others (arguments, configuration, plugins, the
 harness) test the front end and run once.
 
 as root and again as an unprivileged user (run-unprivileged.sh). Where the
-two legitimately differ (no writable cgroups for an unprivileged user), tests
-branch on ROOT and assert each behaviour precisely.
+two legitimately differ (the sandbox's host uid, what only root may do),
+tests branch on ROOT; whether cgroups enforce the limits is not a matter of
+being root (cgroup v1 as root, a delegated cgroup v2 subtree for anyone),
+so those tests branch on what the binary reports here (cgroup_facts(),
+from doctor --json) and assert each behaviour precisely.
+
+SBX_TEST_SLOWNESS (default 1) scales the wall-clock bounds that measure
+how promptly something ends; only the VM guest under QEMU's software
+emulation sets it (tests/vm/guest-run.sh says why and how much).
 
 Environment (set by ctest): SBX_BIN (the binary), SBX_BUILD_DIR, SBX_SOURCE_DIR.
 
@@ -80,6 +87,10 @@ elif MXC:
     INSIDE_UID, INSIDE_GID = (SANDBOX_UID, SANDBOX_GID) if ROOT else (os.geteuid(), os.getegid())
 else:
     INSIDE_UID, INSIDE_GID = 1000, 1000
+
+# How many times slower than real hardware sandboxes start and end here
+# (see the module docstring); 1 everywhere but the emulated guest.
+SLOW = float(os.environ.get("SBX_TEST_SLOWNESS", "1"))
 
 MIB = 1024 * 1024
 DEFAULT_OUTPUT_CAP = 1 * MIB
@@ -210,8 +221,12 @@ def pytest_sessionstart(session):
         cluster.start(SBX_SOURCE_DIR)
     elif CONTAINER and ROOT:
         containers.start(BACKEND, SBX_SOURCE_DIR)
-    # (MXC has no warm-up sets to build: every build there is cold)
-    if not CONTAINER and not MXC and os.environ.get("SBX_TEST_SUITE", "integration") == "integration":
+    # (MXC has no warm-up sets to build: every build there is cold.)
+    # SBX_TEST_WARM=0: no warm-up, for a subset that runs no Go or C++ (the
+    # VM guest's quick one, where a cold Go warm-up takes over 10 minutes)
+    if not CONTAINER and not MXC and \
+            os.environ.get("SBX_TEST_SUITE", "integration") == "integration" and \
+            os.environ.get("SBX_TEST_WARM", "1") != "0":
         warm_caches()
 
 
@@ -618,17 +633,75 @@ def leftover_processes(before):
     return out
 
 
+_cgroup = None
+
+
+def cgroup_facts():
+    """What the binary says about cgroups here: doctor --json's "cgroup"
+    object (core/src/runtime/report.c): version (1, 2 or None), enforced,
+    how ("v1", "delegated", "scope", "unmanaged", "not-delegated",
+    "scope-failed", "none"), unit, scope, parent (where the groups go),
+    controllers. Asked once per session (in a delegated unit, this first
+    run moves the harness itself into the unit's leaf cgroup)."""
+    global _cgroup
+    if _cgroup is None:
+        p = subprocess.run([SBX_BIN, "doctor", "--json"], env=clean_env(mark=False),
+                           capture_output=True, timeout=300, cwd="/")
+        try:
+            _cgroup = json.loads(p.stdout)["cgroup"]
+        except (ValueError, KeyError) as e:
+            raise AssertionError("doctor --json gave no cgroup facts (%s): %r" % (e, p))
+    return _cgroup
+
+
+def cgroups_enforced():
+    """Memory, pids and CPU limits are cgroups here (else rlimit fallbacks
+    and no CPU quota)."""
+    return bool(cgroup_facts()["enforced"])
+
+
+def cgroup_version():
+    return cgroup_facts()["version"]
+
+
+def _scope_slices():
+    """Where the transient scopes of our runs appear (cgroup v2 under
+    systemd, when the binary asks for one per process): the slice above
+    the scope doctor's own run got."""
+    f = cgroup_facts()
+    if f["version"] != 2 or f["how"] != "scope" or not f["parent"]:
+        return []
+    return [os.path.dirname(os.path.dirname(f["parent"]))]
+
+
+# core/src/host/scope.c: "llm-sandbox-<OWNER>.scope"
+SCOPE_RE = re.compile(r"^llm-sandbox-p(\d+)t(\d+)h([0-9a-f]{16})\.scope$")
+
+
+def run_scopes():
+    """{path} of the transient scopes our runs' servers live in."""
+    out = set()
+    for sl in _scope_slices():
+        out.update(g for g in glob.glob(os.path.join(sl, "llm-sandbox-*.scope"))
+                   if SCOPE_RE.match(os.path.basename(g)))
+    return out
+
+
 def cgroup_parents():
     """Every 'llm-sandbox' parent directory our runs could use: under each
-    cgroup mount, at this process's own cgroup path (what the CLI inherits),
-    and directly under each v1 hierarchy."""
+    cgroup mount, at this process's own cgroup path (what the CLI inherits;
+    on v2 without the leaf a run moved us to), directly under each v1
+    hierarchy, and in the transient scopes of runs on v2."""
     own = {}
     with open("/proc/self/cgroup") as f:
         for line in f:
             _, ctrls, path = line.rstrip("\n").split(":", 2)
             own[ctrls] = path
+    if own.get("", "").endswith("/supervisor"):  # core/src/host/cgroup_int.h CG_LEAF
+        own[""] = os.path.dirname(own[""])
     parents = set(glob.glob("/sys/fs/cgroup/*/llm-sandbox"))
     parents.update(glob.glob("/sys/fs/cgroup/llm-sandbox"))
+    parents.update(os.path.join(sc, "llm-sandbox") for sc in run_scopes())
     with open("/proc/self/mountinfo") as f:
         for line in f:
             pre, _, post = line.partition(" - ")
@@ -696,6 +769,21 @@ def leftover_cgroups(before, cli_pids):
     return bad
 
 
+def leftover_scopes(before, cli_pids):
+    """Transient scopes (cgroup v2 under systemd) of a CLI we ran, or of a
+    dead owner, that systemd has not removed: each goes when its process
+    does."""
+    bad = []
+    for sc in run_scopes():
+        m = SCOPE_RE.match(os.path.basename(sc))
+        pid, start = int(m.group(1)), int(m.group(2))
+        if m.group(3) != owner_scope(os.getpid()):
+            continue
+        if pid in cli_pids or (sc not in before and not owner_alive(pid, start)):
+            bad.append(sc)
+    return bad
+
+
 def tmp_listing():
     """{name: owner uid} of /tmp, without pytest's own directories."""
     out = {}
@@ -734,13 +822,14 @@ def nothing_left_behind(request):
     del _cli_pids[:]
     procs_before = process_snapshot()
     groups_before = cgroup_groups()
+    scopes_before = run_scopes()
     tmp_before = tmp_listing()
     mxc_before = mxc_agent_dirs() if MXC else set()
     yield
     problems = []
     # Processes: the CLI has returned, so the sandbox must be gone. A short
     # grace covers the kernel finishing a SIGKILL of a large tree.
-    deadline = time.monotonic() + float(os.environ.get("SBX_ITEST_GRACE", "1.0"))
+    deadline = time.monotonic() + float(os.environ.get("SBX_ITEST_GRACE", "1.0")) * SLOW
     left = leftover_processes(procs_before)
     while left and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -753,14 +842,21 @@ def nothing_left_behind(request):
                 os.kill(p[0], signal.SIGKILL)
             except OSError:
                 pass
-    # cgroups
-    deadline = time.monotonic() + 1.0
+    # cgroups, and the scopes systemd removes once their process is gone
+    deadline = time.monotonic() + 1.0 * SLOW
     bad = leftover_cgroups(groups_before, set(_cli_pids))
     while bad and time.monotonic() < deadline:
         time.sleep(0.05)
         bad = leftover_cgroups(groups_before, set(_cli_pids))
     if bad:
         problems.append("cgroups left behind: %s" % ", ".join(sorted(bad)))
+    deadline = time.monotonic() + 2.0 * SLOW
+    bad = leftover_scopes(scopes_before, set(_cli_pids))
+    while bad and time.monotonic() < deadline:
+        time.sleep(0.05)
+        bad = leftover_scopes(scopes_before, set(_cli_pids))
+    if bad:
+        problems.append("transient scopes left behind: %s" % ", ".join(sorted(bad)))
     # pods and NetworkPolicies of the plugin's label in the namespace
     if CLUSTER and ROOT:
         left = cluster.leftover()

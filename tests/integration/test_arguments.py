@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from conftest import (EXIT_TOOL, RESULT_FIELDS, ROOT, check_contract, clean_env, code, run_cli,
-                      sbx)
+from conftest import (EXIT_TOOL, RESULT_FIELDS, cgroups_enforced, check_contract, clean_env, code,
+                      run_cli, sbx)
 
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
@@ -144,7 +144,7 @@ def test_mcp_controls_are_the_cli_controls(arguments, phrase):
 def test_mcp_controls_narrow_a_run():
     arguments = {"code": "print('narrowed')", "memory": "256M", "pids": "64", "network": "off",
                  "timeout": 20}
-    if ROOT:  # a CPU quota needs a cgroup: refused without one
+    if cgroups_enforced():  # a CPU quota needs a cgroup: refused without one
         arguments["cpus"] = 0.5
     res = mcp_run(arguments)
     assert res["status"] == "ok" and res["stdout"] == "narrowed\n", res

@@ -4,12 +4,14 @@ when"): broken manifests and libraries are reported by `plugins` and
 `doctor` and never stop `run`; a plugin named like an installed one is
 reported as shadowed and ignored."""
 import json
+import os
 import re
 
 import pytest
 
 import containers
-from conftest import CONTAINER, ROOT, plugin_entry, plugins_json, run_cli, sbx
+from conftest import (CONTAINER, ROOT, cgroup_facts, cgroups_enforced, plugin_entry, plugins_json,
+                      run_cli, sbx)
 
 LOC = re.compile(r":(\d+):(\d+): ")
 
@@ -71,9 +73,11 @@ def test_installed_plugins_report():
               "no_new_privs", "environment", "read_only_system", "unprivileged"):
         assert ctl[c]["level"] == "full", (c, ctl[c])
     if ROOT:
-        for c in ("memory", "cpu", "pids"):
-            assert ctl[c]["level"] == "full" and "cgroup" in ctl[c]["note"], (c, ctl[c])
         assert "1879048192" in ctl["unprivileged"]["note"], ctl["unprivileged"]
+    if cgroups_enforced():
+        version = "cgroup v%d " % cgroup_facts()["version"]
+        for c in ("memory", "cpu", "pids"):
+            assert ctl[c]["level"] == "full" and version in ctl[c]["note"], (c, ctl[c])
     else:
         assert ctl["memory"]["level"] == "fallback" and "RLIMIT_AS" in ctl["memory"]["note"]
         assert ctl["pids"]["level"] == "fallback" and "RLIMIT_NPROC" in ctl["pids"]["note"]
@@ -102,11 +106,19 @@ def test_doctor_clean():
     checks = {c["check"]: c for c in rep["checks"]}
     assert checks["plugin:bwrap"]["status"] == "ok", checks
     assert checks["seccomp"]["status"] == "ok"
-    if ROOT:
+    cg = rep["cgroup"]
+    if cgroups_enforced():
         assert checks["cgroups"]["status"] == "ok", checks["cgroups"]
+        assert cg["enforced"] and cg["version"] in (1, 2), cg
+        assert cg["controllers"] == ["memory", "pids", "cpu"], cg
+        assert os.path.basename(cg["parent"]) == "llm-sandbox", cg
+        if cg["version"] == 2:  # a delegated subtree: ours, or a scope systemd made for us
+            assert cg["how"] in ("delegated", "scope", "unmanaged"), cg
     else:
         assert checks["cgroups"]["status"] == "warn" and checks["cgroups"]["fix"], \
             checks["cgroups"]
+        assert "run llm-sandbox as root" not in checks["cgroups"]["fix"] or not ROOT, checks
+        assert not cg["enforced"] and cg["controllers"] == [], cg
     r = run_cli(["doctor"])
     assert r.rc == 0 and b"plugin:bwrap" in r.out, r
 

@@ -331,6 +331,71 @@ def test_sigint_stops_it_too(tmp_path):
     assert not os.path.exists(s.path)
 
 
+SOCKET_ACTIVATE = shutil.which("systemd-socket-activate")
+needs_activate = pytest.mark.skipif(not SOCKET_ACTIVATE,
+                                    reason="systemd-socket-activate is missing (package systemd)")
+
+
+@needs_activate
+def test_socket_activation(tmp_path):
+    """Socket activation as llm-sandbox.socket does it (LISTEN_PID and
+    LISTEN_FDS, sd_listen_fds(3)): the server takes the socket it is passed
+    (systemd-socket-activate made it and execs the server on the first
+    connection), serves it, and leaves it in place at the end."""
+    s = Server.__new__(Server)  # started by systemd-socket-activate instead
+    s.path = str(tmp_path / "act.sock")
+    s.log = tempfile.TemporaryFile()
+    s.proc = subprocess.Popen([SOCKET_ACTIVATE, "-l", s.path, SBX_BIN, "serve", "--socket"],
+                              env=clean_env(), stdin=subprocess.DEVNULL,
+                              stdout=subprocess.DEVNULL, stderr=s.log, cwd="/")
+    conftest._cli_pids.append(s.proc.pid)  # execs the server: the same pid
+    s.wait_ready()
+    c = connect(s.path)
+    try:
+        res = c.call("execute_code", {"code": "print(6*7)"})
+        assert res["structuredContent"]["stdout"] == "42\n", res
+        assert "llm-sandbox: MCP on unix socket %s (from systemd)" % s.path in s.stderr()
+    finally:
+        c.close()
+    assert s.stop() == 0, s.stderr()
+    assert stat.S_ISSOCK(os.lstat(s.path).st_mode), "the passed socket was removed"
+
+
+@needs_activate
+def test_socket_activation_wants_one_socket(tmp_path):
+    """Two sockets passed (two ListenStream=): refused, said why."""
+    a, b = str(tmp_path / "a.sock"), str(tmp_path / "b.sock")
+    p = subprocess.Popen([SOCKET_ACTIVATE, "-l", a, "-l", b, SBX_BIN, "serve", "--socket"],
+                         env=clean_env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, cwd="/")
+    conftest._cli_pids.append(p.pid)
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:  # the first connection starts it
+        try:
+            probe.connect(a)
+            break
+        except OSError:
+            time.sleep(0.02)
+    _, err = p.communicate(timeout=60)
+    probe.close()
+    assert p.returncode == EXIT_TOOL, err
+    assert b"socket activation passed 2 sockets" in err, err
+
+
+def test_activation_variables_of_another_process_are_ignored(tmp_path):
+    """LISTEN_PID naming another process (a parent's, inherited): not ours,
+    so the server binds its own path as usual."""
+    s = Server(tmp_path / "s.sock", extra_env={"LISTEN_PID": "1", "LISTEN_FDS": "1"})
+    try:
+        assert "(from systemd)" not in s.stderr()
+        c = connect(s.path)
+        c.close()
+    finally:
+        assert s.stop() == 0
+    assert not os.path.exists(s.path)
+
+
 def test_stale_socket_file_is_replaced(tmp_path):
     path = str(tmp_path / "s.sock")
     dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 /* cmocka needs these four before it */
@@ -35,6 +36,7 @@
 #include "base/util.h"
 #include "host/cgroup.h"
 #include "host/owner.h"
+#include "host/scope.h"
 
 #define MIB (1024ull * 1024ull)
 
@@ -263,21 +265,62 @@ static void test_v2_group(void **state)
     assert_null(err);
 }
 
-/* A server started inside llm-sandbox-server keeps using its parent. */
-static void test_v2_from_server_cgroup(void **state)
+/* A process started in the leaf (by one the first server moved there)
+ * keeps using its parent. */
+static void test_v2_from_supervisor(void **state)
 {
     struct fixture *f = *state;
     char mount[4096], self[4096];
     struct cg_options o = fake_opts(f, mount, self);
     struct cg_service *s;
 
-    v2_tree(f, "0::/srv/llm-sandbox-server\n", false);
-    mkdirs(f, "cg/srv/llm-sandbox-server");
+    v2_tree(f, "0::/srv/supervisor\n", false);
+    mkdirs(f, "cg/srv/supervisor");
     s = service_or_fail(&o);
     assert_int_equal(cg_service_mode(s), CG_V2);
     assert_false(cg_service_swap_accounted(s));
     assert_string_equal(get(f, "cg/srv/llm-sandbox/cgroup.subtree_control"), "+memory +pids +cpu");
-    assert_false(exists(f, "cg/srv/llm-sandbox-server/llm-sandbox"));
+    assert_false(exists(f, "cg/srv/supervisor/llm-sandbox"));
+    cg_service_free(s);
+}
+
+/* Every process of our cgroup (a wrapper, a harness) moves to the leaf
+ * before the controllers are enabled; none is left in the cgroup. */
+static void test_v2_moves_every_process(void **state)
+{
+    struct fixture *f = *state;
+    char mount[4096], self[4096];
+    struct cg_options o = fake_opts(f, mount, self);
+    struct cg_service *s;
+    struct cg_info info;
+
+    v2_tree(f, "0::/srv\n", false);
+    put(f, "cg/srv/cgroup.procs", "11\n22\n33\n");
+    s = service_or_fail(&o);
+    assert_int_equal(cg_service_mode(s), CG_V2);
+    assert_string_equal(get(f, "cg/srv/supervisor/cgroup.procs"), "11\n22\n33\n");
+    assert_string_equal(get(f, "cg/srv/cgroup.procs"), "");
+    assert_string_equal(get(f, "cg/srv/cgroup.subtree_control"), "+memory +pids +cpu");
+    cg_service_info(s, &info);
+    assert_int_equal(info.how, CG_HOW_UNMANAGED); /* no systemd_dir: no systemd */
+    assert_string_equal(info.controllers, "memory pids cpu");
+    assert_non_null(strstr(info.parent, "/cg/srv/llm-sandbox"));
+    cg_service_free(s);
+    /* a second server finds the controllers on and moves nobody */
+    put(f, "cg/srv/cgroup.procs", "44\n");
+    s = service_or_fail(&o);
+    assert_string_equal(get(f, "cg/srv/cgroup.procs"), "44\n");
+    cg_service_free(s);
+    /* the root cgroup (a host without systemd, or a container's root
+     * without a namespace) is exempt: nobody is moved */
+    put(f, "cg/cgroup.controllers", "cpu memory pids\n");
+    put(f, "cg/cgroup.procs", "1\n2\n");
+    put(f, "self_cgroup", "0::/\n");
+    s = service_or_fail(&o);
+    assert_int_equal(cg_service_mode(s), CG_V2);
+    assert_string_equal(get(f, "cg/cgroup.procs"), "1\n2\n");
+    assert_false(exists(f, "cg/supervisor"));
+    assert_string_equal(get(f, "cg/cgroup.subtree_control"), "+memory +pids +cpu");
     cg_service_free(s);
 }
 
@@ -320,6 +363,338 @@ static void test_v2_not_delegated(void **state)
     assert_non_null(strstr(cg_service_describe(s), "'pids'"));
     assert_non_null(strstr(cg_service_describe(s), "srv/cgroup.controllers"));
     cg_service_free(s);
+}
+
+/* ---- v2 under systemd ------------------------------------------------------ */
+
+/* A fake systemd: records what it was asked; start_scope makes the scope's
+ * directory and moves "us" there (rewrites self_cgroup). */
+struct fake_systemd {
+    struct fixture *f;
+    const char *scope_parent; /* where the manager puts scopes, under cg/ */
+    int start_rc;             /* < 0: the start fails */
+    int delegated;            /* unit_delegated's answer */
+    int n_starts, n_asks;
+    struct scope_request req;
+    char asked_unit[128];
+};
+
+static int fake_start_scope(const struct scope_request *req, void *ud, struct sbx_error **err)
+{
+    struct fake_systemd *sd = ud;
+    char rel[512], line[600];
+
+    sd->n_starts++;
+    sd->req = *req;
+    if (sd->start_rc < 0)
+        return sbx_error_set(err, sd->start_rc, 0, "fake: the bus said no");
+    snprintf(rel, sizeof(rel), "%s/%s", sd->scope_parent, req->unit);
+    mkdirs(sd->f, rel);
+    snprintf(line, sizeof(line), "%s/cgroup.controllers", rel);
+    put(sd->f, line, "cpu memory pids\n");
+    snprintf(line, sizeof(line), "0::%s\n", rel + strlen("cg"));
+    put(sd->f, "self_cgroup", line);
+    return 0;
+}
+
+static int fake_unit_delegated(
+        const struct scope_request *req, const char *unit, void *ud, struct sbx_error **err)
+{
+    struct fake_systemd *sd = ud;
+
+    sd->n_asks++;
+    sd->req = *req;
+    snprintf(sd->asked_unit, sizeof(sd->asked_unit), "%s", unit);
+    if (sd->delegated < 0)
+        return sbx_error_set(err, SBX_E_UNAVAILABLE, 0, "fake: no bus");
+    return sd->delegated;
+}
+
+/* A systemd host: its marker directory, a root with the controllers, and a
+ * unit's cgroup at rel (under cg/) holding controllers. */
+static void systemd_tree(struct fixture *f, struct cg_options *o, struct cg_systemd *hooks,
+        struct fake_systemd *sd, const char *rel)
+{
+    char path[512];
+
+    mkdirs(f, "run/systemd/system");
+    snprintf(path, sizeof(path), "%s/run/systemd/system", f->root);
+    o->systemd_dir = strdup(path);
+    mkdirs(f, rel);
+    put(f, "cg/cgroup.controllers", "cpuset cpu io memory hugetlb pids rdma misc\n");
+    snprintf(path, sizeof(path), "%s/cgroup.controllers", rel);
+    put(f, path, "cpu memory pids\n");
+    snprintf(path, sizeof(path), "0::%s\n", rel + strlen("cg"));
+    put(f, "self_cgroup", path);
+    memset(sd, 0, sizeof(*sd));
+    sd->f = f;
+    hooks->start_scope = fake_start_scope;
+    hooks->unit_delegated = fake_unit_delegated;
+    hooks->userdata = sd;
+    o->systemd = hooks;
+    o->owner = "p1t2h0123456789abcdef";
+}
+
+static void mark_delegated(struct fixture *f, const char *rel)
+{
+    assert_int_equal(setxattr(at(f, rel), "user.delegate", "1", 1, 0), 0);
+}
+
+/* Nothing of ours in a unit's cgroup systemd manages. */
+static void assert_untouched(struct fixture *f, const char *rel)
+{
+    char p[512];
+
+    snprintf(p, sizeof(p),
+            "%s/"
+            "supervisor",
+            rel);
+    assert_false(exists(f, p));
+    snprintf(p, sizeof(p), "%s/llm-sandbox", rel);
+    assert_false(exists(f, p));
+    snprintf(p, sizeof(p), "%s/cgroup.subtree_control", rel);
+    assert_false(exists(f, p));
+}
+
+static void test_v2_systemd_delegated(void **state)
+{
+    struct fixture *f = *state;
+    char mount[4096], self[4096];
+    struct cg_options o = fake_opts(f, mount, self);
+    struct cg_systemd hooks;
+    struct fake_systemd sd;
+    struct cg_service *s;
+    struct cg_info info;
+    uint64_t kills;
+
+    systemd_tree(f, &o, &hooks, &sd, "cg/system.slice/a.service");
+    mark_delegated(f, "cg/system.slice/a.service");
+    put(f, "cg/system.slice/a.service/cgroup.procs", "5\n6\n");
+    s = service_or_fail(&o);
+    assert_int_equal(cg_service_mode(s), CG_V2);
+    cg_service_info(s, &info);
+    assert_int_equal(info.how, CG_HOW_DELEGATED);
+    assert_string_equal(info.unit, "a.service");
+    assert_string_equal(info.basis, "marked user.delegate=1");
+    assert_string_equal(get(f, "cg/system.slice/a.service/supervisor/cgroup.procs"), "5\n6\n");
+    assert_true(exists(f, "cg/system.slice/a.service/llm-sandbox"));
+    assert_non_null(strstr(cg_service_describe(s), "delegated to us (unit a.service"));
+    assert_int_equal(sd.n_starts + sd.n_asks, 0);
+    put(f, "cg/system.slice/a.service/memory.events", "oom_kill 1\n");
+    assert_int_equal(cg_service_unit_oom_kills(s, &kills), -1); /* groups count their own */
+    cg_service_free(s);
+
+    /* inside the delegated unit, in a cgroup its processes made: ours */
+    mkdirs(f, "cg/system.slice/a.service/inner");
+    put(f, "cg/system.slice/a.service/inner/cgroup.controllers", "cpu memory pids\n");
+    put(f, "self_cgroup", "0::/system.slice/a.service/inner\n");
+    s = service_or_fail(&o);
+    assert_int_equal(cg_service_mode(s), CG_V2);
+    cg_service_info(s, &info);
+    assert_string_equal(info.unit, "a.service");
+    assert_true(exists(f, "cg/system.slice/a.service/inner/llm-sandbox"));
+    cg_service_free(s);
+    free((char *)o.systemd_dir);
+}
+
+/* A service without Delegate=yes: refused, nothing written, doctor's facts. */
+static void test_v2_systemd_service_refused(void **state)
+{
+    struct fixture *f = *state;
+    char mount[4096], self[4096];
+    struct cg_options o = fake_opts(f, mount, self);
+    struct cg_systemd hooks;
+    struct fake_systemd sd;
+    struct cg_service *s;
+    struct cg_info info;
+    uint64_t kills;
+
+    systemd_tree(f, &o, &hooks, &sd, "cg/system.slice/b.service");
+    s = service_or_fail(&o);
+    kills = 99;
+    assert_int_equal(cg_service_mode(s), CG_NONE);
+    cg_service_info(s, &info);
+    assert_int_equal(info.how, CG_HOW_NOT_DELEGATED);
+    assert_string_equal(info.unit, "b.service");
+    assert_non_null(strstr(cg_service_describe(s), "b.service"));
+    assert_non_null(strstr(cg_service_describe(s), "Delegate=yes"));
+    assert_untouched(f, "cg/system.slice/b.service");
+    assert_int_equal(sd.n_starts, 0); /* a service is not escaped */
+    /* the unit's OOM kills are what a run without a group can watch */
+    assert_int_equal(cg_service_unit_oom_kills(s, &kills), -1); /* no memory.events */
+    assert_int_equal(kills, 99);                                /* and untouched */
+    put(f, "cg/system.slice/b.service/memory.events", "low 0\nmax 2\noom 1\noom_kill 3\n");
+    assert_int_equal(cg_service_unit_oom_kills(s, &kills), 0);
+    assert_int_equal(kills, 3);
+    cg_service_free(s);
+
+    /* the root cgroup is systemd's too */
+    put(f, "self_cgroup", "0::/\n");
+    s = service_or_fail(&o);
+    cg_service_info(s, &info);
+    assert_int_equal(cg_service_mode(s), CG_NONE);
+    assert_string_equal(info.unit, "-.slice");
+    assert_false(exists(f, "cg/supervisor"));
+    cg_service_free(s);
+
+    /* without systemd on the host, the same cgroup is taken as found */
+    free((char *)o.systemd_dir);
+    o.systemd_dir = "/nonexistent/systemd/system";
+    put(f, "self_cgroup", "0::/system.slice/b.service\n");
+    s = service_or_fail(&o);
+    assert_int_equal(cg_service_mode(s), CG_V2);
+    cg_service_info(s, &info);
+    assert_int_equal(info.how, CG_HOW_UNMANAGED);
+    cg_service_free(s);
+}
+
+/* A login shell's scope: a transient scope with Delegate=yes is asked for
+ * (of the system manager as root, in the session's slice), and used. */
+static void test_v2_systemd_scope(void **state)
+{
+    struct fixture *f = *state;
+    char mount[4096], self[4096], rel[512];
+    struct cg_options o = fake_opts(f, mount, self);
+    struct cg_systemd hooks;
+    struct fake_systemd sd;
+    struct cg_service *s;
+    struct cg_info info;
+    uid_t root = 0;
+
+    systemd_tree(f, &o, &hooks, &sd, "cg/user.slice/user-0.slice/session-2.scope");
+    put(f, "cg/user.slice/user-0.slice/session-2.scope/cgroup.procs", "77\n");
+    sd.scope_parent = "cg/user.slice/user-0.slice";
+    o.as_uid = &root;
+    s = service_or_fail(&o);
+    assert_int_equal(cg_service_mode(s), CG_V2);
+    assert_int_equal(sd.n_starts, 1);
+    assert_string_equal(sd.req.unit, "llm-sandbox-p1t2h0123456789abcdef.scope");
+    assert_string_equal(sd.req.slice, "user-0.slice");
+    assert_false(sd.req.user_manager);
+    assert_int_equal(sd.req.pid, (uint32_t)getpid());
+    cg_service_info(s, &info);
+    assert_int_equal(info.how, CG_HOW_SCOPE);
+    assert_string_equal(info.unit, "session-2.scope");
+    assert_string_equal(info.scope, sd.req.unit);
+    snprintf(rel, sizeof(rel), "cg/user.slice/user-0.slice/%s/llm-sandbox", sd.req.unit);
+    assert_true(exists(f, rel));
+    assert_non_null(strstr(info.parent, rel));
+    assert_untouched(f, "cg/user.slice/user-0.slice/session-2.scope");
+    assert_string_equal(get(f, "cg/user.slice/user-0.slice/session-2.scope/cgroup.procs"), "77\n");
+    assert_non_null(strstr(cg_service_describe(s), "session-2.scope, where it started"));
+    cg_service_free(s);
+
+    /* asking fails: nothing written, and the reason kept */
+    put(f, "self_cgroup", "0::/user.slice/user-0.slice/session-2.scope\n");
+    sd.start_rc = SBX_E_UNAVAILABLE;
+    s = service_or_fail(&o);
+    assert_int_equal(cg_service_mode(s), CG_NONE);
+    cg_service_info(s, &info);
+    assert_int_equal(info.how, CG_HOW_SCOPE_FAILED);
+    assert_non_null(strstr(cg_service_describe(s), "fake: the bus said no"));
+    assert_untouched(f, "cg/user.slice/user-0.slice/session-2.scope");
+    cg_service_free(s);
+    free((char *)o.systemd_dir);
+}
+
+/* An unprivileged user: the user manager's units carry no mark, so it is
+ * asked whether its unit is delegated; a login session's scope (root's
+ * directory) is left for a scope of the user's manager. */
+static void test_v2_systemd_user(void **state)
+{
+    static const char *const app = "cg/user.slice/user-1000.slice/user@1000.service/app.slice";
+    struct fixture *f = *state;
+    char mount[4096], self[4096], unit[512];
+    struct cg_options o = fake_opts(f, mount, self);
+    struct cg_systemd hooks;
+    struct fake_systemd sd;
+    struct cg_service *s;
+    struct cg_info info;
+    uid_t me = geteuid() == 0 ? 1000 : geteuid();
+
+    snprintf(unit, sizeof(unit), "%s/run-r1.scope", app);
+    systemd_tree(f, &o, &hooks, &sd, unit);
+    o.as_uid = &me;
+    o.runtime_dir = "/run/user/1000";
+    if (geteuid() == 0) { /* the user's manager's tree is the user's */
+        assert_int_equal(
+                chown(at(f, "cg/user.slice/user-1000.slice/user@1000.service"), me, me), 0);
+        assert_int_equal(chown(at(f, app), me, me), 0);
+        assert_int_equal(chown(at(f, unit), me, me), 0);
+    }
+    sd.scope_parent = app;
+    sd.delegated = 1;
+    s = service_or_fail(&o);
+    cg_service_info(s, &info);
+    assert_int_equal(cg_service_mode(s), CG_V2);
+    assert_int_equal(info.how, CG_HOW_DELEGATED);
+    assert_string_equal(info.basis, "its manager says Delegate=yes");
+    assert_string_equal(sd.asked_unit, "run-r1.scope");
+    assert_true(sd.req.user_manager);
+    assert_string_equal(sd.req.address, "unix:path=/run/user/1000/bus");
+    assert_int_equal(sd.n_starts, 0);
+    cg_service_free(s);
+
+    /* not delegated: a scope of the user's manager instead */
+    put(f, "self_cgroup",
+            "0::/user.slice/user-1000.slice/user@1000.service/app.slice/run-r1.scope\n");
+    snprintf(unit, sizeof(unit), "%s/run-r1.scope/llm-sandbox", app);
+    rmdir(at(f, unit));
+    snprintf(unit, sizeof(unit), "%s/run-r1.scope/supervisor", app);
+    rmdir(at(f, unit));
+    snprintf(unit, sizeof(unit), "%s/run-r1.scope/cgroup.subtree_control", app);
+    unlink(at(f, unit));
+    sd.delegated = 0;
+    s = service_or_fail(&o);
+    cg_service_info(s, &info);
+    assert_int_equal(info.how, CG_HOW_SCOPE);
+    assert_true(info.user_manager);
+    assert_int_equal(sd.n_starts, 1);
+    assert_string_equal(sd.req.slice, "");
+    snprintf(unit, sizeof(unit), "%s/run-r1.scope", app);
+    assert_untouched(f, unit);
+    cg_service_free(s);
+
+    /* the manager cannot be asked: its cgroup being ours is taken as delegation */
+    put(f, "self_cgroup",
+            "0::/user.slice/user-1000.slice/user@1000.service/app.slice/run-r1.scope\n");
+    sd.delegated = -1;
+    s = service_or_fail(&o);
+    cg_service_info(s, &info);
+    assert_int_equal(info.how, CG_HOW_DELEGATED);
+    assert_non_null(strstr(info.basis, "assumed"));
+    cg_service_free(s);
+
+    /* a login session's scope belongs to root: the user's manager makes one */
+    mkdirs(f, "cg/user.slice/user-1000.slice/session-1.scope");
+    put(f, "cg/user.slice/user-1000.slice/session-1.scope/cgroup.controllers", "cpu memory pids\n");
+    put(f, "self_cgroup", "0::/user.slice/user-1000.slice/session-1.scope\n");
+    if (geteuid() != 0) {
+        print_message("(the session scope case needs root to give a directory to root)\n");
+    } else {
+        int starts = sd.n_starts, asks = sd.n_asks;
+
+        s = service_or_fail(&o);
+        cg_service_info(s, &info);
+        assert_int_equal(info.how, CG_HOW_SCOPE);
+        assert_int_equal(sd.n_starts, starts + 1);
+        assert_int_equal(sd.n_asks, asks); /* not the user manager's unit: not asked */
+        assert_untouched(f, "cg/user.slice/user-1000.slice/session-1.scope");
+        cg_service_free(s);
+
+        /* a system service given to the user (Delegate=yes, User=): its
+         * directory was handed over */
+        mkdirs(f, "cg/system.slice/u.service");
+        put(f, "cg/system.slice/u.service/cgroup.controllers", "cpu memory pids\n");
+        assert_int_equal(chown(at(f, "cg/system.slice/u.service"), me, me), 0);
+        put(f, "self_cgroup", "0::/system.slice/u.service\n");
+        s = service_or_fail(&o);
+        cg_service_info(s, &info);
+        assert_int_equal(info.how, CG_HOW_DELEGATED);
+        assert_string_equal(info.basis, "handed over to us");
+        cg_service_free(s);
+    }
+    free((char *)o.systemd_dir);
 }
 
 static void test_v1_group(void **state)
@@ -942,7 +1317,12 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
             cmocka_unit_test_setup_teardown(test_v2_group, setup, teardown),
-            cmocka_unit_test_setup_teardown(test_v2_from_server_cgroup, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_v2_from_supervisor, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_v2_moves_every_process, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_v2_systemd_delegated, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_v2_systemd_service_refused, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_v2_systemd_scope, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_v2_systemd_user, setup, teardown),
             cmocka_unit_test_setup_teardown(test_v2_parent_remade, setup, teardown),
             cmocka_unit_test_setup_teardown(test_v2_not_delegated, setup, teardown),
             cmocka_unit_test_setup_teardown(test_v1_group, setup, teardown),

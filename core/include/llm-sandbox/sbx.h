@@ -277,6 +277,11 @@ const char *sbx_runtime_http_token(const struct sbx_runtime *rt);
  * absolute path short enough for a socket), SBX_E_NOMEM. (transfer full:
  * free()) */
 int sbx_socket_path(const char *config_path, char **ret_path, struct sbx_error **err);
+/* Socket activation (systemd's LISTEN_PID/LISTEN_FDS, sd_listen_fds(3)):
+ * 1 and *ret_fd (3, close-on-exec) when one listening unix stream socket
+ * was passed to this process, 0 when none was; the variables are unset
+ * either way. SBX_E_INVALID when the passed fds are not one such socket. */
+int sbx_socket_activation(int *ret_fd, struct sbx_error **err);
 /* Keep sandboxes ready for one-shot runs, as a long-lived server wants
  * (LLM_SANDBOX_POOL, _POOL_MAX, _POOL_IDLE): start the background thread
  * that makes them, which first readies one for the default backend and

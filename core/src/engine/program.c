@@ -98,14 +98,16 @@ void engine_classify(
         e->has_exit_code = true;
         e->exit_code = 128 + SIGKILL;
     }
-    if (end == AGENTC_CANCELLED) {
-        e->status = SBX_STATUS_CANCELLED;
-    } else if (end == AGENTC_TIMEOUT) {
+    /* An OOM kill beats a cancellation: systemd stops a unit whose process
+     * was OOM-killed (OOMPolicy=stop), which cancels what still runs. */
+    if (end == AGENTC_TIMEOUT) {
         e->status = SBX_STATUS_TIMEOUT;
         e->limit = SBX_LIMIT_WALL_TIME;
     } else if (st->oom_killed == 1) {
         e->status = SBX_STATUS_OOM;
         e->limit = SBX_LIMIT_MEMORY;
+    } else if (end == AGENTC_CANCELLED) {
+        e->status = SBX_STATUS_CANCELLED;
     } else if (end != AGENTC_EXITED) {
         e->status = SBX_STATUS_ERROR;
     } else if (ex->signaled) {

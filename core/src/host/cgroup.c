@@ -120,6 +120,9 @@ struct cg_service *cg_service_free(struct cg_service *s)
         return NULL;
     parents_drop(s);
     free(s->describe);
+    free(s->own);
+    free(s->unit);
+    free(s->scope);
     free(s);
     return NULL;
 }
@@ -137,6 +140,39 @@ const char *cg_service_describe(const struct cg_service *s)
 bool cg_service_swap_accounted(const struct cg_service *s)
 {
     return s && s->swap;
+}
+
+void cg_service_info(const struct cg_service *s, struct cg_info *ret)
+{
+    memset(ret, 0, sizeof(*ret));
+    if (!s)
+        return;
+    ret->mode = cg_service_mode(s);
+    ret->how = s->how;
+    ret->user_manager = s->user_manager;
+    ret->own = s->own;
+    ret->unit = s->unit;
+    ret->scope = s->scope;
+    ret->basis = s->basis;
+    ret->parent = s->n_parents ? s->parent[0] : NULL;
+    ret->controllers = s->ops ? "memory pids cpu" : NULL;
+}
+
+int cg_service_unit_oom_kills(const struct cg_service *s, uint64_t *ret)
+{
+    cleanup_free char *path = NULL, *buf = NULL;
+    char *cur;
+
+    if (!s || s->ops || !s->own || !s->v2_root)
+        return -1;
+    path = cg_path_join(s->own, "memory.events");
+    if (!path || cg_read_all(path, &buf) < 0)
+        return -1;
+    cur = buf;
+    for (char *line = cg_next_line(&cur); line; line = cg_next_line(&cur))
+        if (strncmp(line, "oom_kill ", 9) == 0)
+            return parse_u64(line + 9, ret) < 0 ? -1 : 0;
+    return -1;
 }
 
 /* Fill one capability; a note too long is cut at a UTF-8 boundary and ends
@@ -287,6 +323,13 @@ int cg_group_procs_fds(const struct cg_group *g, int *fds, size_t max)
         }
     }
     return (int)g->n_dirs;
+}
+
+int cg_group_dir_fd(const struct cg_group *g)
+{
+    if (!g || g->ops->mode != CG_V2 || g->n_dirs != 1 || g->fake)
+        return -1;
+    return open(g->dir[0], O_PATH | O_DIRECTORY | O_CLOEXEC);
 }
 
 int cg_group_oom_killed(const struct cg_group *g)

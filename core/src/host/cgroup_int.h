@@ -38,6 +38,13 @@ struct cg_service {
     char *describe;
     size_t n_parents;
     char *parent[CG_DIRS]; /* the "llm-sandbox" directories */
+    /* v2 under systemd (cgroup_v2_place.c), for cg_service_info() */
+    enum cg_how how;
+    bool user_manager;
+    char *own;         /* our cgroup at start */
+    char *unit;        /* its unit */
+    char *scope;       /* the scope asked for */
+    const char *basis; /* CG_HOW_DELEGATED: how we know (a static string) */
 };
 
 struct cg_group {
@@ -74,6 +81,26 @@ struct cg_ops {
 
 extern const struct cg_ops cg_v1_ops;
 extern const struct cg_ops cg_v2_ops;
+
+/* ---- v2 under systemd (cgroup_v2_place.c) -------------------------------- */
+
+#define CG_V2_CTRLS "+memory +pids +cpu"
+#define CG_LEAF     "supervisor" /* where our cgroup's processes go */
+
+/* Where our v2 cgroup base (absolute) sits among systemd's units: fills
+ * s->how (CG_HOW_UNMANAGED, _DELEGATED, or _NOT_DELEGATED: then base is a
+ * unit systemd manages and s->unit names it) and returns 1 when that unit
+ * is a scope we may ask to leave, else 0; < 0 on out of memory. */
+int cg_v2_place(struct cg_service *s, const struct cg_options *opt, const char *base);
+/* Ask for a delegated scope (opt->ask_scope) and move there: *ret_base is
+ * the new cgroup (transfer full). s->how becomes CG_HOW_SCOPE, or
+ * CG_HOW_SCOPE_FAILED with the error. */
+int cg_v2_scope(struct cg_service *s, const struct cg_options *opt, const char *base,
+        char **ret_base, struct sbx_error **err);
+/* Move every process of base into base/CG_LEAF, then enable the
+ * controllers in base (retrying while processes keep arriving). The root
+ * cgroup (root: true) is exempt from the rule: nothing is moved there. */
+int cg_v2_take(const char *base, bool root, bool fake, struct sbx_error **err);
 
 /* ---- cgroupfs helpers (cgroup_fs.c) ------------------------------------ */
 

@@ -5,14 +5,12 @@
  * available in our own cgroup. A group is one directory. Applies the
  * limits it is given; decides no policy.
  *
- * The no-internal-processes rule: controllers can be enabled in our
- * cgroup's cgroup.subtree_control only while it holds no processes, so
- * that write fails with EBUSY when we live there. Then we create
- * "<our cgroup>/llm-sandbox-server", move this whole process into it (a
- * pid written to cgroup.procs moves every thread) and retry. A server
- * that starts inside llm-sandbox-server (forked by an earlier one) uses
- * its parent as "our cgroup", so groups always live under one
- * "llm-sandbox".
+ * Which cgroup is ours to use under systemd, and how every process in it
+ * leaves for a leaf so that controllers can be enabled (the
+ * no-internal-processes rule), is cgroup_v2_place.c's part. A process
+ * that starts in that leaf ("<own>/supervisor", say a second server
+ * started by a harness the first one moved there) uses its parent, so
+ * groups always live under one "llm-sandbox".
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -26,48 +24,34 @@
 #include "base/error.h"
 #include "host/cgroup_int.h"
 
-#define CG_SERVER   "llm-sandbox-server"
-#define CG_V2_CTRLS "+memory +pids +cpu"
-
-/* Enable the controllers in base; on EBUSY move ourselves out (see top). */
-static int v2_enable(const char *base, bool fake, struct sbx_error **err)
+/* base/CG_LEAF -> base, in place. */
+static void strip_leaf(char *base)
 {
-    cleanup_error struct sbx_error *e = NULL;
-    cleanup_free char *srv = NULL;
-    char pid[24];
-    int r = cg_write_ctl(base, "cgroup.subtree_control", CG_V2_CTRLS, fake, &e);
+    size_t blen = strlen(base), llen = strlen("/" CG_LEAF);
 
-    if (r == 0 || e->sys_errno != EBUSY)
-        return r == 0 ? 0 : sbx_error_set(err, r, e->sys_errno, "%s", e->msg);
-    srv = cg_path_join(base, CG_SERVER);
-    if (!srv)
-        return cg_oom(err);
-    if (mkdir(srv, 0755) < 0 && errno != EEXIST)
-        return cg_sys_fail(err, "", srv);
-    snprintf(pid, sizeof(pid), "%ld", (long)getpid());
-    r = cg_write_ctl(srv, "cgroup.procs", pid, fake, err);
-    if (r < 0)
-        return r;
-    return cg_write_ctl(base, "cgroup.subtree_control", CG_V2_CTRLS, fake, err);
+    if (blen > llen && strcmp(base + blen - llen, "/" CG_LEAF) == 0)
+        base[blen - llen] = '\0';
 }
 
-static int v2_detect(struct cg_service *s, const struct cg_options *opt, struct sbx_error **err)
+/* Is dir the mount's root (trailing slashes aside)? */
+static bool is_root(const char *dir, const char *mount_root)
 {
-    cleanup_free char *base = NULL, *ctl = NULL, *avail = NULL;
-    size_t blen;
+    size_t a = strlen(dir), b = strlen(mount_root);
+
+    while (a > 1 && dir[a - 1] == '/')
+        a--;
+    while (b > 1 && mount_root[b - 1] == '/')
+        b--;
+    return a == b && strncmp(dir, mount_root, a) == 0;
+}
+
+/* Every controller we need, in base's cgroup.controllers. */
+static int controllers_check(const struct cg_service *s, const char *base, struct sbx_error **err)
+{
+    cleanup_free char *ctl = cg_path_join(base, "cgroup.controllers");
+    cleanup_free char *avail = NULL;
     int r;
 
-    s->v2_root = cg_has_file(opt->mount_root, "cgroup.controllers");
-    if (!s->v2_root)
-        return sbx_error_set(
-                err, SBX_E_UNAVAILABLE, 0, "%s is not a cgroup2 root", opt->mount_root);
-    r = cg_own_dir(opt->mount_root, opt->self_cgroup, NULL, &base, err);
-    if (r < 0)
-        return r;
-    blen = strlen(base);
-    if (blen > sizeof(CG_SERVER) && strcmp(base + blen - sizeof(CG_SERVER), "/" CG_SERVER) == 0)
-        base[blen - sizeof(CG_SERVER)] = '\0'; /* sizeof counts the NUL: the length of "/..." */
-    ctl = cg_path_join(base, "cgroup.controllers");
     if (!ctl)
         return cg_oom(err);
     r = cg_read_all(ctl, &avail);
@@ -77,9 +61,53 @@ static int v2_detect(struct cg_service *s, const struct cg_options *opt, struct 
         return sbx_error_set(err, SBX_E_UNAVAILABLE, -r, "%s: %s", ctl, strerror(-r));
     for (size_t i = 0; i < CG_DIRS; i++)
         if (!cg_has_word(avail, cg_controllers[i], " \n"))
-            return sbx_error_set(err, SBX_E_UNAVAILABLE, 0, "%s lacks '%s' (not delegated)", ctl,
-                    cg_controllers[i]);
-    r = v2_enable(base, s->fake, err);
+            return sbx_error_set(err, SBX_E_UNAVAILABLE, 0, "%s lacks '%s' (%s)", ctl,
+                    cg_controllers[i],
+                    s->how == CG_HOW_UNMANAGED ? "not delegated"
+                                               : "the unit does not delegate it: "
+                                                 "DelegateControllers=");
+    return 0;
+}
+
+static int v2_refuse(const struct cg_service *s, struct sbx_error **err)
+{
+    return sbx_error_set(err, SBX_E_UNAVAILABLE, 0,
+            "cgroup v2: this process runs in %s, which systemd manages and does not delegate "
+            "(no Delegate=yes): not writing into it",
+            s->unit);
+}
+
+static int v2_detect(struct cg_service *s, const struct cg_options *opt, struct sbx_error **err)
+{
+    cleanup_free char *base = NULL, *moved = NULL;
+    int r;
+
+    s->v2_root = cg_has_file(opt->mount_root, "cgroup.controllers");
+    if (!s->v2_root)
+        return sbx_error_set(
+                err, SBX_E_UNAVAILABLE, 0, "%s is not a cgroup2 root", opt->mount_root);
+    r = cg_own_dir(opt->mount_root, opt->self_cgroup, NULL, &base, err);
+    if (r < 0)
+        return r;
+    strip_leaf(base);
+    s->own = strdup(base);
+    if (!s->own)
+        return cg_oom(err);
+    r = cg_v2_place(s, opt, base);
+    if (r < 0)
+        return cg_oom(err);
+    if (s->how == CG_HOW_NOT_DELEGATED && r == 0)
+        return v2_refuse(s, err);
+    if (s->how == CG_HOW_NOT_DELEGATED) {
+        r = cg_v2_scope(s, opt, base, &moved, err);
+        if (r < 0)
+            return r;
+        free(base);
+        base = steal_ptr(&moved);
+    }
+    r = controllers_check(s, base, err);
+    if (r == 0)
+        r = cg_v2_take(base, is_root(base, opt->mount_root), s->fake, err);
     if (r < 0)
         return r;
     s->parent[0] = cg_path_join(base, CG_PARENT);
@@ -123,10 +151,33 @@ static int limits_v2(const struct cg_group *g, const struct sbx_policy *pol, str
 
 static int v2_describe(struct cg_service *s)
 {
-    return asprintf(&s->describe, "cgroup v2: memory, pids, cpu delegated at %s%s", s->parent[0],
-                   s->swap ? "" : "; swap not accounted") < 0
-                   ? SBX_E_NOMEM
-                   : 0;
+    const char *swap = s->swap ? "" : "; swap not accounted";
+    int r;
+
+    switch (s->how) {
+    case CG_HOW_DELEGATED:
+        r = asprintf(&s->describe,
+                "cgroup v2: memory, pids, cpu delegated to us (unit %s: %s); sandboxes under %s, "
+                "this unit's processes in its leaf '" CG_LEAF "'%s",
+                s->unit ? s->unit : "?", s->basis ? s->basis : "delegated", s->parent[0], swap);
+        break;
+    case CG_HOW_SCOPE:
+        r = asprintf(&s->describe,
+                "cgroup v2: memory, pids, cpu in %s, a scope with Delegate=yes the %s manager "
+                "made for this process (%s, where it started, is not delegated); sandboxes "
+                "under %s%s",
+                s->scope, s->user_manager ? "user's" : "system", s->unit, s->parent[0], swap);
+        break;
+    case CG_HOW_NONE:
+    case CG_HOW_UNMANAGED:
+    case CG_HOW_NOT_DELEGATED:
+    case CG_HOW_SCOPE_FAILED:
+    default:
+        r = asprintf(&s->describe, "cgroup v2: memory, pids, cpu at %s (no systemd)%s",
+                s->parent[0], swap);
+        break;
+    }
+    return r < 0 ? SBX_E_NOMEM : 0;
 }
 
 /* A parent made again needs its controllers again. */

@@ -13,13 +13,23 @@
  * privileged), fds placed, identity dropped, parent-death signal (set after
  * the identity change, which clears it), execve. Resource limits are the
  * agent's job inside the sandbox, for every backend alike.
+ *
+ * On cgroup v2 the child is made with clone3(CLONE_INTO_CGROUP) and starts
+ * in its group, so it writes no cgroup.procs (a write migrates a running
+ * process under the cgroup locks; bench/spawn_cgroup.c measures both).
+ * clone3 without a stack is fork: the child runs on a copy of the
+ * parent's, and calls nothing that needs glibc's idea of its thread id
+ * (which a raw clone leaves stale). Where clone3 is refused (kernels before 5.7, seccomp filters
+ * of container runtimes, valgrind) fork and the write take over.
  */
 #include "host/exec.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/sched.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -34,6 +44,9 @@
 #include "host/cgroup.h"
 
 #define MAX_FDS 16
+
+/* Set once clone3 turned out to be unavailable here: fork from then on. */
+static atomic_bool no_clone3;
 
 struct exec_proc {
     pid_t pid;
@@ -140,6 +153,26 @@ static __attribute__((noreturn)) void child_main(const struct child_plan *cp)
     child_fail(cp, errno);
 }
 
+/* A child that starts in the cgroup whose directory cg_dir is: its pid (0
+ * in the child), or -1 with errno when clone3 cannot do it (the caller
+ * forks instead). */
+static pid_t clone_into(int cg_dir)
+{
+    struct clone_args args = {.flags = CLONE_INTO_CGROUP,
+            .exit_signal = (__u64)SIGCHLD,
+            .cgroup = (__u64)(unsigned)cg_dir};
+    long pid;
+
+    if (cg_dir < 0 || atomic_load(&no_clone3)) {
+        errno = EOPNOTSUPP;
+        return -1;
+    }
+    pid = syscall(SYS_clone3, &args, sizeof(args));
+    if (pid < 0 && (errno == ENOSYS || errno == E2BIG || errno == EPERM || errno == EINVAL))
+        atomic_store(&no_clone3, true);
+    return (pid_t)pid;
+}
+
 /* Resolve one stdio slot into the child's source fd; make a pipe if asked. */
 static int plan_stdio(
         int want, int slot, int null_fd, int *ret_src, int *ret_parent, int *ret_child_end)
@@ -211,14 +244,6 @@ int exec_spawn(const struct sbx_spawn *spec, const struct exec_ctx *ctx, struct 
     for (size_t i = 0; i < spec->n_fds; i++)
         cp.map_src[cp.n_map] = spec->fds[i].parent_fd,
         cp.map_dst[cp.n_map++] = spec->fds[i].child_fd;
-    if (ctx && ctx->cgroup) {
-        r = cg_group_procs_fds(ctx->cgroup, cp.cg_fds, 4);
-        if (r < 0) {
-            sbx_error_set(err, SBX_E_BACKEND, errno, "cannot open the cgroup: %s", strerror(errno));
-            goto fail;
-        }
-        cp.n_cg = (size_t)r;
-    }
     cp.drop = (spec->flags & SBX_SPAWN_DROP_PRIVS) && geteuid() == 0;
     cp.uid = ctx ? ctx->uid : 65534, cp.gid = ctx ? ctx->gid : 65534;
     {
@@ -230,7 +255,23 @@ int exec_spawn(const struct sbx_spawn *spec, const struct exec_ctx *ctx, struct 
         }
         err_r = ep[0], err_w = ep[1], cp.err_fd = err_w;
     }
-    p->pid = fork();
+    if (ctx && ctx->cgroup) {
+        cleanup_close int cg_dir = cg_group_dir_fd(ctx->cgroup);
+
+        p->pid = clone_into(cg_dir);
+        if (p->pid == 0)
+            child_main(&cp); /* n_cg is 0: it is in its group already */
+    }
+    if (ctx && ctx->cgroup && p->pid < 0) {
+        r = cg_group_procs_fds(ctx->cgroup, cp.cg_fds, 4);
+        if (r < 0) {
+            sbx_error_set(err, SBX_E_BACKEND, errno, "cannot open the cgroup: %s", strerror(errno));
+            goto fail;
+        }
+        cp.n_cg = (size_t)r;
+    }
+    if (!ctx || !ctx->cgroup || p->pid < 0)
+        p->pid = fork();
     if (p->pid < 0) {
         r = sbx_error_set(err, SBX_E_IO, errno, "fork: %s", strerror(errno));
         goto fail;

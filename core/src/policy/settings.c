@@ -13,8 +13,12 @@
 
 #include <assert.h>
 #include <ctype.h>
+#include <fcntl.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "base/cleanup.h"
 #include "base/error.h"
@@ -626,7 +630,7 @@ static int load_languages(struct settings *s, struct sbx_error **err)
 /* Fill s (defaults set, config read) from the environment and the file. */
 static int load(struct settings *s, struct sbx_error **err)
 {
-    const char *home;
+    const char *home, *run;
 
     if (load_misc(s, err) < 0 || load_network(s, err) < 0 || load_env_allow(s, err) < 0 ||
             load_ids(s, err) < 0)
@@ -643,6 +647,9 @@ static int load(struct settings *s, struct sbx_error **err)
         return sbx_error_set(err, SBX_E_NOMEM, 0, "out of memory");
     home = secure_getenv("HOME");
     if (!(s->home = strdup(home && home[0] == '/' ? home : "/root")))
+        return sbx_error_set(err, SBX_E_NOMEM, 0, "out of memory");
+    run = secure_getenv("XDG_RUNTIME_DIR");
+    if (run && run[0] == '/' && !(s->runtime_dir = strdup(run)))
         return sbx_error_set(err, SBX_E_NOMEM, 0, "out of memory");
     return 0;
 }
@@ -704,6 +711,7 @@ struct settings *settings_free(struct settings *s)
         return NULL;
     free(s->backend);
     free(s->home);
+    free(s->runtime_dir);
     free(s->language);
     strv_free(s->plugin_path);
     strv_free(s->env_allow);
@@ -719,6 +727,8 @@ struct settings *settings_free(struct settings *s)
 }
 
 /* ---- the MCP unix socket (serve --socket, session) ----------------------- */
+
+#define SD_LISTEN_FDS_START 3 /* sd-daemon.h */
 
 #define SOCKET_PATH_MAX 107 /* sizeof(sockaddr_un.sun_path), less its NUL */
 
@@ -753,4 +763,40 @@ int sbx_socket_path(const char *config_path, char **ret_path, struct sbx_error *
         return sbx_error_set(err, SBX_E_NOMEM, 0, "out of memory");
     *ret_path = path;
     return 0;
+}
+
+/* sd_listen_fds(3)'s protocol, without libsystemd: the variables are ours
+ * only when LISTEN_PID names this process; they are removed either way, so
+ * nothing this process starts takes them for its own. */
+int sbx_socket_activation(int *ret_fd, struct sbx_error **err)
+{
+    const char *pid_s = secure_getenv("LISTEN_PID"), *fds_s = secure_getenv("LISTEN_FDS");
+    uint64_t pid = 0, n = 0;
+    int type = 0, domain = 0, listening = 0;
+    socklen_t len = sizeof(int);
+    bool ours = pid_s && fds_s && parse_u64(pid_s, &pid) == 0 && pid == (uint64_t)getpid() &&
+                parse_u64(fds_s, &n) == 0;
+
+    unsetenv("LISTEN_PID");
+    unsetenv("LISTEN_FDS");
+    unsetenv("LISTEN_FDNAMES");
+    if (!ours || n == 0)
+        return 0;
+    for (uint64_t i = 0; i < n && i < 1024; i++)
+        (void)fcntl(SD_LISTEN_FDS_START + (int)i, F_SETFD, FD_CLOEXEC);
+    if (n != 1)
+        return sbx_error_set(err, SBX_E_INVALID, 0,
+                "socket activation passed %llu sockets; serve --socket takes one "
+                "(one ListenStream= in the .socket unit)",
+                (unsigned long long)n);
+    if (getsockopt(SD_LISTEN_FDS_START, SOL_SOCKET, SO_TYPE, &type, &len) < 0 ||
+            getsockopt(SD_LISTEN_FDS_START, SOL_SOCKET, SO_DOMAIN, &domain, &len) < 0 ||
+            getsockopt(SD_LISTEN_FDS_START, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) < 0 ||
+            type != SOCK_STREAM || domain != AF_UNIX || !listening)
+        return sbx_error_set(err, SBX_E_INVALID, 0,
+                "socket activation: fd %d is not a listening unix stream socket "
+                "(ListenStream=/path in the .socket unit, Accept=no)",
+                SD_LISTEN_FDS_START);
+    *ret_fd = SD_LISTEN_FDS_START;
+    return 1;
 }

@@ -44,6 +44,7 @@ struct settings {
     uint64_t max_code_bytes;  /* LLM_SANDBOX_MAX_CODE_BYTES, default 1 MiB */
     uint64_t max_stdin_bytes; /* LLM_SANDBOX_MAX_STDIN_BYTES, default 16 MiB */
     char *home;               /* $HOME (absolute) or /root: "~/" in a plugin's defaults */
+    char *runtime_dir;        /* $XDG_RUNTIME_DIR (absolute) or NULL: the user's D-Bus */
     char *http_token;         /* LLM_SANDBOX_HTTP_TOKEN: bearer token for MCP over HTTP */
     char *audit_log;          /* LLM_SANDBOX_AUDIT_LOG: file for one JSON line per call */
     unsigned max_concurrent;  /* LLM_SANDBOX_MAX_CONCURRENT: tool calls at once, 0: CPUs */

@@ -21,6 +21,7 @@
 #include "base/util.h"
 #include "host/cgroup.h"
 #include "host/seccomp_policy.h"
+#include "host/userns.h"
 #include "plugins/host_table.h"
 #include "plugins/manifest.h"
 #include "plugins/registry.h"
@@ -114,61 +115,163 @@ static void check(struct json_object *a, const char *name, const char *status, c
     json_object_array_add(a, o);
 }
 
-static long read_long(const char *path)
-{
-    char buf[64];
-    ssize_t n;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-    if (fd < 0)
-        return -1;
-    n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0)
-        return -1;
-    buf[n] = '\0';
-    return strtol(buf, NULL, 10);
-}
-
 static void check_userns(struct json_object *a)
 {
-    long max = read_long("/proc/sys/user/max_user_namespaces");
-    long clone = read_long("/proc/sys/kernel/unprivileged_userns_clone");
-    long apparmor = read_long("/proc/sys/kernel/apparmor_restrict_unprivileged_userns");
-    char detail[160];
+    static const char *const names[] = {"ok", "warn", "fail"};
+    struct userns_check u;
 
-    snprintf(detail, sizeof(detail), "user.max_user_namespaces=%ld%s", max,
-            clone == 0 ? ", kernel.unprivileged_userns_clone=0" : "");
-    if (max == 0 || clone == 0)
-        check(a, "user_namespaces", "fail", detail,
-                "sysctl -w user.max_user_namespaces=15000 kernel.unprivileged_userns_clone=1");
-    else if (apparmor == 1)
-        check(a, "user_namespaces", "warn", "AppArmor restricts unprivileged user namespaces",
-                "sysctl -w kernel.apparmor_restrict_unprivileged_userns=0, or an AppArmor "
-                "profile for bwrap");
-    else
-        check(a, "user_namespaces", "ok", detail, NULL);
+    userns_check("/proc/sys", geteuid(), &u);
+    check(a, "user_namespaces", names[u.status], u.detail, u.fix[0] ? u.fix : NULL);
 }
 
-static void check_cgroups(struct sbx_runtime *rt, struct json_object *a)
+/* Append s to out (of len, used o); false when it does not fit. */
+static bool put(char *out, size_t len, size_t *o, const char *s)
+{
+    size_t n = strlen(s);
+
+    if (*o + n + 1 > len)
+        return false;
+    memcpy(out + *o, s, n + 1);
+    *o += n;
+    return true;
+}
+
+/* This process's command line, shell-quoted, with the executable's full
+ * path: the exact line a fix can wrap ("" when it does not fit). */
+static void self_command(char *out, size_t len)
+{
+    static const char plain[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                                "-_./=:,+@%";
+    char buf[4096], exe[PATH_MAX];
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1), e;
+    size_t o = 0;
+    bool ok = true;
+
+    out[0] = '\0';
+    if (fd >= 0)
+        close(fd);
+    e = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n <= 0 || e <= 0)
+        return;
+    buf[n] = '\0';
+    exe[e] = '\0';
+    for (char *arg = buf; ok && arg < buf + n; arg += strlen(arg) + 1) {
+        const char *word = arg == buf ? exe : arg;
+
+        if (o)
+            ok = put(out, len, &o, " ");
+        if (*word && strspn(word, plain) == strlen(word)) {
+            ok = ok && put(out, len, &o, word);
+            continue;
+        }
+        ok = ok && put(out, len, &o, "'");
+        for (const char *c = word; ok && *c; c++) {
+            char one[2] = {*c, '\0'};
+
+            ok = put(out, len, &o, *c == '\'' ? "'\\''" : one);
+        }
+        ok = ok && put(out, len, &o, "'");
+    }
+    if (!ok)
+        out[0] = '\0';
+}
+
+static const char *const how_names[] = {
+        [CG_HOW_NONE] = "none",
+        [CG_HOW_UNMANAGED] = "unmanaged",
+        [CG_HOW_DELEGATED] = "delegated",
+        [CG_HOW_SCOPE] = "scope",
+        [CG_HOW_NOT_DELEGATED] = "not-delegated",
+        [CG_HOW_SCOPE_FAILED] = "scope-failed",
+};
+
+/* The facts behind the cgroups check, for scripts and tests. */
+static struct json_object *cgroup_json(const struct cg_info *ci, const char *describe)
+{
+    struct json_object *o = json_object_new_object(), *ctl = json_object_new_array();
+
+    if (!o || !ctl) {
+        json_object_put(ctl);
+        return o;
+    }
+    for (const char *c = ci->controllers; c && *c;) {
+        size_t n = strcspn(c, " ");
+
+        json_object_array_add(ctl, json_object_new_string_len(c, (int)n));
+        c += n + (c[n] == ' ');
+    }
+#define STR_OR_NULL(x) ((x) ? json_object_new_string(x) : NULL)
+    json_object_object_add(o, "version",
+            ci->mode == CG_NONE ? NULL : json_object_new_int(ci->mode == CG_V2 ? 2 : 1));
+    json_object_object_add(o, "enforced", json_object_new_boolean(ci->mode != CG_NONE));
+    json_object_object_add(
+            o, "how", json_object_new_string(ci->mode == CG_V1 ? "v1" : how_names[ci->how]));
+    json_object_object_add(o, "manager",
+            ci->how == CG_HOW_SCOPE || ci->how == CG_HOW_SCOPE_FAILED
+                    ? json_object_new_string(ci->user_manager ? "user" : "system")
+                    : NULL);
+    json_object_object_add(o, "own", STR_OR_NULL(ci->own));
+    json_object_object_add(o, "unit", STR_OR_NULL(ci->unit));
+    json_object_object_add(o, "scope", STR_OR_NULL(ci->scope));
+    json_object_object_add(o, "parent", STR_OR_NULL(ci->parent));
+    json_object_object_add(o, "controllers", ctl);
+    json_object_object_add(o, "detail", json_object_new_string(describe));
+#undef STR_OR_NULL
+    return o;
+}
+
+/* What to do when no cgroup is used: a line that works here. */
+static void cgroup_fix(const struct cg_info *ci, bool v2, char *fix, size_t len)
+{
+    char cmd[2048], wrap[2300];
+    bool root = geteuid() == 0;
+
+    self_command(cmd, sizeof(cmd));
+    snprintf(wrap, sizeof(wrap), "systemd-run%s --scope -p Delegate=yes -- %s",
+            root ? "" : " --user", cmd[0] ? cmd : "llm-sandbox ...");
+    if (!v2) {
+        snprintf(fix, len,
+                root ? "cgroup v1 needs the memory, pids and cpu hierarchies mounted and writable "
+                       "(or boot with systemd.unified_cgroup_hierarchy=1)"
+                     : "cgroup v1 hierarchies belong to root: run llm-sandbox as root, or on a "
+                       "host with the unified cgroup v2 hierarchy run it in a delegated scope");
+    } else if (ci->how == CG_HOW_NOT_DELEGATED && ci->unit && strcmp(ci->unit, "-.slice") != 0) {
+        snprintf(fix, len,
+                "give %s Delegate=yes and OOMPolicy=continue (systemctl%s edit %s: [Service] "
+                "Delegate=yes, OOMPolicy=continue), or run the shipped llm-sandbox.service or "
+                "llm-sandbox.socket; until then memory and process limits fall back to rlimits, "
+                "the CPU quota is unavailable, and a sandbox's OOM kill stops the whole unit "
+                "under systemd's default OOMPolicy=stop",
+                ci->unit, root ? "" : " --user", ci->unit);
+    } else {
+        snprintf(fix, len,
+                "run it in a scope with Delegate=yes: %s; until then memory and process limits "
+                "fall back to rlimits and the CPU quota is unavailable",
+                wrap);
+    }
+}
+
+static void check_cgroups(struct sbx_runtime *rt, struct json_object *a, struct json_object *rep)
 {
     enum cg_mode mode = cg_service_mode(rt->cg);
+    struct cg_info ci;
+    char fix[3072];
 
-    if (mode == CG_NONE)
-        check(a, "cgroups", "warn", cg_service_describe(rt->cg),
-                "run llm-sandbox as root, or under a delegated cgroup v2 subtree (e.g. "
-                "systemd-run --user --scope -p Delegate=yes llm-sandbox ...); until then "
-                "memory and process limits fall back to rlimits and CPU quota is unavailable");
-    else
+    cg_service_info(rt->cg, &ci);
+    json_object_object_add(rep, "cgroup", cgroup_json(&ci, cg_service_describe(rt->cg)));
+    if (mode != CG_NONE) {
         check(a, "cgroups", "ok", cg_service_describe(rt->cg), NULL);
+    } else if (!rt->settings->cgroup_v1 && !rt->settings->cgroup_v2) {
+        check(a, "cgroups", "warn", cg_service_describe(rt->cg),
+                "unset LLM_SANDBOX_CGROUP (or set it to auto) to use cgroups");
+    } else {
+        cgroup_fix(&ci, access("/sys/fs/cgroup/cgroup.controllers", F_OK) == 0, fix, sizeof(fix));
+        check(a, "cgroups", "warn", cg_service_describe(rt->cg), fix);
+    }
     if (mode == CG_V1 && !cg_service_swap_accounted(rt->cg))
         check(a, "swap_accounting", "warn", "memory.memsw is missing: swap is not counted",
                 "boot with swapaccount=1 (cgroup v1) or use cgroup v2");
-    if (mode != CG_V2)
-        check(a, "cgroup_v2_code", "warn",
-                "the cgroup v2 code path is unverified on this host (only unit-tested against "
-                "a fake cgroupfs tree)",
-                NULL);
 }
 
 /* Which config file was read (a broken one fails start-up, so doctor
@@ -239,7 +342,7 @@ struct json_object *sbx_runtime_doctor_json(struct sbx_runtime *rt)
     if (!o || !a)
         return o;
     check_userns(a);
-    check_cgroups(rt, a);
+    check_cgroups(rt, a, o);
     check_config(rt->settings, a);
     check_seccomp(a);
     check_runtimes(rt, a);

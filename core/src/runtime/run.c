@@ -18,6 +18,9 @@
 #include "runtime/run.h"
 
 #include <errno.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,6 +33,7 @@
 #include "engine/buildcache.h"
 #include "engine/engine.h"
 #include "engine/plan.h"
+#include "host/cgroup.h"
 #include "install/install.h"
 #include "plugins/manifest.h"
 #include "plugins/registry.h"
@@ -129,11 +133,34 @@ go:
     return 0;
 }
 
+/* No group of its own (a unit without Delegate=yes): an OOM kill in the
+ * unit's cgroup during the run that ended the program (SIGKILL) or the
+ * server's unit (systemd's OOMPolicy=stop cancels the run) was the
+ * kernel's OOM killer, and is reported so. */
+static void unit_oom(struct run *r, bool had, uint64_t before, int end,
+        const struct agentc_exit *ex, struct sbx_box_stats *st)
+{
+    uint64_t after;
+
+    if (!had || st->oom_killed == 1 || cg_service_unit_oom_kills(r->rt->cg, &after) < 0 ||
+            after <= before)
+        return;
+    if (end != AGENTC_CANCELLED && !(end == AGENTC_EXITED && ex->signaled && ex->code == SIGKILL))
+        return;
+    st->oom_killed = 1;
+    (void)strv_pushf(&r->ex->warnings,
+            "the kernel's OOM killer ended the program in this server's cgroup (%s), which is "
+            "not delegated: no memory limit of its own held it",
+            cg_service_describe(r->rt->cg));
+}
+
 /* Everything after the request and policy were accepted. */
 static int run_box(struct run *r, struct sbx_error **err)
 {
     struct agentc_exit ex = {0};
     struct sbx_box_stats st;
+    uint64_t oom0 = 0;
+    bool had = cg_service_unit_oom_kills(r->rt->cg, &oom0) == 0;
     int end = AGENTC_LOST, rc;
 
     rc = 1;
@@ -179,6 +206,7 @@ static int run_box(struct run *r, struct sbx_error **err)
         *err = sbx_error_free(*err);
     else if (rc < 0)
         return rc;
+    unit_oom(r, had, oom0, end, &ex, &st);
     engine_classify(r, end, &ex, &st);
     if (r->ex->status == SBX_STATUS_ERROR && end == AGENTC_LOST)
         r->ex->message = strdup(agentc_last_error(r->ac));

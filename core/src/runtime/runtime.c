@@ -105,6 +105,10 @@ int sbx_runtime_new_opts(
     }
     cgo.allow_v1 = rt->settings->cgroup_v1;
     cgo.allow_v2 = rt->settings->cgroup_v2;
+    cgo.systemd_dir = "/run/systemd/system";
+    cgo.owner = rt->owner;
+    cgo.runtime_dir = rt->settings->runtime_dir;
+    cgo.systemd = &cg_systemd_dbus;
     if (cg_service_new(&cgo, &rt->cg, err) < 0 || loader_load_all(rt, err) < 0) {
         sbx_runtime_free(rt);
         return err && *err ? (*err)->rc : SBX_E_INTERNAL;
