@@ -1,16 +1,16 @@
 # SPDX-License-Identifier: MIT
 """What the core opens with dlopen() against what the Debian packages
 declare. dpkg-shlibdeps sees only DT_NEEDED; the core opens libcurl for
-plugins whose manifests say `requires: {host: [http]}` and libmicrohttpd for
-`serve --http`, by the SONAMEs compiled into it (SBX_CURL_SONAME,
-SBX_MHD_SONAME). So:
+plugins whose manifests say `requires: {host: [http]}`, libmicrohttpd for
+`serve --http` and libsystemd for a delegated transient scope on systemd
+hosts (core/src/host/scope.c), by the SONAMEs compiled into it. So:
 
-  - every SONAME in the binary's .rodata is one of those two roles (a new
+  - every SONAME in the binary's .rodata is one of those three roles (a new
     dlopen() target fails here until it is declared);
   - the package owning each (dpkg -S, as dpkg-shlibdeps would find it) is
     in the Depends of every package that ships a manifest with host: [http]
-    (role http), or in the core package's Recommends or Depends (role
-    serve_http).
+    (role http), or in the core package's Recommends or Depends (roles
+    serve_http and systemd_scope).
 
 Used by tests/packaging/test_debian.py (debian/control and the build tree)
 and by scripts/package-check.sh in the root the .debs were installed into:
@@ -25,7 +25,7 @@ import sys
 import tarfile
 
 # What each dlopen()ed library is for, by the start of its SONAME.
-ROLES = {"libcurl.": "http", "libmicrohttpd.": "serve_http"}
+ROLES = {"libcurl.": "http", "libmicrohttpd.": "serve_http", "libsystemd.": "systemd_scope"}
 CORE = "llm-sandbox"
 
 
@@ -119,10 +119,11 @@ def check(packages, binary):
                 lines.append("%s Depends on %s (%s, host: [http])" % (p, dep, soname))
         else:
             core = packages[CORE]
+            why = {"serve_http": "serve --http",
+                   "systemd_scope": "a delegated scope on systemd hosts"}[role]
             assert dep in relation_names(core["Recommends"]) | relation_names(core["Depends"]), (
-                "%s does not Recommend %s (the core opens %s for serve --http)" % (CORE, dep,
-                                                                                   soname))
-            lines.append("%s Recommends %s (%s, serve --http)" % (CORE, dep, soname))
+                "%s does not Recommend %s (the core opens %s for %s)" % (CORE, dep, soname, why))
+            lines.append("%s Recommends %s (%s, %s)" % (CORE, dep, soname, why))
     return lines
 
 
