@@ -25,7 +25,8 @@
 #                                            and remove what it made
 #   scripts/k8s-cluster.sh status            what runs; exit 0 all up, 1 some
 #                                            part dead or left over, 3 down
-#   scripts/k8s-cluster.sh build             only build (or find) the binaries
+#   scripts/k8s-cluster.sh build [--check]   only build (or find) the binaries;
+#                                            --check: exit 0 when cached
 #   scripts/k8s-cluster.sh kubectl ARGS...   the built kubectl on this cluster
 #                                            (/usr/bin/kubectl may be another)
 #   scripts/k8s-cluster.sh import TAR...     import docker-archive images (the
@@ -885,6 +886,11 @@ up)
 down) cmd_down ;;
 status) cmd_status ;;
 build)
+    # --check: only say whether the binaries are cached (exit 0) or not (1)
+    if [ "${2:-}" = --check ]; then
+        [ -x "$K8S_BIN/kubectl" ] && [ -x "$KR_BIN/kube-router" ]
+        exit
+    fi
     need_root
     build_all 1
     ;;

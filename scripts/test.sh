@@ -4,6 +4,8 @@
 # Set up and run every test: install dependencies, build with -Werror, run
 # the unit, static, fuzz-replay and MCP client tests, the integration and
 # security suites as root with the unprivileged ones beside them, the
+# kubernetes suites on a real single-node cluster (scripts/k8s-cluster.sh;
+# its binaries build in the background when not cached), the
 # integration and security paths again under ASan+UBSan (each path once),
 # the unit and MCP tests under ASan+UBSan, one run under valgrind, each
 # parser's fuzzer briefly, and the Quickstart's set-up in a bare Debian 12
@@ -48,7 +50,7 @@ kill_tree() {
 report() {
     rc=$?
     # a failure leaves no background job running
-    for p in ${builds:-} ${lane_pid:-} ${fresh_pid:-}; do
+    for p in ${builds:-} ${lane_pid:-} ${fresh_pid:-} ${k8s_build:-}; do
         kill_tree "$p"
     done
     finish_step
@@ -81,6 +83,19 @@ asan_cfg="-DSBX_WERROR=ON -DSBX_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=De
     nice -n 10 cmake --build build-fuzz -j "$JOBS" --target $FUZZ_TARGETS >"$TIMES/build-fuzz.log" 2>&1
     echo $? >"$TIMES/builds.rc") &
 builds=$!
+
+# The test cluster's binaries (scripts/k8s-cluster.sh: built once from the
+# Go module proxy and cached; cold, 20-30 minutes) build beside the suites
+# that need no cluster; when cached this finds them at once.
+k8s_cache=warm
+if [ "$(id -u)" -eq 0 ]; then
+    scripts/k8s-cluster.sh build --check || {
+        k8s_cache=cold
+        (nice -n 19 scripts/k8s-cluster.sh build >"$TIMES/k8s-build.log" 2>&1 </dev/null
+            echo $? >"$TIMES/k8s-build.rc") &
+        k8s_build=$!
+    }
+fi
 
 step "tests: unit, static, fuzz replay, MCP clients"
 next_junit
@@ -122,7 +137,27 @@ if [ "$(id -u)" -eq 0 ]; then
 fi
 root_rc=0
 next_junit
-(cd build && ctest --output-on-failure -L integration --output-junit "$J") || root_rc=$?
+# Kubernetes has a step of its own below (one cluster for its suites).
+(cd build && ctest --output-on-failure -L integration -E kubernetes --output-junit "$J") ||
+    root_rc=$?
+
+if [ "$(id -u)" -eq 0 ]; then
+    step "kubernetes: a real single-node cluster, its suites, down" "$k8s_cache"
+    if [ -n "${k8s_build:-}" ]; then
+        wait "$k8s_build" || true
+        [ "$(cat "$TIMES/k8s-build.rc")" = 0 ] || {
+            cat "$TIMES/k8s-build.log"
+            echo "test.sh: building the test cluster's binaries failed (above)" >&2
+            exit 1
+        }
+    fi
+    # Up once for the suites (each would otherwise bring it up and down);
+    # the last one restarts it without its NetworkPolicy enforcer.
+    scripts/k8s-cluster.sh up >/dev/null
+    next_junit
+    (cd build && ctest --output-on-failure -R kubernetes --output-junit "$J") || root_rc=$?
+    scripts/k8s-cluster.sh down >/dev/null 2>&1 || true
+fi
 
 step "build with ASan+UBSan, and the fuzzers (began in the background)" "$asan_cache"
 wait "$builds" || true
@@ -141,9 +176,12 @@ step "root, ASan+UBSan: integration and security"
 # unit.test_docker_translate runs under ASan below) and security.nsjail,
 # security.docker, security.podman (their plugin code is the integration
 # suites'; their attacks meet the same core paths as security.bwrap's).
+# The kubernetes plugin's code runs under ASan through its unit tests
+# (translator, exec channel, kubeconfig) and fuzzers, not on the cluster.
 next_junit
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -L integration \
-    -E '^(integration[.]podman|security[.](nsjail|docker|podman))$' --output-junit "$J") ||
+    -E '^(integration[.]podman|security[.](nsjail|docker|podman)|.*kubernetes.*)$' \
+    --output-junit "$J") ||
     root_rc=1
 
 if [ -n "$lane_pid" ]; then
