@@ -8,8 +8,9 @@
 # its binaries build in the background when not cached), the
 # integration and security paths again under ASan+UBSan (each path once),
 # the unit and MCP tests under ASan+UBSan, one run under valgrind, each
-# parser's fuzzer briefly, and the Quickstart's set-up in a bare Debian 12
-# root (scripts/fresh-check.sh, beside the steps that count no leftovers).
+# parser's fuzzer briefly, and the Quickstart's set-up and the Debian
+# packages in a bare Debian 12 root (scripts/fresh-check.sh, then
+# scripts/package-check.sh, beside the steps that count no leftovers).
 # This is the README's test command; .ci/run calls it.
 #
 # SBX_FUZZ_SECONDS (default 20) sets the libFuzzer time per target.
@@ -202,7 +203,11 @@ fi
 # integration session.
 fresh_pid=""
 if [ "$(id -u)" -eq 0 ]; then
-    (scripts/fresh-check.sh >"$TIMES/fresh.log" 2>&1; echo $? >"$TIMES/fresh.rc") &
+    # then the Debian packages (scripts/package-check.sh: built, linted,
+    # installed into a bare Debian 12 root and used); the two share the
+    # bare root and one lock, so they run one after the other
+    (scripts/fresh-check.sh >"$TIMES/fresh.log" 2>&1; echo $? >"$TIMES/fresh.rc"
+        scripts/package-check.sh >"$TIMES/package.log" 2>&1; echo $? >"$TIMES/package.rc") &
     fresh_pid=$!
 fi
 
@@ -248,11 +253,16 @@ done
 }
 
 if [ -n "$fresh_pid" ]; then
-    step "fresh Debian 12: the Quickstart's set-up (what was left of it)"
+    step "fresh Debian 12: the Quickstart's set-up, then the .debs (what was left of them)"
     wait "$fresh_pid" || true
     tail -n 40 "$TIMES/fresh.log"
     [ "$(cat "$TIMES/fresh.rc")" = 0 ] || {
         echo "test.sh: scripts/fresh-check.sh failed (its log: /var/cache/llm-sandbox/fresh/logs/)" >&2
+        exit 1
+    }
+    tail -n 40 "$TIMES/package.log"
+    [ "$(cat "$TIMES/package.rc" 2>/dev/null)" = 0 ] || {
+        echo "test.sh: scripts/package-check.sh failed (above)" >&2
         exit 1
     }
 fi
