@@ -42,6 +42,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define WRITE_MAX 70000 /* more than one message holds */
 
+/* Big buffers live here rather than on the heap for each input: ASan's
+ * large allocations would cost most of the time. */
+static unsigned char sent[SBX_WS_PIECE_MAX];
+static struct kch channel;
+
 static void check(int ok)
 {
     if (!ok)
@@ -69,9 +74,8 @@ struct fake {
     int last_errno;  /* what the last failed recv said */
     size_t recvs;    /* recv calls so far */
     int send_answer; /* 0, or the errno the next send fails with */
-    /* the last message sent */
+    /* the last message sent (in sent[]) */
     size_t sends;
-    unsigned char sent[SBX_WS_PIECE_MAX];
     size_t sent_len;
     /* the model: where the current message is and what each channel got */
     bool in_msg, have_ch;
@@ -86,18 +90,18 @@ static void model_piece(struct fake *f, const unsigned char *p, size_t n, bool m
 {
     if (!f->in_msg)
         f->have_ch = false;
-    for (size_t i = 0; i < n; i++) {
-        if (!f->have_ch) {
-            f->ch = p[i];
-            f->have_ch = true;
-        } else if (f->ch == KCH_STDOUT) {
-            bytes_add(&f->out, p + i, 1);
-        } else if (f->ch == KCH_STDERR) {
-            bytes_add(&f->err, p + i, 1);
-        } else if (f->ch == KCH_STATUS) {
-            bytes_add(&f->status, p + i, 1);
-        }
+    if (n > 0 && !f->have_ch) {
+        f->ch = p[0];
+        f->have_ch = true;
+        p++;
+        n--;
     }
+    if (f->have_ch && f->ch == KCH_STDOUT)
+        bytes_add(&f->out, p, n);
+    else if (f->have_ch && f->ch == KCH_STDERR)
+        bytes_add(&f->err, p, n);
+    else if (f->have_ch && f->ch == KCH_STATUS)
+        bytes_add(&f->status, p, n);
     f->in_msg = more;
 }
 
@@ -149,7 +153,7 @@ static int fake_send(void *ws, const void *buf, size_t len, uint32_t flags)
         errno = answer;
         return -1;
     }
-    memcpy(f->sent, buf, len);
+    memcpy(sent, buf, len);
     f->sent_len = len;
     f->sends++;
     return 0;
@@ -232,7 +236,7 @@ static void do_write(struct fake *f, struct kch *c, unsigned arg, const unsigned
         check((size_t)n <= len && (size_t)n <= SBX_WS_PIECE_MAX - 1);
         check(n > 0 || len == 0);
         check(f->sends == sends + 1 && f->sent_len == (size_t)n + 1);
-        check(f->sent[0] == KCH_STDIN && memcmp(f->sent + 1, src, (size_t)n) == 0);
+        check(sent[0] == KCH_STDIN && memcmp(sent + 1, src, (size_t)n) == 0);
     } else {
         check(n == -1 && f->sends == sends);
         check(errno == EAGAIN || errno == EPIPE || errno == EMSGSIZE);
@@ -255,7 +259,7 @@ static void do_close_stdin(struct fake *f, struct kch *c, unsigned arg, bool v5)
         check(errno == (v5 ? EPIPE : ENOTSUP) || (closed && errno == EPIPE));
     } else if (r == 0) {
         check(f->sends == sends + 1 && f->sent_len == 2);
-        check(f->sent[0] == KCH_CLOSE && f->sent[1] == KCH_STDIN);
+        check(sent[0] == KCH_CLOSE && sent[1] == KCH_STDIN);
     } else {
         check(f->sends == sends && (errno == EAGAIN || errno == EPIPE || errno == EMSGSIZE));
     }
@@ -309,8 +313,8 @@ static bool bytes_init(struct bytes *b, size_t cap)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static unsigned char pattern[WRITE_MAX];
+    struct kch *c = &channel;
     struct fake *f;
-    struct kch *c;
     struct kch_ws io = {.recv = fake_recv, .send = fake_send};
     const uint8_t *ops;
     size_t nops;
@@ -326,8 +330,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     nops = data[1] < size - 2 ? data[1] : size - 2;
     ops = data + 2;
     f = calloc(1, sizeof(*f));
-    c = calloc(1, sizeof(*c));
-    check(f != NULL && c != NULL);
+    check(f != NULL);
     f->rec = data + 2 + nops;
     f->rec_len = size - 2 - nops;
     check(bytes_init(&f->out, f->rec_len) && bytes_init(&f->err, f->rec_len) &&
@@ -335,10 +338,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             bytes_init(&f->got_err, f->rec_len));
     io.ws = f;
     kch_init(c, &io, v5);
-    if (have_cb) {
-        c->on_stderr = on_stderr;
-        c->userdata = f;
-    }
+    c->on_stderr = have_cb ? on_stderr : NULL;
+    c->userdata = f;
     check(!kch_pending(c) && kch_exit_code(c) == -1);
 
     for (size_t i = 0; i < nops; i++) {
@@ -362,7 +363,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         default: drain(f, c, have_cb, 4096, false); break;
         }
     }
-    drain(f, c, have_cb, 65536, true);
+    drain(f, c, have_cb, 4096, true);
     check(f->closed && !kch_pending(c));
     check(f->got_out.len == f->out.len);
     check(kch_read(c, pattern, 1) == 0);
@@ -375,7 +376,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     free(f->status.p);
     free(f->got_out.p);
     free(f->got_err.p);
-    free(c);
     free(f);
     return 0;
 }
