@@ -127,27 +127,36 @@ static struct json_object *status_json(const struct kch *c)
     return c->status_len ? json_tokener_parse(c->status) : NULL;
 }
 
+/* o's key as json-c's text, or NULL when o lacks it or it is null: the
+ * status is the other side's JSON, any field may be of any type. */
+static const char *text_of(struct json_object *o, const char *key)
+{
+    struct json_object *v;
+
+    return json_object_object_get_ex(o, key, &v) ? json_object_get_string(v) : NULL;
+}
+
 int kch_exit_code(const struct kch *c)
 {
-    struct json_object *o = status_json(c), *v, *details, *causes;
+    struct json_object *o = status_json(c), *details, *causes;
+    const char *status = text_of(o, "status");
     int code = -1;
 
-    if (o && json_object_object_get_ex(o, "status", &v) &&
-            strcmp(json_object_get_string(v), "Success") == 0)
+    if (status && strcmp(status, "Success") == 0)
         code = 0;
-    else if (o && json_object_object_get_ex(o, "details", &details) &&
-             json_object_object_get_ex(details, "causes", &causes))
+    else if (json_object_object_get_ex(o, "details", &details) &&
+             json_object_object_get_ex(details, "causes", &causes) &&
+             json_object_is_type(causes, json_type_array))
         for (size_t i = 0; i < json_object_array_length(causes); i++) {
-            struct json_object *cause = json_object_array_get_idx(causes, i), *r, *m;
+            struct json_object *cause = json_object_array_get_idx(causes, i);
+            const char *reason = text_of(cause, "reason"), *m = text_of(cause, "message");
             char *end = NULL;
             long n;
 
-            if (!json_object_object_get_ex(cause, "reason", &r) ||
-                    strcmp(json_object_get_string(r), "ExitCode") != 0 ||
-                    !json_object_object_get_ex(cause, "message", &m))
+            if (!reason || strcmp(reason, "ExitCode") != 0 || !m)
                 continue;
             errno = 0;
-            n = strtol(json_object_get_string(m), &end, 10);
+            n = strtol(m, &end, 10);
             if (errno == 0 && end && *end == '\0' && n >= 0 && n <= 255)
                 code = (int)n;
         }
@@ -157,9 +166,9 @@ int kch_exit_code(const struct kch *c)
 
 void kch_status_message(const struct kch *c, char *buf, size_t len)
 {
-    struct json_object *o = status_json(c), *m;
+    struct json_object *o = status_json(c);
+    const char *m = text_of(o, "message");
 
-    snprintf(buf, len, "%s",
-            o && json_object_object_get_ex(o, "message", &m) ? json_object_get_string(m) : "");
+    snprintf(buf, len, "%s", m ? m : "");
     json_object_put(o);
 }

@@ -128,10 +128,11 @@ static struct json_object *env(const struct k8s_pod_input *in)
 
     for (const char *const *e = in->envp; e && *e; e++) {
         const char *eq = strchr(*e, '=');
-        struct json_object *v = json_object_new_object();
+        struct json_object *v;
 
         if (!eq)
             continue;
+        v = json_object_new_object();
         json_object_object_add(v, "name", json_object_new_string_len(*e, (int)(eq - *e)));
         add_str(v, "value", eq + 1);
         json_object_array_add(a, v);

@@ -265,12 +265,56 @@ static void test_after_close(void **state)
     free(c);
 }
 
+/* The status is the other side's JSON: fields of another type than
+ * Kubernetes sends (null for a string, an object or null for the causes
+ * list) name no exit code and no message, and must not crash (strcmp on
+ * NULL) or abort (json-c asserts on an array call on a non-array). Found
+ * while writing tests/fuzz/fuzz_k8s_channel.c; its corpus keeps them. */
+static void test_status_odd_types(void **state)
+{
+    static const struct {
+        const char *json;
+        int code;
+        const char *msg;
+    } cases[] = {
+            {"{\"status\":null,\"message\":null}", -1, ""},
+            {"{\"status\":\"Failure\",\"details\":{\"causes\":null}}", -1, ""},
+            {"{\"status\":\"Failure\",\"details\":{\"causes\":{\"reason\":\"ExitCode\","
+             "\"message\":\"3\"}}}",
+                    -1, ""},
+            {"{\"details\":{\"causes\":[{\"reason\":null},{\"reason\":\"ExitCode\","
+             "\"message\":null}]}}",
+                    -1, ""},
+            /* what is well-formed still counts */
+            {"{\"status\":7,\"message\":42,\"details\":{\"causes\":[null,{\"reason\":null},"
+             "{\"reason\":\"ExitCode\",\"message\":\"7\"}]}}",
+                    7, "42"},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char data[512], msg[64], b[4];
+        int n = snprintf(data, sizeof(data), "\x03%s", cases[i].json);
+        const struct step steps[] = {{PIECE, 0, data, (size_t)n}, {CLOSED, 0, NULL, 0}};
+        struct fake f = {.steps = steps, .n = 2};
+        struct kch *c = open_channel(&f, true);
+
+        assert_true(n > 0 && (size_t)n < sizeof(data));
+        assert_int_equal(kch_read(c, b, sizeof(b)), 0);
+        assert_int_equal(kch_exit_code(c), cases[i].code);
+        kch_status_message(c, msg, sizeof(msg));
+        assert_string_equal(msg, cases[i].msg);
+        free(c);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_v5_stream),
             cmocka_unit_test(test_v4_failure),
             cmocka_unit_test(test_after_close),
+            cmocka_unit_test(test_status_odd_types),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
