@@ -248,12 +248,16 @@ def box_agent(executor_pid):
     moment after the box is up: wait for it, bounded)."""
     deadline = time.monotonic() + 10
     while True:
-        pid = executor_pid
+        pid, comm = executor_pid, None
         for _ in range(3):
             with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
-                pid = int(f.read().split()[0])
-        with open("/proc/%d/comm" % pid) as f:
-            comm = f.read().strip()
+                children = f.read().split()
+            if not children:  # the next process of the chain is not forked yet
+                break
+            pid = int(children[0])
+        else:
+            with open("/proc/%d/comm" % pid) as f:
+                comm = f.read().strip()
         if comm == "sbx-agent" or time.monotonic() > deadline:
             break
         time.sleep(0.05)
