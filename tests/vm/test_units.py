@@ -114,12 +114,32 @@ def unit_cgroup(unit):
     return "/sys/fs/cgroup" + systemctl("show", "-P", "ControlGroup", unit)
 
 
+def sandbox_groups(cg):
+    """{name: [pids]} of the sandbox groups under the unit's cgroup cg."""
+    top = os.path.join(cg, "llm-sandbox")
+    out = {}
+    for d in os.listdir(top) if os.path.isdir(top) else []:
+        procs = os.path.join(top, d, "cgroup.procs")
+        if os.path.isfile(procs):
+            with open(procs) as f:
+                out[d] = f.read().split()
+    return out
+
+
 def assert_only_the_leaf(unit):
-    """The server moved itself into the leaf; no sandbox group is left."""
+    """The server moved itself into the leaf; no finished run's group is
+    left. The groups still there are the pool's ready sandboxes (the server
+    keeps a few booted ahead), each holding its agent: an empty one is a
+    run's group that was not removed (bounded wait: removal follows the
+    run's end by a moment)."""
     cg = unit_cgroup(unit)
-    left = os.listdir(os.path.join(cg, "llm-sandbox")) \
-        if os.path.isdir(os.path.join(cg, "llm-sandbox")) else []
-    assert [d for d in left if os.path.isdir(os.path.join(cg, "llm-sandbox", d))] == [], left
+    deadline = time.monotonic() + 10 * SLOW
+    while True:
+        empty = [d for d, pids in sandbox_groups(cg).items() if not pids]
+        if not empty or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert empty == [], ("empty sandbox groups left", sandbox_groups(cg))
     with open(os.path.join(cg, "cgroup.procs")) as f:
         assert f.read().split() == [], "processes left in the unit's own cgroup"
     with open(os.path.join(cg, "supervisor", "cgroup.procs")) as f:
