@@ -3,11 +3,14 @@
  * cli.h: the llm-sandbox command's subcommands, and the few helpers they
  * share (io.c). Front end only: parses arguments, calls
  * llm-sandbox/sbx.h (or a server, for `session`), prints. Exit codes are
- * documented in the README (125: the tool failed or refused; 124: timeout).
+ * documented in the README and each --help: 2 the command line does not
+ * parse, 125 the tool failed or refused, 124 timeout, 130 cancelled; `run`
+ * and `session exec` otherwise exit with the program's code.
  */
 #ifndef SBX_CLI_H
 #define SBX_CLI_H
 
+#define EXIT_USAGE   2
 #define EXIT_TOOL    125
 #define EXIT_TIMEOUT 124
 #define EXIT_CANCEL  130

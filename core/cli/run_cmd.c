@@ -4,7 +4,8 @@
  * streams the program's output live (or prints one JSON object with
  * --json, for every outcome, bad arguments included) and exits with the
  * program's exit code (124 timeout, 125 refused or tool error, 130
- * cancelled). Ctrl-C cancels the run, which kills it in the sandbox.
+ * cancelled; 2 when the command line does not parse). Ctrl-C cancels the run, which kills it in the
+ * sandbox.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -60,14 +61,19 @@ static void run_help(void)
            "      --workspace SIZE    size of /workspace and /tmp\n"
            "      --network MODE      off (default) or on\n"
            "      --json              print one JSON object with the result\n"
-           "      --config FILE       read the YAML config file FILE (or LLM_SANDBOX_CONFIG)\n");
+           "      --config FILE       read the YAML config file FILE (or LLM_SANDBOX_CONFIG)\n"
+           "Exit status: the program's exit code; 124 on timeout; 125 when the run was\n"
+           "refused or the tool failed; 130 when cancelled; 2 when the command line does\n"
+           "not parse.\n");
 }
 
-static int fail(const struct opts *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail_with(const struct opts *o, int code, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
 
 /* Print the outcome of a failure before anything ran: with --json the
- * same complete result object as every other outcome. */
-static int fail(const struct opts *o, const char *fmt, ...)
+ * same complete result object as every other outcome. Returns code:
+ * EXIT_USAGE for a command line that does not parse, else EXIT_TOOL. */
+static int fail_with(const struct opts *o, int code, const char *fmt, ...)
 {
     char msg[512];
     va_list ap;
@@ -85,8 +91,11 @@ static int fail(const struct opts *o, const char *fmt, ...)
     } else {
         fprintf(stderr, "llm-sandbox: %s\n", msg);
     }
-    return EXIT_TOOL;
+    return code;
 }
+
+#define fail(o, ...)  fail_with(o, EXIT_TOOL, __VA_ARGS__)
+#define usage(o, ...) fail_with(o, EXIT_USAGE, __VA_ARGS__)
 
 /* The request field each limit option sets; its text goes to the core's
  * one parser (sbx_req_limit_parse), which says what is wrong with it. */
@@ -172,7 +181,7 @@ static int parse(struct opts *o, int argc, char **argv)
         case 1009: cli_runtime_opts.config_path = optarg; break;
         case 1010:
             if (split_libraries(o, optarg) < 0)
-                return fail(o, "--libraries takes at most %d comma-separated names, none empty",
+                return usage(o, "--libraries takes at most %d comma-separated names, none empty",
                         SBX_CLI_MAX_LIBRARIES);
             break;
         case 1011:
@@ -184,8 +193,8 @@ static int parse(struct opts *o, int argc, char **argv)
             run_help();
             o->help = true;
             return 1;
-        case ':': return fail(o, "option '%s' needs a value", argv[optind - 1]);
-        case '?': return fail(o, "unknown option '%s'", argv[optind - 1]);
+        case ':': return usage(o, "option '%s' needs a value", argv[optind - 1]);
+        case '?': return usage(o, "unknown option '%s'", argv[optind - 1]);
         default: {
             struct sbx_error *e = NULL;
 
@@ -200,9 +209,9 @@ static int parse(struct opts *o, int argc, char **argv)
         }
     }
     if (optind < argc)
-        return fail(o, "unexpected argument '%s'", argv[optind]);
+        return usage(o, "unexpected argument '%s'", argv[optind]);
     if (!!code + !!file != 1)
-        return fail(o, "%s", "give exactly one of --code and --file");
+        return usage(o, "%s", "give exactly one of --code and --file");
     if (code && strcmp(code, "-") != 0) {
         o->req.code = code;
         o->req.code_len = strlen(code);

@@ -2,7 +2,9 @@
 """Bad arguments and policy ceilings: every one ends as exactly one JSON
 object with status refused, a message saying why, and nothing run (issue 2,
 sections 5 and 9)."""
+import json
 import os
+import re
 import sys
 
 import pytest
@@ -16,14 +18,15 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 import mcptest  # noqa: E402  (tests/mcp: the JSON-RPC client)
 
 
-def refused(args, extra_env=None, input=None):
-    """Run, expect one JSON object with status refused; return it."""
+def refused(args, extra_env=None, input=None, rc=EXIT_TOOL):
+    """Run, expect one JSON object with status refused and exit status rc
+    (2 for a command line that does not parse); return it."""
     r = run_cli(["run", "--json"] + list(args), extra_env=extra_env, input=input)
     res = r.json  # exactly one JSON object on one line
     assert res["status"] == "refused", (args, res)
     assert res["exit_code"] is None, res
     assert isinstance(res.get("message"), str) and res["message"], res
-    assert r.rc == EXIT_TOOL, (r.rc, res)
+    assert r.rc == rc, (r.rc, res)
     return res, r
 
 
@@ -215,14 +218,14 @@ def test_stdin_above_16mib_refused(tmp_path):
 
 @pytest.mark.parametrize("args", [[], ["--code"], ["--file"], ["--language", "python"]])
 def test_missing_code_refused(args):
-    res, _ = refused(args)
+    res, _ = refused(args, rc=2)
     assert res["message"]
 
 
 def test_code_and_file_together_refused(tmp_path):
     f = tmp_path / "p.py"
     f.write_text("print(1)")
-    res, _ = refused(["--code", "print(2)", "--file", str(f)])
+    res, _ = refused(["--code", "print(2)", "--file", str(f)], rc=2)
     assert "--code" in res["message"] and "--file" in res["message"]
 
 
@@ -234,10 +237,87 @@ def test_unreadable_inputs_refused(tmp_path):
 
 
 def test_unknown_option_and_stray_argument_refused():
-    res, _ = refused(["--frobnicate", "--code", "print(1)"])
+    """A command line that does not parse exits 2 (usage), still with the
+    whole result object under --json; a bad value stays a refusal (125)."""
+    res, _ = refused(["--frobnicate", "--code", "print(1)"], rc=2)
     assert "--frobnicate" in res["message"]
-    res, _ = refused(["--code", "print(1)", "stray"])
+    res, _ = refused(["--code", "print(1)", "stray"], rc=2)
     assert "stray" in res["message"]
+    res, _ = refused(["--code"], rc=2)
+    assert "needs a value" in res["message"], res
+    res, _ = refused([], rc=2)
+    assert "exactly one of --code and --file" in res["message"], res
+    res, _ = refused(["--timeout", "lots", "--code", "print(1)"])
+    assert "--timeout" in res["message"], res
+    res, _ = refused(["--file", "/nonexistent/prog.py"])
+    assert "cannot read the program" in res["message"], res
+
+
+SUBCOMMANDS = ["run", "serve", "session", "plugins", "doctor"]
+
+
+@pytest.mark.parametrize("cmd", SUBCOMMANDS + ["session exec", "session create"])
+def test_help_on_every_subcommand(cmd):
+    """--help (and -h) print the command's usage on stdout and exit 0,
+    without starting anything."""
+    for flag in ("--help", "-h"):
+        r = run_cli(cmd.split() + [flag], timeout=30)
+        assert r.rc == 0, r
+        assert r.out.startswith(b"usage: llm-sandbox " + cmd.encode()), r
+        assert r.err == b"", r
+
+
+@pytest.mark.parametrize("args", [
+    ["run", "--frobnicate"],
+    ["serve", "--frobnicate"],
+    ["session", "frobnicate"],
+    ["session", "exec", "--frobnicate"],
+    ["plugins", "--frobnicate"],
+    ["doctor", "--frobnicate"],
+    ["frobnicate"],
+    ["--version", "--frobnicate"],
+    ["--config"],
+])
+def test_usage_errors_exit_2(args):
+    r = run_cli(args, timeout=30)
+    assert r.rc == 2, r
+    assert r.out == b"" and r.err, r
+
+
+def test_version_json():
+    """--version --json prints one JSON object holding what --version says."""
+    text = run_cli(["--version"])
+    assert text.rc == 0 and text.err == b"", text
+    name, version = text.out.decode().split()
+    r = run_cli(["--version", "--json"])
+    assert r.rc == 0 and r.err == b"", r
+    assert json.loads(r.out) == {"name": name, "version": version}, r
+
+
+def test_exit_codes_documented_alike():
+    """The exit codes the CLI uses (core/cli/cli.h) are the ones the
+    top-level --help, run --help and the README state."""
+    top = run_cli(["--help"]).out.decode()
+    run = run_cli(["run", "--help"]).out.decode()
+    with open(os.path.join(os.environ["SBX_SOURCE_DIR"], "README.md")) as f:
+        readme = f.read()
+    with open(os.path.join(os.environ["SBX_SOURCE_DIR"], "core", "cli", "cli.h")) as f:
+        codes = dict(re.findall(r"#define (EXIT_\w+)\s+(\d+)", f.read()))
+    assert codes == {"EXIT_USAGE": "2", "EXIT_TOOL": "125", "EXIT_TIMEOUT": "124",
+                     "EXIT_CANCEL": "130"}, codes
+    run_status = re.sub(r"\s+", " ", run.split("Exit status:", 1)[1])
+    assert "124 on timeout" in run_status and "130 when cancelled" in run_status, run
+    assert "125 when the run was refused" in run_status and "2 when the command line" \
+        in run_status, run
+    top_status = re.sub(r"\s+", " ", top.split("Exit status:", 1)[1])
+    for phrase in ("2 when the command line does not parse", "125 when a run is refused",
+                   "124 on timeout", "130 when cancelled"):
+        assert phrase in top_status, (phrase, top)
+    flat = re.sub(r"\s+", " ", readme)
+    assert ("Exit status of `llm-sandbox run`: the program's exit code; 124 on timeout; "
+            "125 when the run was refused or the tool failed; 130 when cancelled") in flat
+    assert "2 when the command line does not parse" in flat
+    assert "bad usage is 2" in flat
 
 
 def test_text_mode_refusal_goes_to_stderr():

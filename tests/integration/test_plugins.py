@@ -123,6 +123,50 @@ def test_doctor_clean():
     assert r.rc == 0 and b"plugin:bwrap" in r.out, r
 
 
+@pytest.mark.parametrize("var,value,listed", [
+    ("BACKEND", "nope", "bwrap"),
+    ("LLM_SANDBOX_DEFAULT_LANGUAGE", "nope", "python"),
+])
+def test_doctor_fails_as_the_server_refuses(var, value, listed):
+    """doctor makes the server's start-up check: a backend or default
+    language that does not exist fails it with the same message the server
+    refuses to start with (which lists what is installed), and a fix that
+    names the variable."""
+    env = {var: value}
+    r = run_cli(["doctor", "--json"], extra_env=env, mark=False)
+    rep = json.loads(r.out)
+    assert r.rc == 1 and rep["ok"] is False, rep
+    c = {c["check"]: c for c in rep["checks"]}["defaults"]
+    assert c["status"] == "fail" and "'nope'" in c["detail"] and listed in c["detail"], c
+    assert var in c["fix"], c
+    r = run_cli(["doctor"], extra_env=env, mark=False)
+    assert r.rc == 1 and b"[fail] defaults" in r.out and var.encode() in r.out, r
+    s = run_cli(["serve"], extra_env=env, mark=False, timeout=60)
+    assert s.rc == 125 and c["detail"].encode() in s.err, (s, c)
+
+
+def test_doctor_defaults_pass():
+    rep = json.loads(run_cli(["doctor", "--json"], mark=False).out)
+    c = {c["check"]: c for c in rep["checks"]}["defaults"]
+    assert c["status"] == "ok" and "the server can start" in c["detail"], c
+
+
+def test_backend_whose_probe_fails_is_not_ok():
+    """A backend that loads but cannot run here (its daemon does not
+    answer) is listed as unusable, with the probe's message; never ok."""
+    env = {"DOCKER_HOST": "unix:///nonexistent/cliedge-no-docker.sock"}
+    data = plugins_json(env)
+    if not any(p["name"] == "docker" for p in data):
+        pytest.skip("the docker backend is not built")
+    d = plugin_entry(data, "docker")
+    assert d["status"] == "unusable" and d["probe"] == "failed", d
+    assert "cliedge-no-docker.sock" in d["probe_error"], d
+    assert plugin_entry(data, "bwrap")["status"] == "ok"
+    r = run_cli(["plugins"], extra_env=env, mark=False)
+    assert any(re.match(r"docker\s+backend\s+\S+\s+unusable\s", l)
+               for l in r.out.decode().splitlines()), r
+
+
 def test_broken_plugins_reported_by_plugins(extra):
     populate_broken(extra)
     data = plugins_json(env_for(extra))

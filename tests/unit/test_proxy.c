@@ -162,6 +162,43 @@ static void test_host_names(void **state)
     assert_false(host_matches("*.example.org", "aexample.org"));
 }
 
+/* The decision alone (the fuzzer's target): what an installer may send. */
+static int parse(const char *req, const char **ret_host)
+{
+    static char buf[512];
+    char *allow[] = {"pypi.org", "*.example.org", NULL}, *host = NULL;
+    const char *why = NULL;
+    unsigned port = 0;
+    int r;
+
+    snprintf(buf, sizeof(buf), "%s", req);
+    r = proxy_parse_request(buf, allow, &host, &port, &why);
+    assert_true(r == 0 ? why == NULL && port == 443 : why != NULL);
+    *ret_host = host;
+    return r;
+}
+
+static void test_parse_request(void **state)
+{
+    const char *host;
+
+    (void)state;
+    assert_int_equal(parse("CONNECT PyPI.org:443 HTTP/1.1\r\nHost: x\r\n\r\n", &host), 0);
+    assert_string_equal(host, "pypi.org");
+    assert_int_equal(parse("CONNECT a.example.org:0443 HTTP/1.0\r\n\r\n", &host), 0);
+    assert_string_equal(host, "a.example.org");
+    assert_int_equal(parse("CONNECT example.org:443 HTTP/1.1\r\n\r\n", &host), 403);
+    assert_int_equal(parse("CONNECT pypi.org:8443 HTTP/1.1\r\n\r\n", &host), 403);
+    /* a pattern is no host name: it matched the allow-list's own entry */
+    assert_int_equal(parse("CONNECT *.example.org:443 HTTP/1.1\r\n\r\n", &host), 403);
+    /* the port is digits only: strtoul alone took a sign or white space */
+    assert_int_equal(parse("CONNECT pypi.org:+443 HTTP/1.1\r\n\r\n", &host), 405);
+    assert_int_equal(parse("CONNECT pypi.org:\t443 HTTP/1.1\r\n\r\n", &host), 405);
+    assert_int_equal(parse("CONNECT pypi.org:000443 HTTP/1.1\r\n\r\n", &host), 405);
+    assert_int_equal(parse("CONNECT pypi.org:443 HTTP/1.1", &host), 405);
+    assert_int_equal(parse("GET / HTTP/1.1\r\n\r\n", &host), 405);
+}
+
 static void test_keys(void **state)
 {
     char *run1[] = {"python3", "-m", "pip", NULL};
@@ -192,6 +229,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
             cmocka_unit_test_setup_teardown(test_stop_with_idle_connections, setup, teardown),
             cmocka_unit_test(test_host_names),
+            cmocka_unit_test(test_parse_request),
             cmocka_unit_test(test_keys),
     };
 

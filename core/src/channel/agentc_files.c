@@ -84,7 +84,7 @@ int agentc_get(struct agentc *ac, const char *path, size_t max, char **ret_data,
     agent_put_u32(head, (uint32_t)max);
     if (agentc_queue_frame(ac, AGENT_GET, 0, head, 4, path, strlen(path)) < 0)
         return agentc_lost(ac, "%s", "cannot queue a file request");
-    dynbuf_init(&b, max + 1);
+    dynbuf_init(&b, max); /* the cap is the data's; the NUL comes on top */
     for (;;) {
         r = agentc_next_reply(ac, deadline_ms);
         if (r != GOT_FRAME) {

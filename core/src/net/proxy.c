@@ -204,15 +204,9 @@ static ssize_t read_head(int fd, char *buf, size_t cap, size_t *ret_got)
     return -1;
 }
 
-static bool host_allowed(const struct proxy *p, const char *host)
-{
-    for (char **h = p->hosts; h && *h; h++)
-        if (host_matches(*h, host))
-            return true;
-    return false;
-}
-
-/* "CONNECT host:port HTTP/1.x": 0 and host/port, or -1 with why. */
+/* "CONNECT host:port HTTP/1.x": 0 and host/port, or -1 with why. The
+ * port is 1 to 5 digits: strtoul alone would also take a sign or
+ * leading white space. */
 static int parse_connect(char *line, char **ret_host, unsigned *ret_port, const char **why)
 {
     char *sp, *colon, *end;
@@ -237,7 +231,7 @@ static int parse_connect(char *line, char **ret_host, unsigned *ret_port, const 
     *colon = '\0';
     errno = 0;
     port = strtoul(colon + 1, &end, 10);
-    if (errno || *end || end == colon + 1 || port > 65535) {
+    if (colon[1] < '0' || colon[1] > '9' || errno || *end || end - colon > 6 || port > 65535) {
         *why = "CONNECT with a bad port";
         return -1;
     }
@@ -246,6 +240,31 @@ static int parse_connect(char *line, char **ret_host, unsigned *ret_port, const 
             *c = (char)(*c - 'A' + 'a');
     *ret_host = line;
     *ret_port = (unsigned)port;
+    return 0;
+}
+
+int proxy_parse_request(
+        char *head, char *const *hosts, char **ret_host, unsigned *ret_port, const char **ret_why)
+{
+    char *eol = strstr(head, "\r\n");
+    bool allowed = false;
+
+    if (eol)
+        *eol = '\0';
+    if (!eol || parse_connect(head, ret_host, ret_port, ret_why) < 0) {
+        if (!eol)
+            *ret_why = "malformed request";
+        return 405;
+    }
+    for (char *const *h = hosts; h && *h && !allowed; h++)
+        allowed = host_matches(*h, *ret_host);
+    /* a name, not a pattern: "*.x" would match the allow-list entry "*.x" */
+    if (*ret_port != HTTPS_PORT || (*ret_host)[0] == '*' || !host_pattern_is_valid(*ret_host) ||
+            !allowed) {
+        *ret_why = *ret_port != HTTPS_PORT ? "only port 443 is relayed"
+                                           : "host is not a registry of this language";
+        return 403;
+    }
     return 0;
 }
 
@@ -305,22 +324,19 @@ static void serve(struct slot *s)
     ssize_t hlen = read_head(s->client, head, sizeof(head), &got);
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
     const char *why = NULL;
-    char *host = NULL, *eol;
+    char *host = NULL;
     unsigned port = 0;
-    int up = -1, gai;
+    int up = -1, gai, status;
 
     if (hlen < 0)
         return;
-    eol = strstr(head, "\r\n");
-    *eol = '\0';
-    if (parse_connect(head, &host, &port, &why) < 0) {
+    status = proxy_parse_request(head, p->hosts, &host, &port, &why);
+    if (status == 405) {
         refusal(p, "refused '%.100s': %s", head, why);
         answer(s->client, "405 Method Not Allowed", why);
         return;
     }
-    if (port != HTTPS_PORT || !host_pattern_is_valid(host) || !host_allowed(p, host)) {
-        why = port != HTTPS_PORT ? "only port 443 is relayed"
-                                 : "host is not a registry of this language";
+    if (status != 0) {
         refusal(p, "refused CONNECT %.200s:%u: %s", host, port, why);
         answer(s->client, "403 Forbidden", why);
         return;

@@ -26,6 +26,15 @@ int proxy_start(const char *sock_path, char *const *hosts, int64_t uid, int64_t 
 /* What the proxy refused so far, one line each ("refused CONNECT x:443:
  * why"), or NULL when nothing was refused. (transfer full) */
 char *proxy_refusals(struct proxy *p);
+/* The decision on one request head (NUL-terminated, through its blank
+ * line; cut in place): 0 with *ret_host (lower-case, inside head) and
+ * *ret_port for "CONNECT host:443 HTTP/1.x" to a host matching one of
+ * hosts; else the HTTP status to answer, 405 (not such a CONNECT: head is
+ * then its first line) or 403 (another port, or a host not allowed), with
+ * *ret_why. No I/O: serving a connection calls it, so do the fuzzer and
+ * the unit tests. */
+int proxy_parse_request(
+        char *head, char *const *hosts, char **ret_host, unsigned *ret_port, const char **ret_why);
 /* Close every connection, stop, remove the socket. Returns NULL. */
 struct proxy *proxy_stop(struct proxy *p);
 

@@ -157,6 +157,7 @@ struct json_object *sbx_runtime_backends_json(struct sbx_runtime *rt)
                 strcmp(json_object_get_string(kind), "backend") == 0 &&
                 json_object_object_get_ex(p, "status", &status) &&
                 (strcmp(json_object_get_string(status), "ok") == 0 ||
+                        strcmp(json_object_get_string(status), "unusable") == 0 ||
                         strcmp(json_object_get_string(status), "unloaded") == 0))
             json_object_array_add(a, json_object_get(p));
     }

@@ -80,6 +80,9 @@ static struct json_object *plugin_json(struct sbx_runtime *rt, struct plugin *pl
         struct sbx_error *e = NULL;
         int r = backend_probe(rt, pl, &e);
 
+        /* loaded but not usable here: never shown as "ok" */
+        if (r < 0)
+            json_object_object_add(o, "status", json_object_new_string("unusable"));
         json_object_object_add(o, "probe", json_object_new_string(r < 0 ? "failed" : "ok"));
         json_object_object_add(o, "probe_error", e ? json_object_new_string(e->msg) : NULL);
         json_object_object_add(o, "controls", caps_json(&pl->caps));
@@ -334,6 +337,36 @@ static void check_runtimes(struct sbx_runtime *rt, struct json_object *a)
     }
 }
 
+/* The check the server makes before it starts (sbx_runtime_check): the
+ * configured backend and default language exist, the backend works here,
+ * the default policy fits it. Its message names what is installed. */
+static void check_defaults(struct sbx_runtime *rt, struct json_object *a)
+{
+    const struct settings *s = rt->settings;
+    const struct plugin *b = registry_find_any(rt, SBX_KIND_BACKEND, s->backend);
+    const struct plugin *l = registry_find_any(rt, SBX_KIND_LANGUAGE, s->language);
+    struct sbx_error *e = NULL;
+    char detail[256];
+
+    if (sbx_runtime_check(rt, &e) < 0) {
+        check(a, "defaults", "fail", e->msg,
+                !b || b->state != PLUGIN_OK
+                        ? "set BACKEND (environment or config file) to a backend installed "
+                          "here ('llm-sandbox plugins' lists them); the server refuses to "
+                          "start until then"
+                : !l || l->state != PLUGIN_OK
+                        ? "set LLM_SANDBOX_DEFAULT_LANGUAGE (environment or config file) to "
+                          "an available language; the server refuses to start until then"
+                        : "see the backend's requirements in the README; the server refuses "
+                          "to start until then");
+        sbx_error_free(e);
+        return;
+    }
+    snprintf(detail, sizeof(detail), "backend '%s' and language '%s': the server can start",
+            s->backend, s->language);
+    check(a, "defaults", "ok", detail, NULL);
+}
+
 struct json_object *sbx_runtime_doctor_json(struct sbx_runtime *rt)
 {
     struct json_object *o = json_object_new_object(), *a = json_object_new_array();
@@ -346,6 +379,7 @@ struct json_object *sbx_runtime_doctor_json(struct sbx_runtime *rt)
     check_config(rt->settings, a);
     check_seccomp(a);
     check_runtimes(rt, a);
+    check_defaults(rt, a);
     for (size_t i = 0; i < rt->n_plugins; i++) {
         struct plugin *pl = rt->plugins[i];
         char name[96];
