@@ -4,8 +4,8 @@
  * streams the program's output live (or prints one JSON object with
  * --json, for every outcome, bad arguments included) and exits with the
  * program's exit code (124 timeout, 125 refused or tool error, 130
- * cancelled; 2 when the command line does not parse). Ctrl-C cancels the run, which kills it in the
- * sandbox.
+ * cancelled; 2 when the command line does not parse). Ctrl-C cancels
+ * the run, which kills it in the sandbox.
  */
 #include <errno.h>
 #include <fcntl.h>
