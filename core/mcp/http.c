@@ -620,6 +620,7 @@ static bool modern_start(struct http *h, struct MHD_Connection *c, struct exchan
     x->conn = mcp_conn_new(h->s);
     if (!x->conn)
         return false;
+    mcp_conn_set_owner(x->conn, NULL); /* no MCP session: no sandbox sessions */
     if (request) {
         ci = sym_MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
         x->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);

@@ -272,7 +272,7 @@ static void m_resources_read(struct mcp_conn *c, const struct req *r, struct jso
 
             if (e->is_template != (pass == 1) || (!e->is_template && strcmp(e->uri, u) != 0))
                 continue;
-            rc = e->read(c->s, u, &contents);
+            rc = e->read(c->s, c->owner, u, &contents);
             if (rc < 0) {
                 server_error(r, JR_INTERNAL_ERROR, "reading the resource failed");
                 return;
