@@ -172,15 +172,23 @@ def test_integers_json_c_cannot_hold_are_refused(server, text):
     assert r["result"] == {}, r
 
 
-def test_oversized_line_is_skipped(server):
+@pytest.mark.parametrize("head, id", [
+    (b'{"jsonrpc":"2.0","id":5,"method":"ping","params":{"x":"', 5),
+    (b' { "id" : "big-1", "jsonrpc":"2.0","method":"ping","params":{"x":"', "big-1"),
+    (b'{"jsonrpc":"2.0","params":{"id":3,"x":"', None),  # not the message's id
+    (b'{"jsonrpc":"2.0","method":"ping","params":{"x":"', None),  # id after the cap
+])
+def test_oversized_line_is_skipped(server, head, id):
     """5 MB without a newline (over the 4 MiB cap), then the rest of that
-    line and a valid ping: one error for the big line, then the answer."""
+    line and a valid ping: one error for the big line, with the id read
+    from its start when it is there (so the client's call ends), then the
+    answer."""
     chunk = b"a" * (1 << 20)
-    server.send_raw(b'{"jsonrpc":"2.0","id":5,"method":"ping","params":{"x":"')
+    server.send_raw(head)
     for _ in range(5):
         server.send_raw(chunk)
     err = next_error(server, timeout=30)
-    assert err["error"]["code"] == INVALID_REQUEST and err["id"] is None, err
+    assert err["error"]["code"] == INVALID_REQUEST and err["id"] == id, err
     assert "too large" in err["error"]["message"], err
     server.send_raw(b'"}}\n')
     assert_answers(server)
@@ -920,6 +928,23 @@ def modern_headers(method, name=None, version=MODERN):
     if name is not None:
         h["Mcp-Name"] = name
     return h
+
+
+def test_http_oversized_body_names_its_request(http_url):
+    """A body over the cap is refused (413) with the id from its start."""
+    u = urllib.parse.urlsplit(http_url)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
+    try:
+        body = b'{"jsonrpc":"2.0","id":77,"method":"ping","params":{"x":"' + \
+            b"a" * (5 << 20) + b'"}}'
+        conn.request("POST", u.path, body, {"Content-Type": "application/json",
+                                            "Accept": "application/json, text/event-stream"})
+        resp = conn.getresponse()
+        msg = json.loads(resp.read())
+    finally:
+        conn.close()
+    assert resp.status == 413, (resp.status, msg)
+    assert msg["id"] == 77 and msg["error"]["code"] == INVALID_REQUEST, msg
 
 
 def test_2026_http_needs_no_session(http_url):
