@@ -318,21 +318,38 @@ def test_calls_before_initialize():
         s.kill()
 
 
-def test_initialize_negotiates_versions():
+@pytest.mark.parametrize("asked, got", [("2025-06-18", "2025-06-18"),
+                                        ("2025-11-25", "2025-11-25"), ("1999-01-01", "2025-11-25")])
+def test_initialize_negotiates_versions(asked, got):
+    """Once per connection: a second initialize is refused (-32600) and
+    the version stays the one negotiated."""
     s = Server()
     try:
-        for asked, got in [("2025-06-18", "2025-06-18"), ("2025-11-25", "2025-11-25"),
-                           ("1999-01-01", "2025-11-25")]:
-            r = s.request("initialize", {"protocolVersion": asked, "capabilities": {},
-                                         "clientInfo": {"name": "t", "version": "1"}})
-            assert r["result"]["protocolVersion"] == got, r
-            assert r["result"]["serverInfo"]["name"] == "llm-sandbox"
-            assert "tools" in r["result"]["capabilities"]
         err = s.request("initialize", {"capabilities": {}})
         assert err["error"]["code"] == INVALID_PARAMS, err
+        params = {"protocolVersion": asked, "capabilities": {},
+                  "clientInfo": {"name": "t", "version": "1"}}
+        r = s.request("initialize", params)
+        assert r["result"]["protocolVersion"] == got, r
+        assert r["result"]["serverInfo"]["name"] == "llm-sandbox"
+        assert "tools" in r["result"]["capabilities"]
+        for again in (params, dict(params, protocolVersion="2025-03-26")):
+            err = s.request("initialize", again)
+            assert err["error"]["code"] == INVALID_REQUEST, err
+            assert "already initialized" in err["error"]["message"], err
+        assert s.request("tools/list")["result"]["tools"]
         assert s.finish() == 0
     finally:
         s.kill()
+
+
+@pytest.mark.parametrize("method", ["tools/list", "resources/list", "resources/templates/list"])
+def test_unknown_cursor_is_invalid_params(server, method):
+    """Every list is one page, so no cursor is known here."""
+    err = server.request(method, {"cursor": "no-such-page"})
+    assert err["error"]["code"] == INVALID_PARAMS, err
+    assert "cursor" in err["error"]["message"], err
+    assert server.request(method, {})["result"]
 
 
 STARTUP_REFUSALS = [
@@ -669,6 +686,34 @@ def test_cancel_matches_ids_exactly(server, first, second):
         assert watch.wait_gone(2.0) is not None, "left running: %s" % watch.alive()
     finally:
         watch.stop()
+
+
+def test_id_of_a_request_in_flight_is_refused(server):
+    """A second request with the id of a call still running is refused
+    (-32600), so a cancel names one call; the first call is untouched and
+    the id is free again once it ended."""
+    watch, id = start_endless(server)
+    try:
+        for method, params in [("ping", None), ("tools/call", {
+                "name": "execute_code", "arguments": {"code": "print(1)"}})]:
+            server.request_async(method, params, id=id)
+            err = next_error(server)
+            assert err["id"] == id and err["error"]["code"] == INVALID_REQUEST, err
+            assert "in flight" in err["error"]["message"], err
+        assert any(c == "python3" for c, _s in watch.alive().values()), "the first call ended"
+        server.notify("notifications/cancelled", {"requestId": id})
+        assert watch.wait_gone(5.0) is not None, watch.alive()
+    finally:
+        watch.stop()
+    # the call is retired just after its sandbox is gone: then the id is free
+    deadline = time.monotonic() + 10
+    server.request_async("ping", None, id=id)
+    msg = server.next_message(10)
+    while "error" in msg and time.monotonic() < deadline:
+        time.sleep(0.05)
+        server.request_async("ping", None, id=id)
+        msg = server.next_message(10)
+    assert msg == {"jsonrpc": "2.0", "id": id, "result": {}}, msg
 
 
 def test_cancel_kills_the_run(server):
