@@ -75,7 +75,9 @@ int cli_save_artifacts(struct sbx_runtime *rt, const struct sbx_execution *ex, c
         const char *mime;
         char *data = NULL;
         size_t len = 0;
-        int rc = a->uri ? sbx_artifact_read(rt, a->uri, &data, &len, &mime, &err) : 1;
+        int rc = a->uri ? sbx_artifact_read(rt, &(struct sbx_session_ref){NULL, a->uri}, &data,
+                                  &len, &mime, &err)
+                        : 1;
 
         if (rc == 0 && write_beneath(dirfd, a->path, data, len) == 0) {
             saved++;

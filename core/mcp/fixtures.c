@@ -195,29 +195,36 @@ static struct json_object *contents(
     return one(c);
 }
 
-static int r_text(struct mcp_server *s, const char *uri, struct json_object **ret)
+static int r_text(
+        struct mcp_server *s, const char *owner, const char *uri, struct json_object **ret)
 {
     (void)s;
+    (void)owner;
     *ret = contents(uri, "text/plain", "text", "This is the content of the static text resource.");
     return 0;
 }
 
-static int r_binary(struct mcp_server *s, const char *uri, struct json_object **ret)
+static int r_binary(
+        struct mcp_server *s, const char *owner, const char *uri, struct json_object **ret)
 {
     (void)s;
+    (void)owner;
     *ret = contents(uri, "image/png", "blob", png_b64);
     return 0;
 }
 
-static int r_watched(struct mcp_server *s, const char *uri, struct json_object **ret)
+static int r_watched(
+        struct mcp_server *s, const char *owner, const char *uri, struct json_object **ret)
 {
     (void)s;
+    (void)owner;
     *ret = contents(uri, "text/plain", "text", "Watched resource content.");
     return 0;
 }
 
 /* test://template/{id}/data, with id made of [A-Za-z0-9_-]. */
-static int r_template(struct mcp_server *s, const char *uri, struct json_object **ret)
+static int r_template(
+        struct mcp_server *s, const char *owner, const char *uri, struct json_object **ret)
 {
     static const char pre[] = "test://template/", post[] = "/data";
     const char *id = uri + sizeof(pre) - 1;
@@ -225,6 +232,7 @@ static int r_template(struct mcp_server *s, const char *uri, struct json_object 
     char text[256];
 
     (void)s;
+    (void)owner;
     if (strncmp(uri, pre, sizeof(pre) - 1) != 0)
         return 1;
     n = strspn(id, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-");

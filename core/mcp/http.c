@@ -276,13 +276,20 @@ static enum MHD_Result respond(struct MHD_Connection *c, unsigned status, const 
     return ret;
 }
 
-static enum MHD_Result http_error(struct MHD_Connection *c, unsigned status, const char *why)
+/* A JSON-RPC error for request id (borrowed; NULL: null) in an HTTP error. */
+static enum MHD_Result http_error_id(
+        struct MHD_Connection *c, unsigned status, struct json_object *id, const char *why)
 {
-    struct json_object *e = jr_error(NULL, JR_INVALID_REQUEST, why, NULL);
+    struct json_object *e = jr_error(id, JR_INVALID_REQUEST, why, NULL);
     enum MHD_Result r = respond(c, status, "application/json", jr_text(e, NULL), NULL);
 
     json_object_put(e);
     return r;
+}
+
+static enum MHD_Result http_error(struct MHD_Connection *c, unsigned status, const char *why)
+{
+    return http_error_id(c, status, NULL, why);
 }
 
 /* ---- sessions ---------------------------------------------------------- */
@@ -620,6 +627,7 @@ static bool modern_start(struct http *h, struct MHD_Connection *c, struct exchan
     x->conn = mcp_conn_new(h->s);
     if (!x->conn)
         return false;
+    mcp_conn_set_owner(x->conn, NULL); /* no MCP session: no sandbox sessions */
     if (request) {
         ci = sym_MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
         x->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -658,8 +666,13 @@ static enum MHD_Result on_post(struct http *h, struct MHD_Connection *c, struct 
     struct jr_msg m;
     bool init, request, modern;
 
-    if (x->too_big)
-        return http_error(c, MHD_HTTP_CONTENT_TOO_LARGE, "message too large");
+    if (x->too_big) { /* the body's start is kept: name the request refused */
+        struct json_object *id = jr_peek_id(x->body ? x->body : "", x->len);
+        enum MHD_Result r = http_error_id(c, MHD_HTTP_CONTENT_TOO_LARGE, id, "message too large");
+
+        json_object_put(id);
+        return r;
+    }
     jr_parse(x->body ? x->body : "", x->len, &m);
     init = m.kind == JR_REQUEST && strcmp(m.method, "initialize") == 0;
     request = m.kind == JR_REQUEST;

@@ -349,3 +349,102 @@ const char *jr_text(struct json_object *obj, size_t *ret_len)
         *ret_len = len;
     return s;
 }
+
+/* ---- the id of a message past the cap ------------------------------------ */
+
+#define PEEK_ID_MAX 4096 /* a longer id is not echoed */
+
+static size_t skip_ws(const char *b, size_t i, size_t n)
+{
+    while (i < n && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n'))
+        i++;
+    return i;
+}
+
+/* Just past the string that opens at b[i], or n when it does not end. */
+static size_t skip_string(const char *b, size_t i, size_t n)
+{
+    for (i++; i < n; i++) {
+        if (b[i] == '\\')
+            i++;
+        else if (b[i] == '"')
+            return i + 1;
+    }
+    return n;
+}
+
+/* Just past the value that starts at b[i] (a scalar ends at the ',' or
+ * '}' after it), or n when it does not end within the bytes. Not a
+ * validator: the message is refused anyway, this only finds its id. */
+static size_t skip_value(const char *b, size_t i, size_t n)
+{
+    size_t depth = 0;
+
+    while (i < n) {
+        char ch = b[i];
+
+        if (ch == '"') {
+            i = skip_string(b, i, n);
+            if (depth == 0)
+                return i;
+            continue;
+        }
+        if (ch == '{' || ch == '[') {
+            depth++;
+        } else if (ch == '}' || ch == ']') {
+            if (depth == 0)
+                return i;
+            if (--depth == 0)
+                return i + 1;
+        } else if (ch == ',' && depth == 0) {
+            return i;
+        }
+        i++;
+    }
+    return n;
+}
+
+/* A string, an integer json-c holds exactly, or null. (transfer full) */
+static struct json_object *id_from(const char *text, size_t n)
+{
+    struct json_object *id;
+    char *copy;
+
+    if (n == 0 || n > PEEK_ID_MAX || !jr_utf8_valid(text, n) || !integers_exact(text, n))
+        return NULL;
+    copy = strndup(text, n);
+    id = copy ? json_tokener_parse(copy) : NULL;
+    free(copy);
+    if (id && !id_ok(id)) {
+        json_object_put(id);
+        return NULL;
+    }
+    return id;
+}
+
+struct json_object *jr_peek_id(const char *buf, size_t len)
+{
+    size_t i = skip_ws(buf, 0, len);
+
+    if (i >= len || buf[i] != '{')
+        return NULL;
+    for (i++;; i++) {
+        size_t key = skip_ws(buf, i, len), key_end, val;
+
+        if (key >= len || buf[key] != '"')
+            return NULL;
+        key_end = skip_string(buf, key, len);
+        i = skip_ws(buf, key_end, len);
+        if (i >= len || buf[i] != ':')
+            return NULL;
+        val = skip_ws(buf, i + 1, len);
+        i = skip_value(buf, val, len);
+        if (i >= len)
+            return NULL;
+        if (key_end - key == 4 && memcmp(buf + key, "\"id\"", 4) == 0)
+            return id_from(buf + val, i - val);
+        i = skip_ws(buf, i, len);
+        if (i >= len || buf[i] != ',')
+            return NULL;
+    }
+}

@@ -47,6 +47,11 @@ struct jr_msg {
  * cannot hold it exactly), batches and wrong envelopes become JR_INVALID. */
 void jr_parse(const char *buf, size_t len, struct jr_msg *msg);
 void jr_msg_done(struct jr_msg *msg);
+/* The id of a message past JR_MAX_MESSAGE, read from its first len bytes
+ * without parsing the rest: the top-level "id" when its value (a string or
+ * an integer) ends within them, else NULL, so the refusal can name the
+ * request it refuses. (transfer full) */
+struct json_object *jr_peek_id(const char *buf, size_t len);
 
 /* Builders; they take the references they are given (result, data) and
  * copy id. (transfer full) */

@@ -47,7 +47,13 @@ int mcp_server_new(struct sbx_runtime *rt, const struct mcp_options *opt, struct
 /* Cancel every call, wait for the workers, free. Returns NULL. */
 struct mcp_server *mcp_server_free(struct mcp_server *s);
 
+/* A connection owns the sandbox sessions its calls create (a random
+ * owner of its own) and closes them when it is freed. */
 struct mcp_conn *mcp_conn_new(struct mcp_server *s);
+/* Share owner instead (the unix socket: the peer's uid), whose sessions
+ * outlive the connection; NULL: this connection may create none (an HTTP
+ * exchange of revision 2026-07-28, which has no MCP session). */
+void mcp_conn_set_owner(struct mcp_conn *c, const char *owner);
 /* Cancel the connection's calls (their sandboxes are killed), without
  * waiting. */
 void mcp_conn_cancel(struct mcp_conn *c);
@@ -112,9 +118,10 @@ struct mcp_tool {
 };
 
 /* A resource read: fill *ret_contents with a "contents" array, or return
- * 1 when uri is not this entry's (templates), negative on failure. */
-typedef int (*mcp_read_fn)(
-        struct mcp_server *s, const char *uri, struct json_object **ret_contents);
+ * 1 when uri is not this entry's (templates) or not the reader's (owner:
+ * the connection's, as mcp_call_owner), negative on failure. */
+typedef int (*mcp_read_fn)(struct mcp_server *s, const char *owner, const char *uri,
+        struct json_object **ret_contents);
 
 struct mcp_resource {
     const char *uri; /* or a URI template when template is true */
@@ -153,6 +160,9 @@ void fixtures_register(struct mcp_server *s);      /* fixtures.c (test-only) */
 
 struct sbx_runtime *mcp_call_runtime(const struct mcp_call *call);
 struct sbx_runtime *mcp_server_runtime(const struct mcp_server *s);
+/* Whose sandbox sessions this call may create and reach (req.owner), or
+ * NULL when its connection may have none. (transfer none) */
+const char *mcp_call_owner(const struct mcp_call *call);
 /* Did the client negotiate version (YYYY-MM-DD) or a later one? */
 bool mcp_call_protocol_at_least(const struct mcp_call *call, const char *version);
 /* Fired when the client cancels this call; pass it to sbx_run. (transfer none) */

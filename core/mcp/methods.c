@@ -74,16 +74,25 @@ static struct json_object *capabilities(const struct mcp_server *s, bool modern)
     return caps;
 }
 
-/* A later initialize on the same connection is answered as the first was,
- * and renegotiates the version. The specification (Lifecycle, 2025-03-26
- * to 2025-11-25) says that "the initialization phase MUST be the first
- * interaction between client and server", but not what a server does with
- * a second initialize, so none is refused here. */
+/* The specification (Lifecycle, 2025-03-26 to 2025-11-25) says that "the
+ * initialization phase MUST be the first interaction between client and
+ * server": a second initialize on an initialized connection is refused
+ * (the version stays the one negotiated); a client that wants another
+ * starts another connection (over HTTP, another session). */
 static void m_initialize(struct mcp_conn *c, const struct req *r, struct json_object *params)
 {
     struct json_object *v, *res;
     const char *asked;
+    bool again;
 
+    pthread_mutex_lock(&c->lock);
+    again = c->protocol[0] != '\0';
+    pthread_mutex_unlock(&c->lock);
+    if (again) {
+        server_error(r, JR_INVALID_REQUEST,
+                "already initialized: initialize comes once per connection (or HTTP session)");
+        return;
+    }
     if (!params || !json_object_object_get_ex(params, "protocolVersion", &v) ||
             !json_object_is_type(v, json_type_string)) {
         server_error(r, JR_INVALID_PARAMS, "initialize needs a protocolVersion");
@@ -272,7 +281,7 @@ static void m_resources_read(struct mcp_conn *c, const struct req *r, struct jso
 
             if (e->is_template != (pass == 1) || (!e->is_template && strcmp(e->uri, u) != 0))
                 continue;
-            rc = e->read(c->s, u, &contents);
+            rc = e->read(c->s, c->owner, u, &contents);
             if (rc < 0) {
                 server_error(r, JR_INTERNAL_ERROR, "reading the resource failed");
                 return;
@@ -380,11 +389,38 @@ static bool dispatch_legacy(
     return false;
 }
 
+/* Is a call with this id still running on c? Its cancel would be
+ * ambiguous if another request took the same id. */
+static bool id_in_flight(struct mcp_conn *c, struct json_object *id)
+{
+    bool found = false;
+
+    pthread_mutex_lock(&c->lock);
+    for (struct mcp_call *call = c->calls; call && !found; call = call->next_in_conn)
+        found = ids_equal(call->id, id);
+    pthread_mutex_unlock(&c->lock);
+    return found;
+}
+
+/* The lists come in one page: no cursor was ever handed out, so any
+ * cursor is one this server does not know. */
+static bool is_list(const char *me)
+{
+    return strcmp(me, "tools/list") == 0 || strcmp(me, "resources/list") == 0 ||
+           strcmp(me, "resources/templates/list") == 0 || strcmp(me, "prompts/list") == 0;
+}
+
 /* Requests; takes *root when the request lives on (tools/call). */
 static void dispatch(struct mcp_conn *c, struct jr_msg *m, const struct mcp_sink *sink)
 {
     const char *me = m->method;
     struct req r = {m->id, sink, 0};
+    struct json_object *cursor;
+
+    if (id_in_flight(c, m->id)) {
+        server_error(&r, JR_INVALID_REQUEST, "a request with this id is still in flight");
+        return;
+    }
 
     /* initialize is the 2025 handshake whatever its _meta says: a 2026
      * client never sends it */
@@ -396,6 +432,10 @@ static void dispatch(struct mcp_conn *c, struct jr_msg *m, const struct mcp_sink
         if (modern_dispatch(c->s, me, &r, m->params))
             return;
     } else if (dispatch_legacy(c, me, &r, m->params)) {
+        return;
+    }
+    if (is_list(me) && json_object_object_get_ex(m->params, "cursor", &cursor) && cursor) {
+        server_error(&r, JR_INVALID_PARAMS, "unknown cursor: every list here is one page");
         return;
     }
     if (strcmp(me, "tools/list") == 0) {

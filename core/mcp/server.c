@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -75,6 +76,11 @@ bool mcp_call_protocol_at_least(const struct mcp_call *call, const char *version
 struct sbx_runtime *mcp_server_runtime(const struct mcp_server *s)
 {
     return s->rt;
+}
+
+const char *mcp_call_owner(const struct mcp_call *call)
+{
+    return call->conn->owner[0] ? call->conn->owner : NULL;
 }
 
 struct sbx_cancel *mcp_call_cancel(const struct mcp_call *call)
@@ -208,17 +214,39 @@ bool server_enqueue(struct mcp_server *s, struct mcp_call *call)
 
 /* ---- lifetime ---------------------------------------------------------- */
 
+/* "c-" and 128 random bits in hex: an owner no other connection has. */
+static int owner_new(char *out, size_t n)
+{
+    unsigned char rnd[16];
+
+    if (n < 3 + 2 * sizeof(rnd) || getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+        return -1;
+    memcpy(out, "c-", 2);
+    for (size_t i = 0; i < sizeof(rnd); i++)
+        snprintf(out + 2 + 2 * i, 3, "%02x", rnd[i]);
+    return 0;
+}
+
 struct mcp_conn *mcp_conn_new(struct mcp_server *s)
 {
     struct mcp_conn *c = calloc(1, sizeof(*c));
 
-    if (!c)
+    if (!c || owner_new(c->owner, sizeof(c->owner)) < 0) {
+        free(c);
         return NULL;
+    }
+    c->owns_sessions = true;
     c->s = s;
     c->log_level = 1; /* info */
     pthread_mutex_init(&c->lock, NULL);
     pthread_cond_init(&c->idle, NULL);
     return c;
+}
+
+void mcp_conn_set_owner(struct mcp_conn *c, const char *owner)
+{
+    snprintf(c->owner, sizeof(c->owner), "%s", owner ? owner : "");
+    c->owns_sessions = false;
 }
 
 void mcp_conn_cancel(struct mcp_conn *c)
@@ -240,6 +268,9 @@ struct mcp_conn *mcp_conn_free(struct mcp_conn *c)
     while (c->calls)
         pthread_cond_wait(&c->idle, &c->lock);
     pthread_mutex_unlock(&c->lock);
+    /* its client is gone, and with it the only one who may use them */
+    if (c->owns_sessions)
+        sbx_sessions_close_owner(c->s->rt, c->owner);
     pthread_mutex_destroy(&c->lock);
     pthread_cond_destroy(&c->idle);
     free(c);

@@ -62,6 +62,8 @@ struct mcp_conn {
     char protocol[16];
     int log_level;
     struct mcp_call *calls; /* in flight, for cancellation */
+    char owner[48];         /* of its sandbox sessions; "": none */
+    bool owns_sessions;     /* owner is this connection's own: close them with it */
 };
 
 struct mcp_call {

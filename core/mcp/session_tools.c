@@ -155,6 +155,10 @@ static int t_create_session(
         }
         req.libraries = libs;
     }
+    req.owner = mcp_call_owner(call);
+    if (!why && !req.owner)
+        why = "sessions need an MCP session: over HTTP, send initialize first and pass its "
+              "Mcp-Session-Id (requests of revision 2026-07-28 have none)";
     if (why) {
         free(libs);
         return fail(ret, "%s", why);
@@ -181,6 +185,7 @@ static int t_close_session(
 {
     static const char *const keys[] = {"session_id", NULL};
     struct sbx_error *err = NULL;
+    struct sbx_session_ref ref;
     struct json_object *o;
     const char *id, *why;
     bool bad = false;
@@ -192,7 +197,8 @@ static int t_close_session(
     id = str_arg(args, "session_id", &bad);
     if (!id || bad)
         return fail(ret, "'session_id' (a string) is required");
-    if (sbx_session_close(mcp_call_runtime(call), id, &err) < 0) {
+    ref = (struct sbx_session_ref){mcp_call_owner(call), id};
+    if (sbx_session_close(mcp_call_runtime(call), &ref, &err) < 0) {
         int rc = fail(ret, "%s", err->msg);
 
         sbx_error_free(err);
@@ -217,7 +223,8 @@ static int t_list_sessions(
     if (why)
         return fail(ret, "%s", why);
     o = json_object_new_object();
-    json_object_object_add(o, "sessions", sbx_sessions_json(mcp_call_runtime(call)));
+    json_object_object_add(
+            o, "sessions", sbx_sessions_json(mcp_call_runtime(call), mcp_call_owner(call)));
     *ret = mcp_structured_result(o, true);
     return *ret ? 0 : -1;
 }
@@ -269,7 +276,8 @@ static int t_upload_file(struct mcp_call *call, struct json_object *args, struct
             return fail(ret, "'content' is not valid base64");
         content = data;
     }
-    rc = sbx_session_upload(mcp_call_runtime(call), id, path, content, len, &err);
+    rc = sbx_session_upload(mcp_call_runtime(call),
+            &(struct sbx_session_ref){mcp_call_owner(call), id}, path, content, len, &err);
     free(data);
     if (rc < 0) {
         rc = fail(ret, "%s", err->msg);
@@ -298,7 +306,8 @@ static int t_download_file(
     why = file_args(args, keys, true, &id, &path, buf, sizeof(buf));
     if (why)
         return fail(ret, "%s", why);
-    if (sbx_session_download(mcp_call_runtime(call), id, path, &data, &len, &err) < 0) {
+    if (sbx_session_download(mcp_call_runtime(call),
+                &(struct sbx_session_ref){mcp_call_owner(call), id}, path, &data, &len, &err) < 0) {
         rc = fail(ret, "%s", err->msg);
         sbx_error_free(err);
         return rc;
@@ -332,7 +341,8 @@ static int t_list_files(struct mcp_call *call, struct json_object *args, struct 
     why = file_args(args, keys, false, &id, &path, buf, sizeof(buf));
     if (why)
         return fail(ret, "%s", why);
-    if (sbx_session_files(mcp_call_runtime(call), id, path, &files, &err) < 0) {
+    if (sbx_session_files(mcp_call_runtime(call),
+                &(struct sbx_session_ref){mcp_call_owner(call), id}, path, &files, &err) < 0) {
         rc = fail(ret, "%s", err->msg);
         sbx_error_free(err);
         return rc;
@@ -355,7 +365,8 @@ static int t_list_files(struct mcp_call *call, struct json_object *args, struct 
 /* ---- artifacts ---------------------------------------------------------- */
 
 /* sandbox://runs/{run_id}/files/{path} and sandbox://sessions/{id}/files/{path} */
-static int r_artifact(struct mcp_server *s, const char *uri, struct json_object **ret)
+static int r_artifact(
+        struct mcp_server *s, const char *owner, const char *uri, struct json_object **ret)
 {
     static const char runs[] = "sandbox://runs/", sessions[] = "sandbox://sessions/";
     struct sbx_error *err = NULL;
@@ -369,7 +380,8 @@ static int r_artifact(struct mcp_server *s, const char *uri, struct json_object 
     if (strncmp(uri, runs, sizeof(runs) - 1) != 0 &&
             strncmp(uri, sessions, sizeof(sessions) - 1) != 0)
         return 1;
-    rc = sbx_artifact_read(mcp_server_runtime(s), uri, &data, &len, &mime, &err);
+    rc = sbx_artifact_read(
+            mcp_server_runtime(s), &(struct sbx_session_ref){owner, uri}, &data, &len, &mime, &err);
     sbx_error_free(err);
     if (rc != 0)
         return rc;

@@ -108,12 +108,14 @@ static void feed_lines(struct stream_in *in, struct mcp_conn *c, const struct mc
     in->len -= start;
     if (in->len > JR_MAX_MESSAGE) { /* no newline within the cap: refuse, skip to the next */
         if (!in->skipping) {
-            struct json_object *e = jr_error(NULL, JR_INVALID_REQUEST, "message too large", NULL);
+            struct json_object *id = jr_peek_id(in->buf, in->len);
+            struct json_object *e = jr_error(id, JR_INVALID_REQUEST, "message too large", NULL);
             size_t n;
             const char *t = jr_text(e, &n);
 
             sink->send(sink->ud, t, n);
             json_object_put(e);
+            json_object_put(id);
         }
         in->skipping = true;
         in->len = 0;

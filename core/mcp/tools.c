@@ -122,6 +122,7 @@ static int t_execute_code(struct mcp_call *call, struct json_object *args, struc
      * for the CLI, or a session's own */
     req = (struct sbx_request){.language = a.language,
             .session_id = a.session_id,
+            .owner = mcp_call_owner(call),
             .keep_artifacts = true,
             .code = a.code,
             .code_len = a.code_len,
@@ -267,11 +268,13 @@ static struct json_object *json_contents(const char *uri, struct json_object *va
     return a;
 }
 
-static int r_languages(struct mcp_server *s, const char *uri, struct json_object **ret)
+static int r_languages(
+        struct mcp_server *s, const char *owner, const char *uri, struct json_object **ret)
 {
     struct json_object *all = sbx_runtime_languages_json(mcp_server_runtime(s), true);
     struct json_object *by_name = json_object_new_object();
 
+    (void)owner;
     /* keyed by name, as the reference's resource is */
     for (size_t i = 0; i < json_object_array_length(all); i++) {
         struct json_object *e = json_object_array_get_idx(all, i), *n;
@@ -284,14 +287,18 @@ static int r_languages(struct mcp_server *s, const char *uri, struct json_object
     return 0;
 }
 
-static int r_backends(struct mcp_server *s, const char *uri, struct json_object **ret)
+static int r_backends(
+        struct mcp_server *s, const char *owner, const char *uri, struct json_object **ret)
 {
+    (void)owner;
     *ret = json_contents(uri, sbx_runtime_backends_json(mcp_server_runtime(s)));
     return 0;
 }
 
-static int r_policy(struct mcp_server *s, const char *uri, struct json_object **ret)
+static int r_policy(
+        struct mcp_server *s, const char *owner, const char *uri, struct json_object **ret)
 {
+    (void)owner;
     *ret = json_contents(uri, sbx_runtime_policy_json(mcp_server_runtime(s)));
     return 0;
 }

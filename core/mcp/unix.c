@@ -239,13 +239,15 @@ static void turn_away(int fd, const char *why)
     close(fd);
 }
 
-static bool peer_allowed(int fd)
+/* The peer's uid (SO_PEERCRED) when it may connect: our own, or root. */
+static bool peer_allowed(int fd, uid_t *ret_uid)
 {
     struct ucred cred;
     socklen_t len = sizeof(cred);
 
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
         return false;
+    *ret_uid = cred.uid;
     return cred.uid == geteuid() || cred.uid == 0;
 }
 
@@ -274,10 +276,12 @@ static int accept_one(struct unix_srv *u, int lfd)
 {
     int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
     struct slot *sl;
+    char owner[32];
+    uid_t uid;
 
     if (fd < 0)
         return errno;
-    if (!peer_allowed(fd)) {
+    if (!peer_allowed(fd, &uid)) {
         turn_away(fd, "permission denied: this server serves its own user only");
         return 0;
     }
@@ -291,6 +295,10 @@ static int accept_one(struct unix_srv *u, int lfd)
         turn_away(fd, "out of memory");
         return 0;
     }
+    /* sessions belong to the peer's uid, not the connection: each
+     * `llm-sandbox session` command is a connection of its own */
+    snprintf(owner, sizeof(owner), "uid-%u", (unsigned)uid);
+    mcp_conn_set_owner(sl->conn, owner);
     sl->fd = fd;
     sl->u = u;
     pthread_mutex_lock(&u->lock);

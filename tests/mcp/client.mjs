@@ -333,7 +333,7 @@ for (const kind of ['stdio', 'http']) {
         c.client.callTool({ name, arguments: args }, CallToolResultSchema, { timeout: 120000 });
       const created = await tool('create_session', { language: 'python' });
       const id = sc(created).session_id;
-      assert.match(id, /^s-[0-9a-f]{24}$/);
+      assert.match(id, /^s-[0-9a-f]{32}$/);
       assert.equal(sc(await run(c, { session_id: id, code: 'x = 41' })).status, 'ok');
       assert.equal(sc(await run(c, { session_id: id, code: 'print(x + 1)' })).stdout, '42\n');
       const up = await tool('upload_file', { session_id: id, path: 'in.csv', content: 'a,b\n1,2\n' });

@@ -172,15 +172,23 @@ def test_integers_json_c_cannot_hold_are_refused(server, text):
     assert r["result"] == {}, r
 
 
-def test_oversized_line_is_skipped(server):
+@pytest.mark.parametrize("head, id", [
+    (b'{"jsonrpc":"2.0","id":5,"method":"ping","params":{"x":"', 5),
+    (b' { "id" : "big-1", "jsonrpc":"2.0","method":"ping","params":{"x":"', "big-1"),
+    (b'{"jsonrpc":"2.0","params":{"id":3,"x":"', None),  # not the message's id
+    (b'{"jsonrpc":"2.0","method":"ping","params":{"x":"', None),  # id after the cap
+])
+def test_oversized_line_is_skipped(server, head, id):
     """5 MB without a newline (over the 4 MiB cap), then the rest of that
-    line and a valid ping: one error for the big line, then the answer."""
+    line and a valid ping: one error for the big line, with the id read
+    from its start when it is there (so the client's call ends), then the
+    answer."""
     chunk = b"a" * (1 << 20)
-    server.send_raw(b'{"jsonrpc":"2.0","id":5,"method":"ping","params":{"x":"')
+    server.send_raw(head)
     for _ in range(5):
         server.send_raw(chunk)
     err = next_error(server, timeout=30)
-    assert err["error"]["code"] == INVALID_REQUEST and err["id"] is None, err
+    assert err["error"]["code"] == INVALID_REQUEST and err["id"] == id, err
     assert "too large" in err["error"]["message"], err
     server.send_raw(b'"}}\n')
     assert_answers(server)
@@ -310,21 +318,38 @@ def test_calls_before_initialize():
         s.kill()
 
 
-def test_initialize_negotiates_versions():
+@pytest.mark.parametrize("asked, got", [("2025-06-18", "2025-06-18"),
+                                        ("2025-11-25", "2025-11-25"), ("1999-01-01", "2025-11-25")])
+def test_initialize_negotiates_versions(asked, got):
+    """Once per connection: a second initialize is refused (-32600) and
+    the version stays the one negotiated."""
     s = Server()
     try:
-        for asked, got in [("2025-06-18", "2025-06-18"), ("2025-11-25", "2025-11-25"),
-                           ("1999-01-01", "2025-11-25")]:
-            r = s.request("initialize", {"protocolVersion": asked, "capabilities": {},
-                                         "clientInfo": {"name": "t", "version": "1"}})
-            assert r["result"]["protocolVersion"] == got, r
-            assert r["result"]["serverInfo"]["name"] == "llm-sandbox"
-            assert "tools" in r["result"]["capabilities"]
         err = s.request("initialize", {"capabilities": {}})
         assert err["error"]["code"] == INVALID_PARAMS, err
+        params = {"protocolVersion": asked, "capabilities": {},
+                  "clientInfo": {"name": "t", "version": "1"}}
+        r = s.request("initialize", params)
+        assert r["result"]["protocolVersion"] == got, r
+        assert r["result"]["serverInfo"]["name"] == "llm-sandbox"
+        assert "tools" in r["result"]["capabilities"]
+        for again in (params, dict(params, protocolVersion="2025-03-26")):
+            err = s.request("initialize", again)
+            assert err["error"]["code"] == INVALID_REQUEST, err
+            assert "already initialized" in err["error"]["message"], err
+        assert s.request("tools/list")["result"]["tools"]
         assert s.finish() == 0
     finally:
         s.kill()
+
+
+@pytest.mark.parametrize("method", ["tools/list", "resources/list", "resources/templates/list"])
+def test_unknown_cursor_is_invalid_params(server, method):
+    """Every list is one page, so no cursor is known here."""
+    err = server.request(method, {"cursor": "no-such-page"})
+    assert err["error"]["code"] == INVALID_PARAMS, err
+    assert "cursor" in err["error"]["message"], err
+    assert server.request(method, {})["result"]
 
 
 STARTUP_REFUSALS = [
@@ -663,6 +688,34 @@ def test_cancel_matches_ids_exactly(server, first, second):
         watch.stop()
 
 
+def test_id_of_a_request_in_flight_is_refused(server):
+    """A second request with the id of a call still running is refused
+    (-32600), so a cancel names one call; the first call is untouched and
+    the id is free again once it ended."""
+    watch, id = start_endless(server)
+    try:
+        for method, params in [("ping", None), ("tools/call", {
+                "name": "execute_code", "arguments": {"code": "print(1)"}})]:
+            server.request_async(method, params, id=id)
+            err = next_error(server)
+            assert err["id"] == id and err["error"]["code"] == INVALID_REQUEST, err
+            assert "in flight" in err["error"]["message"], err
+        assert any(c == "python3" for c, _s in watch.alive().values()), "the first call ended"
+        server.notify("notifications/cancelled", {"requestId": id})
+        assert watch.wait_gone(5.0) is not None, watch.alive()
+    finally:
+        watch.stop()
+    # the call is retired just after its sandbox is gone: then the id is free
+    deadline = time.monotonic() + 10
+    server.request_async("ping", None, id=id)
+    msg = server.next_message(10)
+    while "error" in msg and time.monotonic() < deadline:
+        time.sleep(0.05)
+        server.request_async("ping", None, id=id)
+        msg = server.next_message(10)
+    assert msg == {"jsonrpc": "2.0", "id": id, "result": {}}, msg
+
+
 def test_cancel_kills_the_run(server):
     watch, id = start_endless(server)
     server.notify("notifications/cancelled", {"requestId": id, "reason": "test"})
@@ -920,6 +973,23 @@ def modern_headers(method, name=None, version=MODERN):
     if name is not None:
         h["Mcp-Name"] = name
     return h
+
+
+def test_http_oversized_body_names_its_request(http_url):
+    """A body over the cap is refused (413) with the id from its start."""
+    u = urllib.parse.urlsplit(http_url)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
+    try:
+        body = b'{"jsonrpc":"2.0","id":77,"method":"ping","params":{"x":"' + \
+            b"a" * (5 << 20) + b'"}}'
+        conn.request("POST", u.path, body, {"Content-Type": "application/json",
+                                            "Accept": "application/json, text/event-stream"})
+        resp = conn.getresponse()
+        msg = json.loads(resp.read())
+    finally:
+        conn.close()
+    assert resp.status == 413, (resp.status, msg)
+    assert msg["id"] == 77 and msg["error"]["code"] == INVALID_REQUEST, msg
 
 
 def test_2026_http_needs_no_session(http_url):

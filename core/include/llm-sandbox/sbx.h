@@ -125,6 +125,10 @@ struct sbx_request {
      * variables, persist. Only limits.wall_time_ms and output_bytes may be
      * given; libraries must be among the session's. NULL: one-shot. */
     const char *session_id;
+    /* Who asks (sbx_session_create: who the new session belongs to): a
+     * session is found only by the owner that created it, and is "not
+     * found" to anyone else. NULL is an owner like any other (""). */
+    const char *owner;
     /* Fetch the artifacts' bytes and keep a one-shot run's for reading by
      * uri (sbx_artifact_read); false: only list them (path, size, type). */
     bool keep_artifacts;
@@ -224,33 +228,47 @@ struct json_object *sbx_runtime_plugins_json(struct sbx_runtime *rt);
  * (LLM_SANDBOX_SESSION_IDLE), at their maximum lifetime
  * (LLM_SANDBOX_SESSION_LIFETIME), or with the runtime. A close or expiry
  * during a call cancels that call. Thread-safe; calls and file operations
- * on one session wait for each other.
+ * on one session wait for each other. Each session belongs to
+ * req->owner: every function below finds it only for that owner, and
+ * answers any other exactly as it answers an id that never existed.
  */
+/* A session as its owner names it. For sbx_artifact_read, id is the
+ * artifact's uri. (A struct: the file functions would otherwise take
+ * seven arguments.) */
+struct sbx_session_ref {
+    const char *owner;
+    const char *id;
+};
+
 int sbx_session_create(struct sbx_runtime *rt, const struct sbx_request *req,
         struct sbx_execution **ret, struct sbx_error **err);
-/* 0, or SBX_E_INVALID when no such session is open. */
-int sbx_session_close(struct sbx_runtime *rt, const char *id, struct sbx_error **err);
-/* The open sessions: [{session_id, language, backend, created_at,
+/* 0, or SBX_E_INVALID when no such session of ref->owner's is open. */
+int sbx_session_close(
+        struct sbx_runtime *rt, const struct sbx_session_ref *ref, struct sbx_error **err);
+/* Close every session of owner's (its client is gone); how many. */
+size_t sbx_sessions_close_owner(struct sbx_runtime *rt, const char *owner);
+/* owner's open sessions: [{session_id, language, backend, created_at,
  * last_used_at, expires_at, calls, busy, interpreter}]. */
-struct json_object *sbx_sessions_json(struct sbx_runtime *rt);
+struct json_object *sbx_sessions_json(struct sbx_runtime *rt, const char *owner);
 /* Files of a session's workspace; path is relative to it (no "..", no
  * absolute paths), and reading never follows a symlink or opens anything
  * but a regular file. Sizes are capped by LLM_SANDBOX_FILE_MAX. Errors:
  * SBX_E_INVALID (no session, a bad path, not a regular file), SBX_E_LIMIT
  * (too big), SBX_E_BACKEND (the sandbox is gone). */
-int sbx_session_upload(struct sbx_runtime *rt, const char *id, const char *path, const void *data,
-        size_t len, struct sbx_error **err);
-int sbx_session_download(struct sbx_runtime *rt, const char *id, const char *path, char **ret_data,
-        size_t *ret_len, struct sbx_error **err);
+int sbx_session_upload(struct sbx_runtime *rt, const struct sbx_session_ref *ref, const char *path,
+        const void *data, size_t len, struct sbx_error **err);
+int sbx_session_download(struct sbx_runtime *rt, const struct sbx_session_ref *ref,
+        const char *path, char **ret_data, size_t *ret_len, struct sbx_error **err);
 /* Regular files beneath path (NULL or "": the whole workspace), as paths
  * relative to the workspace, NULL-terminated. */
-int sbx_session_files(struct sbx_runtime *rt, const char *id, const char *path, char ***ret_files,
-        struct sbx_error **err);
-/* An artifact's bytes by its uri: 0; 1 when there is none (a run's
- * expired, a session closed or busy for seconds); or < 0 on an error.
- * *ret_mime is static. */
-int sbx_artifact_read(struct sbx_runtime *rt, const char *uri, char **ret, size_t *ret_len,
-        const char **ret_mime, struct sbx_error **err);
+int sbx_session_files(struct sbx_runtime *rt, const struct sbx_session_ref *ref, const char *path,
+        char ***ret_files, struct sbx_error **err);
+/* An artifact's bytes by its uri (ref->id), a session's only for
+ * ref->owner: 0; 1 when there is none (a run's expired, a session closed,
+ * busy for seconds or another owner's); or < 0 on an error. *ret_mime is
+ * static. */
+int sbx_artifact_read(struct sbx_runtime *rt, const struct sbx_session_ref *ref, char **ret,
+        size_t *ret_len, const char **ret_mime, struct sbx_error **err);
 /* The largest file sbx_session_upload and _download move. */
 uint64_t sbx_runtime_file_max(const struct sbx_runtime *rt);
 

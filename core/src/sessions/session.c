@@ -24,6 +24,11 @@
  * fresh per interpreter; code that learns it can only end its own call
  * early.
  *
+ * Ownership: a session belongs to req->owner (the MCP layer's client) and
+ * is found only by its id and that owner together: the lookup walks the
+ * list the same way for another owner's id as for an absent one, so the
+ * answer (and its timing) cannot tell them apart.
+ *
  * Lifetime: a registry in the runtime holds the open sessions, with a
  * reference per caller; a reaper thread closes sessions idle for longer
  * than LLM_SANDBOX_SESSION_IDLE or older than LLM_SANDBOX_SESSION_LIFETIME
@@ -42,7 +47,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -79,6 +83,7 @@ static void session_destroy(struct sbx_session *s)
     strv_free(s->libs);
     free(s->language);
     free(s->backend);
+    free(s->owner);
     sbx_cancel_free(s->kill);
     pthread_mutex_destroy(&s->lock);
     free(s);
@@ -110,20 +115,31 @@ static void unlist(struct sessions *ss, struct sbx_session *s)
     sbx_cancel_fire(s->kill);
 }
 
-/* The session, referenced and locked for one caller, or NULL. */
-struct sbx_session *session_get(struct sessions *ss, const char *id)
+/* The listed session ref names (the caller holds ss->lock), or NULL. */
+static struct sbx_session *find(struct sessions *ss, const struct sbx_session_ref *ref)
 {
-    return session_get_timed(ss, id, -1);
+    const char *owner = ref->owner ? ref->owner : "";
+    struct sbx_session *s;
+
+    for (s = ss->head; s; s = s->next)
+        if (ref->id && strcmp(s->id, ref->id) == 0 && strcmp(s->owner, owner) == 0)
+            break;
+    return s;
 }
 
-struct sbx_session *session_get_timed(struct sessions *ss, const char *id, int wait_ms)
+struct sbx_session *session_get(struct sessions *ss, const struct sbx_session_ref *ref)
+{
+    return session_get_timed(ss, ref, -1);
+}
+
+struct sbx_session *session_get_timed(
+        struct sessions *ss, const struct sbx_session_ref *ref, int wait_ms)
 {
     struct sbx_session *s;
     struct timespec until;
 
     pthread_mutex_lock(&ss->lock);
-    for (s = ss->head; s && strcmp(s->id, id) != 0; s = s->next) {
-    }
+    s = find(ss, ref);
     if (s)
         s->refs++;
     pthread_mutex_unlock(&ss->lock);
@@ -321,20 +337,21 @@ int repl_start(struct sbx_session *s, struct run *r, struct sbx_error **err)
 static struct sbx_session *session_new(const struct sbx_request *req, struct sbx_error **err)
 {
     struct sbx_session *s = calloc(1, sizeof(*s));
-    unsigned char id[ID_BYTES];
 
     if (!s)
         goto oom;
     pthread_mutex_init(&s->lock, NULL);
     s->refs = 1;
-    if (getrandom(id, sizeof(id), 0) != (ssize_t)sizeof(id)) {
+    s->id[0] = 's';
+    s->id[1] = '-';
+    if (random_hex(s->id + 2, ID_BYTES) < 0) {
         sbx_error_set(err, SBX_E_IO, errno, "getrandom: %s", strerror(errno));
         session_destroy(s);
         return NULL;
     }
-    s->id[0] = 's';
-    s->id[1] = '-';
-    hex_encode(s->id + 2, id, sizeof(id));
+    s->owner = strdup(req->owner ? req->owner : "");
+    if (!s->owner)
+        goto oom;
     if (sbx_cancel_new(&s->kill, err) < 0) {
         session_destroy(s);
         return NULL;
@@ -519,22 +536,44 @@ done:
     return 0;
 }
 
-int sbx_session_close(struct sbx_runtime *rt, const char *id, struct sbx_error **err)
+int sbx_session_close(
+        struct sbx_runtime *rt, const struct sbx_session_ref *ref, struct sbx_error **err)
 {
     struct sessions *ss = rt->sessions;
     struct sbx_session *s;
 
     pthread_mutex_lock(&ss->lock);
-    for (s = ss->head; s && strcmp(s->id, id) != 0; s = s->next) {
-    }
+    s = find(ss, ref);
     if (s)
         unlist(ss, s);
     pthread_mutex_unlock(&ss->lock);
     if (!s)
         return sbx_error_set(err, SBX_E_INVALID, 0,
-                "no open session '%.80s' (it was closed, it expired, or it never existed)", id);
+                "no open session '%.80s' (it was closed, it expired, or it never existed)",
+                ref->id ? ref->id : "");
     session_release(ss, s);
     return 0;
+}
+
+size_t sbx_sessions_close_owner(struct sbx_runtime *rt, const char *owner)
+{
+    struct sessions *ss = rt->sessions;
+    size_t n = 0;
+
+    for (;;) {
+        struct sbx_session *s;
+
+        pthread_mutex_lock(&ss->lock);
+        for (s = ss->head; s && strcmp(s->owner, owner ? owner : "") != 0; s = s->next) {
+        }
+        if (s)
+            unlist(ss, s);
+        pthread_mutex_unlock(&ss->lock);
+        if (!s)
+            return n;
+        session_release(ss, s);
+        n++;
+    }
 }
 
 static struct json_object *iso_time(time_t t)
@@ -547,7 +586,7 @@ static struct json_object *iso_time(time_t t)
     return json_object_new_string(buf);
 }
 
-struct json_object *sbx_sessions_json(struct sbx_runtime *rt)
+struct json_object *sbx_sessions_json(struct sbx_runtime *rt, const char *owner)
 {
     struct sessions *ss = rt->sessions;
     const struct settings *set = rt->settings;
@@ -555,10 +594,13 @@ struct json_object *sbx_sessions_json(struct sbx_runtime *rt)
 
     pthread_mutex_lock(&ss->lock);
     for (struct sbx_session *s = ss->head; a && s; s = s->next) {
-        struct json_object *o = json_object_new_object();
+        struct json_object *o;
         time_t idle_end = s->used_wall + (time_t)(set->session_idle_ms / 1000);
         time_t life_end = s->created_wall + (time_t)(set->session_lifetime_ms / 1000);
 
+        if (strcmp(s->owner, owner ? owner : "") != 0)
+            continue;
+        o = json_object_new_object();
         json_object_object_add(o, "session_id", json_object_new_string(s->id));
         json_object_object_add(o, "language", json_object_new_string(s->language));
         json_object_object_add(o, "backend", json_object_new_string(s->backend));

@@ -17,7 +17,7 @@
 
 #include "engine/engine.h"
 
-#define ID_BYTES     12
+#define ID_BYTES     16 /* 128 random bits */
 #define NONCE_BYTES  16
 #define START_OUTPUT 4096 /* what an interpreter that failed to start said */
 #define KILL_WAIT_MS 5000 /* for a call's processes to end after a kill */
@@ -25,6 +25,7 @@
 struct sbx_session {
     struct sbx_session *next;
     char id[3 + 2 * ID_BYTES];
+    char *owner;          /* req->owner at creation ("" for NULL); never changes */
     unsigned refs;        /* the registry's (while listed), and one per caller */
     bool listed, busy;    /* under the registry's lock */
     pthread_mutex_t lock; /* one call or file operation at a time */
@@ -55,10 +56,12 @@ struct sessions {
     struct sbx_runtime *rt;
 };
 
-/* The session, referenced and locked for one caller, or NULL. The timed
- * one gives up after wait_ms (-1: never) while a call holds it. */
-struct sbx_session *session_get(struct sessions *ss, const char *id);
-struct sbx_session *session_get_timed(struct sessions *ss, const char *id, int wait_ms);
+/* owner's session id, referenced and locked for one caller, or NULL
+ * (also when it is another owner's). The timed one gives up after wait_ms
+ * (-1: never) while a call holds it. */
+struct sbx_session *session_get(struct sessions *ss, const struct sbx_session_ref *ref);
+struct sbx_session *session_get_timed(
+        struct sessions *ss, const struct sbx_session_ref *ref, int wait_ms);
 /* Unlock and drop the caller's reference (the last one frees it). */
 void session_put(struct sessions *ss, struct sbx_session *s);
 

@@ -213,7 +213,8 @@ static int call_run(struct sbx_session *s, struct run *r, struct sbx_error **err
 int session_call(struct run *r, struct sbx_error **err)
 {
     struct sessions *ss = r->rt->sessions;
-    struct sbx_session *s = session_get(ss, r->req->session_id);
+    struct sbx_session_ref ref = {r->req->owner, r->req->session_id};
+    struct sbx_session *s = session_get(ss, &ref);
     int rc;
 
     if (!s) {

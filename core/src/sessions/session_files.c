@@ -42,8 +42,8 @@ uint64_t sbx_runtime_file_max(const struct sbx_runtime *rt)
 }
 
 /* The session for a file operation, or NULL with err set. */
-static struct sbx_session *file_session(
-        struct sbx_runtime *rt, const char *id, const char *path, struct sbx_error **err)
+static struct sbx_session *file_session(struct sbx_runtime *rt, const struct sbx_session_ref *ref,
+        const char *path, struct sbx_error **err)
 {
     struct sbx_session *s;
 
@@ -53,11 +53,11 @@ static struct sbx_session *file_session(
                 path);
         return NULL;
     }
-    s = id ? session_get(rt->sessions, id) : NULL;
+    s = ref->id ? session_get(rt->sessions, ref) : NULL;
     if (!s) {
         sbx_error_set(err, SBX_E_INVALID, 0,
                 "no open session '%.80s' (it was closed, it expired, or it never existed)",
-                id ? id : "");
+                ref->id ? ref->id : "");
         return NULL;
     }
     if (s->dead) {
@@ -94,8 +94,8 @@ static int file_error(
                                       : agentc_last_error(s->base.ac));
 }
 
-int sbx_session_upload(struct sbx_runtime *rt, const char *id, const char *path, const void *data,
-        size_t len, struct sbx_error **err)
+int sbx_session_upload(struct sbx_runtime *rt, const struct sbx_session_ref *ref, const char *path,
+        const void *data, size_t len, struct sbx_error **err)
 {
     struct sbx_session *s;
     int end;
@@ -104,7 +104,7 @@ int sbx_session_upload(struct sbx_runtime *rt, const char *id, const char *path,
         return sbx_error_set(err, SBX_E_LIMIT, 0,
                 "the file is %zu bytes; the limit is %" PRIu64 " (LLM_SANDBOX_FILE_MAX)", len,
                 rt->settings->file_max_bytes);
-    s = file_session(rt, id, path ? path : "", err);
+    s = file_session(rt, ref, path ? path : "", err);
     if (!s)
         return (*err)->rc;
     end = agentc_put_file(
@@ -115,10 +115,10 @@ int sbx_session_upload(struct sbx_runtime *rt, const char *id, const char *path,
     return end != 0 ? (*err)->rc : 0;
 }
 
-int sbx_session_download(struct sbx_runtime *rt, const char *id, const char *path, char **ret_data,
-        size_t *ret_len, struct sbx_error **err)
+int sbx_session_download(struct sbx_runtime *rt, const struct sbx_session_ref *ref,
+        const char *path, char **ret_data, size_t *ret_len, struct sbx_error **err)
 {
-    struct sbx_session *s = file_session(rt, id, path ? path : "", err);
+    struct sbx_session *s = file_session(rt, ref, path ? path : "", err);
     uint32_t mode;
     int end;
 
@@ -136,11 +136,11 @@ int sbx_session_download(struct sbx_runtime *rt, const char *id, const char *pat
     return end != 0 ? (*err)->rc : 0;
 }
 
-int sbx_session_files(struct sbx_runtime *rt, const char *id, const char *path, char ***ret_files,
-        struct sbx_error **err)
+int sbx_session_files(struct sbx_runtime *rt, const struct sbx_session_ref *ref, const char *path,
+        char ***ret_files, struct sbx_error **err)
 {
     bool whole = !path || !*path || strcmp(path, ".") == 0;
-    struct sbx_session *s = file_session(rt, id, whole ? NULL : path, err);
+    struct sbx_session *s = file_session(rt, ref, whole ? NULL : path, err);
     int end;
 
     if (!s)
@@ -159,8 +159,8 @@ int sbx_session_files(struct sbx_runtime *rt, const char *id, const char *path, 
 
 /* A file for resources/read, waiting at most a moment for a running
  * call: 0, 1 when there is no such session or file, or < 0. */
-static int session_read_timed(struct sbx_runtime *rt, const char *id, const char *path, char **ret,
-        size_t *ret_len, struct sbx_error **err)
+static int session_read_timed(struct sbx_runtime *rt, const struct sbx_session_ref *ref,
+        const char *path, char **ret, size_t *ret_len, struct sbx_error **err)
 {
     struct sbx_session *s;
     uint32_t mode;
@@ -168,7 +168,7 @@ static int session_read_timed(struct sbx_runtime *rt, const char *id, const char
 
     if (!rel_path_is_valid(path))
         return 1;
-    s = session_get_timed(rt->sessions, id, READ_WAIT_MS);
+    s = session_get_timed(rt->sessions, ref, READ_WAIT_MS);
     if (!s)
         return 1;
     agentc_set_cancel(s->base.ac, -1, s->kill->fd);
@@ -185,10 +185,11 @@ static int session_read_timed(struct sbx_runtime *rt, const char *id, const char
 
 /* A run's files from the store (engine/artifacts.c), a session's from
  * its workspace. */
-int sbx_artifact_read(struct sbx_runtime *rt, const char *uri, char **ret, size_t *ret_len,
-        const char **ret_mime, struct sbx_error **err)
+int sbx_artifact_read(struct sbx_runtime *rt, const struct sbx_session_ref *ref, char **ret,
+        size_t *ret_len, const char **ret_mime, struct sbx_error **err)
 {
     static const char runs[] = "sandbox://runs/", sessions[] = "sandbox://sessions/";
+    const char *uri = ref->id;
     int rc = 1;
 
     if (strncmp(uri, runs, sizeof(runs) - 1) == 0) {
@@ -200,7 +201,9 @@ int sbx_artifact_read(struct sbx_runtime *rt, const char *uri, char **ret, size_
                 slash && strncmp(slash, "/files/", 7) == 0 ? artifact_uri_path(slash + 7) : NULL;
 
         if (id && path) {
-            rc = session_read_timed(rt, id, path, ret, ret_len, err);
+            struct sbx_session_ref sref = {ref->owner, id};
+
+            rc = session_read_timed(rt, &sref, path, ret, ret_len, err);
             *ret_mime = artifact_mime(path);
         }
     }
