@@ -5,7 +5,8 @@
 # the unit, static, fuzz-replay and MCP client tests, the integration and
 # security suites as root with the unprivileged ones beside them, the
 # kubernetes suites on a real single-node cluster (scripts/k8s-cluster.sh;
-# its binaries build in the background when not cached), the
+# its binaries build in the background when not cached), the cgroup v2
+# tests in a Debian 12 systemd guest under QEMU (scripts/vm-test.sh), the
 # integration and security paths again under ASan+UBSan (each path once),
 # the unit and MCP tests under ASan+UBSan, one run under valgrind, each
 # parser's fuzzer briefly, and the Quickstart's set-up and the Debian
@@ -51,7 +52,7 @@ kill_tree() {
 report() {
     rc=$?
     # a failure leaves no background job running
-    for p in ${builds:-} ${lane_pid:-} ${fresh_pid:-} ${k8s_build:-}; do
+    for p in ${builds:-} ${lane_pid:-} ${fresh_pid:-} ${k8s_build:-} ${vm_image:-}; do
         kill_tree "$p"
     done
     finish_step
@@ -84,6 +85,17 @@ asan_cfg="-DSBX_WERROR=ON -DSBX_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=De
     nice -n 10 cmake --build build-fuzz -j "$JOBS" --target $FUZZ_TARGETS >"$TIMES/build-fuzz.log" 2>&1
     echo $? >"$TIMES/builds.rc") &
 builds=$!
+
+# The Debian 12 guest's image (tests/vm/build-image.sh: built once and
+# cached; cold, about 20 minutes, niced) likewise; when cached it only
+# prints its path.
+if [ "$(id -u)" -eq 0 ]; then
+    vm_t0=$(date +%s)
+    (tests/vm/build-image.sh >"$TIMES/vm-image.out" 2>"$TIMES/vm-image.log" </dev/null
+        echo $? >"$TIMES/vm-image.rc"
+        echo $(($(date +%s) - vm_t0)) >"$TIMES/vm-image.secs") &
+    vm_image=$!
+fi
 
 # The test cluster's binaries (scripts/k8s-cluster.sh: built once from the
 # Go module proxy and cached; cold, 20-30 minutes) build beside the suites
@@ -158,6 +170,20 @@ if [ "$(id -u)" -eq 0 ]; then
     next_junit
     (cd build && ctest --output-on-failure -R kubernetes --output-junit "$J") || root_rc=$?
     scripts/k8s-cluster.sh down >/dev/null 2>&1 || true
+
+    # The hosts users have (cgroup v2 under systemd), in a real Debian 12
+    # guest under QEMU: as root in a service with Delegate=yes and in a
+    # login shell, as a user in a delegated scope and in a login shell,
+    # the tests the cgroups decide; the shipped units; nothing left.
+    step "VM: Debian 12 with systemd and cgroup v2 under QEMU (scripts/vm-test.sh --quick)"
+    wait "$vm_image" || true
+    [ "$(cat "$TIMES/vm-image.rc")" = 0 ] || {
+        cat "$TIMES/vm-image.log"
+        echo "test.sh: building the VM's image failed (above)" >&2
+        exit 1
+    }
+    [ "$(cat "$TIMES/vm-image.secs")" -lt 10 ] && cur_cache=warm || cur_cache=cold
+    scripts/vm-test.sh --quick --suites integration.bwrap --build-dir build || root_rc=$?
 fi
 
 step "build with ASan+UBSan, and the fuzzers (began in the background)" "$asan_cache"
