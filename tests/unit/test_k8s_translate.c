@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "golden.h"
 #include "k8s.h"
 #include "translate.h"
 
@@ -61,33 +62,9 @@ static struct k8s_pod_input base_input(const struct sbx_policy *p)
 
 static void check_golden(const char *name, struct json_object *o)
 {
-    const char *src = getenv("SBX_SOURCE_DIR"),
-               *got = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
-                                                                JSON_C_TO_STRING_SPACED |
-                                                                JSON_C_TO_STRING_NOSLASHESCAPE);
-    char path[4096], *want;
-    FILE *f;
-    long n;
-
-    snprintf(path, sizeof(path), "%s/tests/golden/k8s/%s.json", src ? src : ".", name);
-    if (getenv("SBX_UPDATE_GOLDEN")) {
-        f = fopen(path, "w");
-        assert_non_null(f);
-        fprintf(f, "%s\n", got);
-        fclose(f);
-    }
-    f = fopen(path, "r");
-    if (!f)
-        fail_msg("missing golden file %s (run with SBX_UPDATE_GOLDEN=1)", path);
-    fseek(f, 0, SEEK_END);
-    n = ftell(f);
-    rewind(f);
-    want = calloc(1, (size_t)n + 1);
-    assert_int_equal(fread(want, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    if (n < 1 || strncmp(want, got, (size_t)n - 1) != 0 || strlen(got) != (size_t)n - 1)
-        fail_msg("%s differs from the golden file %s:\n--- got ---\n%s", name, path, got);
-    free(want);
+    golden_check("k8s", name, "json",
+            json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+                                                      JSON_C_TO_STRING_NOSLASHESCAPE));
 }
 
 static void check_pod(const char *name, const struct k8s_pod_input *in)

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "golden.h"
 #include "translate.h"
 
 /* the agent's copy (agentdir.c) */
@@ -78,30 +79,7 @@ static struct mxc_input windows_input(const struct sbx_policy *p)
 
 static void check_golden(const char *name, const char *got)
 {
-    const char *src = getenv("SBX_SOURCE_DIR");
-    char path[4096], *want;
-    FILE *f;
-    long n;
-
-    snprintf(path, sizeof(path), "%s/tests/golden/mxc/%s.json", src ? src : ".", name);
-    if (getenv("SBX_UPDATE_GOLDEN")) {
-        f = fopen(path, "w");
-        assert_non_null(f);
-        fprintf(f, "%s\n", got);
-        fclose(f);
-    }
-    f = fopen(path, "r");
-    if (!f)
-        fail_msg("missing golden file %s (run with SBX_UPDATE_GOLDEN=1)", path);
-    fseek(f, 0, SEEK_END);
-    n = ftell(f);
-    rewind(f);
-    want = calloc(1, (size_t)n + 1);
-    assert_int_equal(fread(want, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    if (n < 1 || strncmp(want, got, (size_t)n - 1) != 0 || strlen(got) != (size_t)n - 1)
-        fail_msg("%s differs from the golden file %s:\n--- got ---\n%s", name, path, got);
-    free(want);
+    golden_check("mxc", name, "json", got);
 }
 
 static struct json_object *translate_ok(const struct mxc_input *in)
