@@ -84,9 +84,10 @@ def test_a_session_cannot_reach_another(server, lang):
 
 def test_session_ids_cannot_be_guessed_or_injected(server):
     sid = server.call("create_session", {"language": "python"})[0]["session_id"]
-    assert len(sid) == 26 and sid.startswith("s-") and int(sid[2:], 16) >= 0
+    # 128 random bits (32 hex digits)
+    assert len(sid) == 34 and sid.startswith("s-") and int(sid[2:], 16) >= 0
     for bad in ("", "s-", sid[:-1], sid + "0", sid.upper(), sid + "\0", "../" + sid,
-                "s-%s" % ("0" * 24), {"$ne": None}, ["s-"], 0):
+                "s-%s" % ("0" * 32), {"$ne": None}, ["s-"], 0):
         sc, err = server.call("execute_code", {"session_id": bad, "code": "print(1)"})
         assert err and sc["status"] == "refused", (bad, sc)
     sc, err = server.call("execute_code", {"session_id": sid, "code": "print(1)"})

@@ -3,8 +3,9 @@
  * pump.c: the thread behind every upgraded connection (pump.h says why).
  * One thread per connection, all signals blocked, woken by poll on the
  * network fd, the plugin's end of the pair and a stop eventfd. It never
- * polls the network while it may still hold undelivered TLS bytes: after a
- * read stopped for want of room (not EAGAIN) it reads again before polling.
+ * waits on the network while it may still hold undelivered TLS bytes:
+ * after a read stopped for want of room (not EAGAIN) it reads again once
+ * there is room, looking at the other fds without waiting.
  * Nothing here makes a policy decision or logs above debug; the network
  * I/O functions come from http.c (or a test). Errors: error.h.
  */
@@ -177,7 +178,11 @@ static void *pump_main(void *arg)
                                                (p->mode == PUMP_WS && pump_ws_has_output(p->ws)))
                                                       ? POLLOUT
                                                       : 0))};
-        if (!p->net_more && poll(pf, 3, -1) < 0 && errno != EINTR)
+        /* Bytes the TLS library may hold are read without waiting, but the
+         * other fds are still polled (timeout 0): a network that never runs
+         * dry must not starve the plugin's writes or the stop. With no
+         * room for them, wait for the plugin to read instead. */
+        if (poll(pf, 3, p->net_more && room_down ? 0 : -1) < 0 && errno != EINTR)
             break;
         if (pf[2].revents)
             break;
