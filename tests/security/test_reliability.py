@@ -63,11 +63,12 @@ def _server_sample(pid):
 
 def host_state(server_pid):
     """What runs of this server may leave on the host: mounts where the
-    local jails build their trees, and the cgroups it owns (others on the
-    machine make and remove their own meanwhile, a Docker test's mounts
-    included; the autouse fixture checks /tmp)."""
-    where = re.compile(r"nsjail|bwrap|/run/user/%d(/|$)|llm-sandbox-test/"
-                       % sbx_itest.HOST_UID_OF_SANDBOX)
+    local jails build their trees (and, on a container backend, the test
+    engine's), and the cgroups it owns (others on the machine make and
+    remove their own meanwhile: test.sh runs the root lane's Docker suites
+    beside the unprivileged soak; the autouse fixture checks /tmp)."""
+    where = re.compile(r"nsjail|bwrap|/run/user/%d(/|$)%s"
+                       % (sbx_itest.HOST_UID_OF_SANDBOX, "|llm-sandbox-test/" if CONTAINER else ""))
     with open("/proc/self/mountinfo") as f:
         mounts = sorted(m for m in (line.split()[4] for line in f)
                         if where.search(m) and not ENGINE_HOME.search(m))
