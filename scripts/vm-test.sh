@@ -95,8 +95,17 @@ fi
 [ -n "$deadline" ] || deadline=$(( 300 + n_settings * $(echo $suites | wc -w) * suite_timeout ))
 
 [ "$(id -u)" -eq 0 ] || die "must run as root (the image build; 9p shares for every guest uid)"
-command -v qemu-system-x86_64 >/dev/null 2>&1 && command -v qemu-img >/dev/null 2>&1 \
-    || die "QEMU is missing: apt-get install qemu-system-x86 qemu-utils"
+# QEMU from Debian, installed when missing (as k8s-cluster.sh installs what
+# the cluster needs): the test command must run on a fresh machine.
+if ! command -v qemu-system-x86_64 >/dev/null 2>&1 || ! command -v qemu-img >/dev/null 2>&1; then
+    say "installing with apt: qemu-system-x86 qemu-utils"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+        qemu-system-x86 qemu-utils >&2 || {
+        apt-get update >&2
+        DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+            qemu-system-x86 qemu-utils >&2
+    } || die "QEMU is missing and apt could not install it (qemu-system-x86 qemu-utils)"
+fi
 t_start=$(date +%s)
 
 # 1. The guest image (cached; built once).
