@@ -6,8 +6,10 @@ Run by Debian's interpreter (python3-pytest, nothing else):
     /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/integration
 
 SBX_TEST_BACKEND picks the backend every run uses (bwrap, the default,
-nsjail, docker, podman, or mxc: Microsoft MXC's Linux executor, which
-scripts/mxc-executor.sh fetches, or LLM_SANDBOX_MXC_EXECUTOR names). The
+nsjail, docker, podman, mxc: Microsoft MXC's Linux executor, which
+scripts/mxc-executor.sh fetches, or LLM_SANDBOX_MXC_EXECUTOR names, or
+wsl2: bubblewrap through the WSL2 plugin, with wsl.exe's stand-in
+tests/wsl2/wsl_shim.c, built as SBX_BUILD_DIR/tests/wsl-shim, as launcher). The
 modules marked `contract` are the backend contract suite: ctest runs
 them against every local backend from this one list, so the backends
 cannot drift apart; the others (arguments, configuration, plugins, the
@@ -66,13 +68,18 @@ BACKEND = os.environ.get("SBX_TEST_BACKEND", "bwrap")
 CLUSTER = BACKEND == "kubernetes"
 CONTAINER = BACKEND in ("docker", "podman") or CLUSTER
 LAUNCHER = {"bwrap": "bwrap", "nsjail": "nsjail", "docker": "agent", "podman": "agent",
-            "kubernetes": "agent", "mxc": "lxc-exec"}[BACKEND]
+            "kubernetes": "agent", "mxc": "lxc-exec", "wsl2": "bwrap"}[BACKEND]
 # What starting a sandbox adds to a run's duration beyond a local container's.
 START_SLACK_MS = 12000 if CLUSTER else 0
 # MXC (plugins/mxc): bwrap, not the agent, is pid 1 of its box, the box's
 # workspace is a host directory bound at its own path, and its root and
 # /etc are MXC's (README.md there says what each control becomes).
 MXC = BACKEND == "mxc"
+# WSL2 (plugins/wsl2): bwrap's boxes, started through wsl.exe's stand-in
+# (which execs bwrap); the distribution and user the stand-in accepts.
+WSL2 = BACKEND == "wsl2"
+WSL2_ENV = {"LLM_SANDBOX_WSL2_LAUNCHER": os.path.join(SBX_BUILD_DIR, "tests", "wsl-shim"),
+            "LLM_SANDBOX_WSL2_DISTRO": "sbx-wsl2-test", "LLM_SANDBOX_WSL2_USER": "sbx-wsl2"}
 # settings.c: the host uid sandboxed code runs as when the server is root.
 SANDBOX_UID = 1879048192
 SANDBOX_GID = 1879048192
@@ -295,6 +302,8 @@ def clean_env(extra=None, mark=True, mark_value=None):
         # MXC's box root is writable tmpfs: the backend refuses a read-only
         # system (test_mxc.py checks the refusal), so its runs accept that
         env["SANDBOX_READ_ONLY"] = "false"
+    if WSL2:
+        env.update(WSL2_ENV)
     if CLUSTER:
         env.update(cluster.client_env())
     elif CONTAINER:
