@@ -145,6 +145,7 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "contract: the backend contract suite, run against every local backend")
     config.addinivalue_line("markers", "mxc: the mxc backend's own checks (test_mxc.py)")
+    config.addinivalue_line("markers", "wsl2: the wsl2 backend's own checks (test_wsl2.py)")
     # One integration session at a time per kind of user: the leftover
     # checks count the processes, cgroups and /tmp entries of any run of
     # the same user, so a second such session (another clone, a CI run)
@@ -616,6 +617,35 @@ def find_marked(mark_value, comm=None):
         st = proc_stat(pid)
         if st and st[1] != "Z" and (comm is None or st[0] == comm):
             found.append(pid)
+    return found
+
+
+def launcher_above(pid):
+    """The launcher (comm LAUNCHER, a child of the CLI) among pid's
+    ancestors, or None."""
+    while pid > 1:
+        st = proc_stat(pid)
+        if not st:
+            return None
+        parent = proc_stat(st[2])
+        if st[0] == LAUNCHER and parent and parent[0] == "llm-sandbox":
+            return pid
+        pid = st[2]
+    return None
+
+
+def find_launcher(mark_value):
+    """The launcher processes of the run marked mark_value. Under wsl2 the
+    launcher is wsl.exe's stand-in become bwrap, in the environment of a WSL
+    session (wsl.exe carries none of ours, so not the marker either): it is
+    found above the run's marked processes."""
+    if not WSL2:
+        return find_marked(mark_value, LAUNCHER)
+    found = []
+    for pid in find_marked(mark_value):
+        launcher = launcher_above(pid)
+        if launcher and launcher not in found:
+            found.append(launcher)
     return found
 
 
