@@ -76,10 +76,14 @@ START_SLACK_MS = 12000 if CLUSTER else 0
 # /etc are MXC's (README.md there says what each control becomes).
 MXC = BACKEND == "mxc"
 # WSL2 (plugins/wsl2): bwrap's boxes, started through wsl.exe's stand-in
-# (which execs bwrap); the distribution and user the stand-in accepts.
+# (which execs bwrap); the distribution and user the stand-in accepts. On a
+# Windows machine, LLM_SANDBOX_WSL2_LAUNCHER, _DISTRO and _USER in the
+# environment name the real ones (plugins/wsl2/README.md).
 WSL2 = BACKEND == "wsl2"
-WSL2_ENV = {"LLM_SANDBOX_WSL2_LAUNCHER": os.path.join(SBX_BUILD_DIR, "tests", "wsl-shim"),
-            "LLM_SANDBOX_WSL2_DISTRO": "sbx-wsl2-test", "LLM_SANDBOX_WSL2_USER": "sbx-wsl2"}
+WSL2_SHIM = os.path.join(SBX_BUILD_DIR, "tests", "wsl-shim")
+WSL2_ENV = {k: os.environ.get(k, v) for k, v in (
+    ("LLM_SANDBOX_WSL2_LAUNCHER", WSL2_SHIM), ("LLM_SANDBOX_WSL2_DISTRO", "sbx-wsl2-test"),
+    ("LLM_SANDBOX_WSL2_USER", "sbx-wsl2"))}
 # settings.c: the host uid sandboxed code runs as when the server is root.
 SANDBOX_UID = 1879048192
 SANDBOX_GID = 1879048192

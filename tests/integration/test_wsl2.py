@@ -15,16 +15,20 @@ import time
 import pytest
 
 import conftest
-from conftest import (BASE_ENV, PYTHON_ENV, SBX_BIN, WSL2, WSL2_ENV, backend_controls, clean_env,
-                      code, find_marked, launcher_above, new_mark, plugin_entry, plugins_json, proc_environ,
-                      proc_stat, run_cli)
+from conftest import (BASE_ENV, PYTHON_ENV, SBX_BIN, WSL2, WSL2_ENV, WSL2_SHIM, backend_controls,
+                      clean_env, code, find_marked, launcher_above, new_mark, plugin_entry,
+                      plugins_json, proc_environ, run_cli)
 
 pytestmark = [pytest.mark.wsl2,
               pytest.mark.skipif(not WSL2, reason="the wsl2 backend's own checks")]
 
-SHIM = WSL2_ENV["LLM_SANDBOX_WSL2_LAUNCHER"]
+SHIM = WSL2_SHIM
 DISTRO = WSL2_ENV["LLM_SANDBOX_WSL2_DISTRO"]
 USER = WSL2_ENV["LLM_SANDBOX_WSL2_USER"]
+# Through the stand-in (here), or the real wsl.exe (on Windows: the checks
+# of the stand-in's own listing and refusals are then skipped).
+WITH_SHIM = WSL2_ENV["LLM_SANDBOX_WSL2_LAUNCHER"] == WSL2_SHIM
+needs_shim = pytest.mark.skipif(not WITH_SHIM, reason="checks wsl.exe's stand-in and its listing")
 
 
 def test_vsock_is_refused_by_our_filter():
@@ -101,6 +105,7 @@ def test_launched_through_wsl_exe_without_a_shell():
     ["-d", DISTRO, "-u", USER, "--cd", "/", "-e", "/usr/bin/bwrap", "--version"],
     ["-l"],
 ], ids=["shell", "env", "no-cd", "root", "wsl1", "order", "dash-e", "list"])
+@needs_shim
 def test_stand_in_refuses_what_the_plugin_must_not_send(args):
     """The stand-in is strict, so that the contract suite passing through
     it means the plugin sent exactly the command line above."""
@@ -132,6 +137,7 @@ def probe_error(**settings):
     ({"launcher": "wsl.exe"}, "set LLM_SANDBOX_WSL2_LAUNCHER to wsl.exe's path"),
 ], ids=["no-distro", "no-user", "root", "not-listed", "wsl1", "user-refused", "no-bwrap",
         "no-launcher", "default-launcher"])
+@needs_shim
 def test_each_probe_failure_says_what_to_do(settings, says):
     """Each wrong setting is found by the probe, through the launcher, and
     the message names the fix (the listing read from UTF-16LE)."""
