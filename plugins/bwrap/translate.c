@@ -166,8 +166,8 @@ static int wsl_check(const struct bwrap_input *in, struct sbx_err *err)
                 "WSL2 distribution name '%.64s' is not [A-Za-z0-9][A-Za-z0-9._-]*",
                 w->distro ? w->distro : "");
     if (!word_ok(w->user, LOWER "_", LOWER DIGITS "_-", 32))
-        return sbx_err_fill(err, SBX_E_INVALID, 0, "WSL2 user name '%.32s' is not [a-z_][a-z0-9_-]*",
-                w->user ? w->user : "");
+        return sbx_err_fill(err, SBX_E_INVALID, 0,
+                "WSL2 user name '%.32s' is not [a-z_][a-z0-9_-]*", w->user ? w->user : "");
     for (const char *const *rp = in->box.ro_paths; rp && *rp && !on_drive(bad); rp++)
         bad = *rp;
     for (size_t i = 0; i < in->box.n_mounts && !on_drive(bad); i++)

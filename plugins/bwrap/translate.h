@@ -36,8 +36,8 @@ struct bwrap_input {
     struct jail_input box; /* policy, host layout, mounts, proxy, ids (localjail.h) */
     /* fd numbers as bwrap will see them; -1 when absent */
     int seccomp_fd, agent_fd, passwd_fd, group_fd, hosts_fd;
-    int info_fd;  /* bwrap reports the agent's pid here */
-    int block_fd; /* network on: bwrap waits here until pasta is attached */
+    int info_fd;                 /* bwrap reports the agent's pid here */
+    int block_fd;                /* network on: bwrap waits here until pasta is attached */
     const struct bwrap_wsl *wsl; /* WSL2: run inside a distribution; NULL: bwrap here */
 };
 

@@ -205,10 +205,8 @@ int wsl2_probe(void *state, struct sbx_caps *caps, struct sbx_err *err)
     snprintf(st->distro, sizeof(st->distro), "%s", distro);
     snprintf(st->user, sizeof(st->user), "%s", user);
     snprintf(st->b.bwrap, sizeof(st->b.bwrap), "%s", bwrap ? bwrap : "/usr/bin/bwrap");
-    st->wsl = (struct bwrap_wsl){.launcher = st->launcher,
-            .distro = st->distro,
-            .user = st->user,
-            .bwrap = st->b.bwrap};
+    st->wsl = (struct bwrap_wsl){
+            .launcher = st->launcher, .distro = st->distro, .user = st->user, .bwrap = st->b.bwrap};
     st->b.wsl = &st->wsl;
     st->b.pasta[0] = '\0';
     st->b.tun_ok = false;

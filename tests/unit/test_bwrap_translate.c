@@ -339,8 +339,8 @@ static void test_wsl_refusals(void **state)
             {.source = "/mnt/d/deps", .target = "/deps", .flags = 0}};
     static const char *const bad_distros[] = {"-u", "", "Deb ian", "a/b", "x;y",
             "01234567890123456789012345678901234567890123456789012345678901234"};
-    static const char *const bad_users[] = {"Root", "-x", "1abc", "a b", "a$",
-            "abcdefghijklmnopqrstuvwxyz0123456"};
+    static const char *const bad_users[] = {
+            "Root", "-x", "1abc", "a b", "a$", "abcdefghijklmnopqrstuvwxyz0123456"};
     struct sbx_policy p = base_policy();
     struct bwrap_input in = base_input(&p);
     struct bwrap_wsl w = wsl_of(wsl_exe);

@@ -132,9 +132,9 @@ static void test_list_version(void **state)
     assert_int_equal(wsl_list_version(text, "sbx-wsl2"), 0);
     assert_int_equal(wsl_list_version(text, "NAME"), 0); /* the header is no row */
     assert_int_equal(wsl_list_version("", "Debian"), 0);
-    assert_int_equal(wsl_list_version(
-                             "Windows Subsystem for Linux has no installed distributions.\r\n",
-                             "Debian"),
+    assert_int_equal(
+            wsl_list_version(
+                    "Windows Subsystem for Linux has no installed distributions.\r\n", "Debian"),
             0);
 }
 
@@ -146,7 +146,8 @@ static void test_list_version_other_languages_and_damage(void **state)
                              "Debian"),
             2);
     assert_int_equal(wsl_list_version("NAME STATE VERSION\r\n  Debian Running\r\n", "Debian"), -1);
-    assert_int_equal(wsl_list_version("NAME STATE VERSION\r\n  Debian Running 3\r\n", "Debian"), -1);
+    assert_int_equal(
+            wsl_list_version("NAME STATE VERSION\r\n  Debian Running 3\r\n", "Debian"), -1);
     assert_int_equal(wsl_list_version("NAME STATE VERSION\r\n  Debian\r\n", "Debian"), -1);
 }
 
@@ -155,8 +156,8 @@ static void test_decoded_listing(void **state)
 {
     unsigned char raw[512];
     char text[256];
-    size_t n = utf16("  NAME      STATE      VERSION\r\n* Ubuntu    Running    2\r\n", raw,
-            sizeof(raw));
+    size_t n = utf16(
+            "  NAME      STATE      VERSION\r\n* Ubuntu    Running    2\r\n", raw, sizeof(raw));
 
     (void)state;
     wsl_text_decode(raw, n, text, sizeof(text));

@@ -92,8 +92,8 @@ static int run(char **argv)
     static char env_distro[96];
     char *envp[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:"
                     "/mnt/c/Windows/system32:/mnt/c/Windows",
-            env_distro, "WSL_INTEROP=/run/WSL/1_interop", "WSLENV=", "HOME=/tmp",
-            "USER=" SHIM_USER, "LANG=C.UTF-8", NULL};
+            env_distro, "WSL_INTEROP=/run/WSL/1_interop", "WSLENV=", "HOME=/tmp", "USER=" SHIM_USER,
+            "LANG=C.UTF-8", NULL};
 
     for (size_t i = 0; i < N_DISTROS; i++)
         if (strcmp(distros[i].name, distro) == 0)
