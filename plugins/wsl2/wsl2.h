@@ -10,7 +10,7 @@
 
 #include <llm-sandbox/plugin.h>
 
-#include "bwrap.h"
+#include "../bwrap/bwrap.h" /* the boxes are bubblewrap's */
 
 #define WSL2_LAUNCHER_WORDS 8
 
