@@ -26,7 +26,7 @@
 #  use/deps        what the packages depend on, and the tools the checks use
 #                  (man-db, gcc, make, pkgconf, cmake, python3-pytest)
 #  use/install     apt-get install ./llm-sandbox_*.deb ./...-dev ./...-bwrap
-#                  ./...-nsjail ./...-docker ./...-mxc ./...-kubernetes
+#                  ./...-nsjail ./...-docker ./...-mxc ./...-kubernetes ./...-wsl2
 #                  ./...-python ./...-ruby
 #  use/fields      each .deb's Depends against what the core dlopens: every
 #                  package with a manifest that says host: [http] Depends on
@@ -77,6 +77,7 @@ PKG=$TOP/packaging
 # what the use root installs of ours, and the tools its checks need
 OURS="llm-sandbox llm-sandbox-dev llm-sandbox-backend-bwrap llm-sandbox-backend-nsjail"
 OURS="$OURS llm-sandbox-backend-docker llm-sandbox-backend-mxc llm-sandbox-backend-kubernetes"
+OURS="$OURS llm-sandbox-backend-wsl2"
 OURS="$OURS llm-sandbox-lang-python"
 OURS="$OURS llm-sandbox-lang-ruby"
 TOOLS="man-db gcc libc6-dev make pkgconf cmake python3-pytest"

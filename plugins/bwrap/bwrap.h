@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * bwrap.h: shared between the bubblewrap plugin's files (plugin.c, run.c,
- * probe.c). Plugin-private; only llm-sandbox/plugin.h crosses to the core.
+ * probe.c), and by the WSL2 plugin, which builds run.c and translate.c
+ * too. Plugin-private; only llm-sandbox/plugin.h crosses to the core.
  */
 #ifndef BWRAP_BWRAP_H
 #define BWRAP_BWRAP_H
@@ -20,6 +21,10 @@ struct bwrap_state {
     struct jail_tops tops;
     char version[32];
     bool tun_ok; /* /dev/net/tun usable by the sandbox uid */
+    /* plugins/wsl2, which runs this file's boxes inside a WSL2 distribution:
+     * the launcher (its absolute path) and what follows it; NULL here */
+    const struct bwrap_wsl *wsl;
+    char launcher[256];
 };
 
 extern const struct sbx_backend_ops bwrap_ops;

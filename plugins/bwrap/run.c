@@ -168,13 +168,14 @@ static int spawn_bwrap(struct bwrap_box *b, const struct sbx_box_spec *spec, str
             .group_fd = child[FD_GROUP],
             .hosts_fd = child[FD_HOSTS],
             .info_fd = child[FD_INFO],
-            .block_fd = child[FD_BLOCK]};
+            .block_fd = child[FD_BLOCK],
+            .wsl = b->st->wsl};
 
     jail_input_init(&in.box, spec, &b->st->tops);
     r = bwrap_translate(&in, argv, err);
     if (r == 0) {
         struct sbx_spawn sp = {.size = sizeof(sp),
-                .path = b->st->bwrap,
+                .path = b->st->wsl ? b->st->launcher : b->st->bwrap,
                 .argv = argv->argv,
                 .envp = spec->envp,
                 .stdin_fd = SBX_FD_PIPE,

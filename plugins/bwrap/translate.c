@@ -41,11 +41,22 @@
  * sandboxed code runs, and the workspace is a fresh tmpfs: no target lies under a
  * path the sandbox could have written, so a planted symlink cannot redirect a bind
  * (bubblewrap < 0.12 follows symlinks while setting up).
+ *
+ * WSL2 (in->wsl, plugins/wsl2) changes only the edges: the launcher's words
+ * and "-d DISTRO -u USER --cd / --exec BWRAP" come first (no shell: wsl.exe
+ * executes bwrap itself); the environment, which wsl.exe does not carry,
+ * follows the namespaces as --clearenv and --setenv pairs, minus WSL's own
+ * variables (WSL_INTEROP, WSLENV, ...: interop with Windows) and with
+ * PATH's Windows directories (/mnt/..., or not absolute) left out; a host
+ * path on a Windows drive (under /mnt) is refused, so nothing of the
+ * sandbox is staged there. The rest is the same argv.
  */
 #include "translate.h"
 
 #include <stdio.h>
 #include <string.h>
+
+#include <llm-sandbox/plugin_kit.h>
 
 static const char *const etc_files[] = {JAIL_ETC_FILES};
 
@@ -107,6 +118,133 @@ static void add_tmpfs(
     add2(b, "--tmpfs", dest);
 }
 
+/* Keep a copy of s[0..n) in the store; NULL when it is full. */
+static const char *keep(struct builder *b, const char *s, size_t n)
+{
+    struct bwrap_argv *o = b->out;
+    char *d = o->store + o->used;
+
+    if (n + 1 > BWRAP_ARG_STORE - o->used) {
+        b->failed = 1;
+        return NULL;
+    }
+    memcpy(d, s, n);
+    d[n] = '\0';
+    o->used += n + 1;
+    return d;
+}
+
+static bool word_ok(const char *s, const char *first, const char *rest, size_t max)
+{
+    size_t n = s ? strlen(s) : 0;
+
+    if (n == 0 || n > max || !strchr(first, s[0]))
+        return false;
+    return strspn(s + 1, rest) == n - 1;
+}
+
+#define LOWER  "abcdefghijklmnopqrstuvwxyz"
+#define UPPER  "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+#define DIGITS "0123456789"
+
+/* On one of the distribution's Windows drives (wsl.conf's default
+ * automount root)? */
+static bool on_drive(const char *path)
+{
+    return path && strncmp(path, "/mnt", 4) == 0 && (path[4] == '/' || path[4] == '\0');
+}
+
+static int wsl_check(const struct bwrap_input *in, struct sbx_err *err)
+{
+    const struct bwrap_wsl *w = in->wsl;
+    const char *bad = in->box.proxy_socket;
+
+    if (!w->launcher || !w->launcher[0] || !w->launcher[0][0] || !w->bwrap || w->bwrap[0] != '/')
+        return sbx_err_fill(err, SBX_E_INVALID, 0, "WSL2 translation: no launcher or bwrap path");
+    if (!word_ok(w->distro, LOWER UPPER DIGITS, LOWER UPPER DIGITS "._-", 64))
+        return sbx_err_fill(err, SBX_E_INVALID, 0,
+                "WSL2 distribution name '%.64s' is not [A-Za-z0-9][A-Za-z0-9._-]*",
+                w->distro ? w->distro : "");
+    if (!word_ok(w->user, LOWER "_", LOWER DIGITS "_-", 32))
+        return sbx_err_fill(err, SBX_E_INVALID, 0,
+                "WSL2 user name '%.32s' is not [a-z_][a-z0-9_-]*", w->user ? w->user : "");
+    for (const char *const *rp = in->box.ro_paths; rp && *rp && !on_drive(bad); rp++)
+        bad = *rp;
+    for (size_t i = 0; i < in->box.n_mounts && !on_drive(bad); i++)
+        bad = in->box.mounts[i].source;
+    if (on_drive(bad)) {
+        snprintf(err->field, sizeof(err->field), "mounts");
+        return sbx_err_fill(err, SBX_E_UNSUPPORTED, 0,
+                "WSL2: '%.120s' lies on a Windows drive (/mnt); stage it inside the "
+                "distribution instead",
+                bad);
+    }
+    return 0;
+}
+
+static void add_wsl_launcher(struct builder *b, const struct bwrap_wsl *w)
+{
+    for (const char *const *a = w->launcher; *a; a++)
+        add(b, *a);
+    add2(b, "-d", w->distro);
+    add2(b, "-u", w->user);
+    add2(b, "--cd", "/");
+    add2(b, "--exec", w->bwrap);
+}
+
+/* PATH without Windows directories: those WSL appends live on the drive
+ * mounts (/mnt/c/Windows/system32), and a relative entry is no Linux one. */
+static const char *wsl_path(struct builder *b, const char *value)
+{
+    struct bwrap_argv *o = b->out;
+    char *d = o->store + o->used, *w = d;
+    size_t room = BWRAP_ARG_STORE - o->used;
+
+    for (const char *p = value;;) {
+        size_t n = strcspn(p, ":");
+
+        if (n > 0 && p[0] == '/' && !on_drive(p) && strncmp(p, "/mnt:", 5) != 0) {
+            if ((size_t)(w - d) + n + 2 > room) {
+                b->failed = 1;
+                return NULL;
+            }
+            if (w != d)
+                *w++ = ':';
+            memcpy(w, p, n);
+            w += n;
+        }
+        if (!p[n])
+            break;
+        p += n + 1;
+    }
+    if (room == 0) {
+        b->failed = 1;
+        return NULL;
+    }
+    *w = '\0';
+    o->used += (size_t)(w - d) + 1;
+    return d;
+}
+
+/* The sandbox's environment, which wsl.exe does not carry, as bwrap's
+ * options: nothing of the distribution's own (--clearenv), none of WSL's
+ * interop variables. */
+static void add_wsl_env(struct builder *b, const char *const *envp)
+{
+    add(b, "--clearenv");
+    for (const char *const *e = envp; e && *e; e++) {
+        const char *eq = strchr(*e, '=');
+        const char *key, *value;
+
+        if (!eq || eq == *e || strncmp(*e, "WSL", 3) == 0)
+            continue;
+        key = keep(b, *e, (size_t)(eq - *e));
+        value = strcmp(key ? key : "", "PATH") == 0 ? wsl_path(b, eq + 1) : eq + 1;
+        if (key && value)
+            add3(b, "--setenv", key, value);
+    }
+}
+
 static void add_data(struct builder *b, const char *mode, int fd, const char *dest)
 {
     add2(b, "--perms", mode);
@@ -134,7 +272,12 @@ int bwrap_translate(const struct bwrap_input *in, struct bwrap_argv *out, struct
         snprintf(err->msg, sizeof(err->msg), "network mode needs the filtering proxy");
         return SBX_E_UNSUPPORTED;
     }
-    add(&b, "bwrap");
+    if (in->wsl && wsl_check(in, err) < 0)
+        return err->rc;
+    if (in->wsl)
+        add_wsl_launcher(&b, in->wsl);
+    else
+        add(&b, "bwrap");
     add3(&b, "--unshare-user", "--unshare-pid", "--unshare-ipc");
     add2(&b, "--unshare-uts", "--unshare-cgroup");
     if (p->network != SBX_NET_HOST)
@@ -146,6 +289,8 @@ int bwrap_translate(const struct bwrap_input *in, struct bwrap_argv *out, struct
     add_num(&b, in->box.sandbox_gid);
     add2(&b, "--hostname", "sandbox");
     add3(&b, "--die-with-parent", "--new-session", "--as-pid-1");
+    if (in->wsl)
+        add_wsl_env(&b, in->box.envp);
     /* 1. the system */
     add3(&b, "--ro-bind", "/usr", "/usr");
     for (size_t i = 0; i < in->box.n_tops; i++) {

@@ -14,16 +14,31 @@
 
 #include "localjail.h"
 
-#define BWRAP_MAX_ARGS  320
-#define BWRAP_ARG_STORE 8192
+#define BWRAP_MAX_ARGS  448
+#define BWRAP_ARG_STORE 16384
 #define BWRAP_AGENT     "/.sbx/agent"
+
+/* WSL2 (plugins/wsl2): the same sandbox, started inside a WSL2 distribution
+ * through its launcher: LAUNCHER... -d DISTRO -u USER --cd / --exec BWRAP
+ * then the options below, never through a shell. wsl.exe hands the
+ * distribution no environment of ours, so the sandbox's is given as
+ * --clearenv --setenv (without WSL's own variables and Windows directories
+ * on PATH), and no host path under the distribution's drive mounts (/mnt)
+ * is bound. */
+struct bwrap_wsl {
+    const char *const *launcher; /* argv prefix (wsl.exe ...), NULL-terminated, not empty */
+    const char *distro;          /* [A-Za-z0-9._-]{1,64} */
+    const char *user;            /* [a-z_][a-z0-9_-]{0,31} */
+    const char *bwrap;           /* bwrap's absolute path inside the distribution */
+};
 
 struct bwrap_input {
     struct jail_input box; /* policy, host layout, mounts, proxy, ids (localjail.h) */
     /* fd numbers as bwrap will see them; -1 when absent */
     int seccomp_fd, agent_fd, passwd_fd, group_fd, hosts_fd;
-    int info_fd;  /* bwrap reports the agent's pid here */
-    int block_fd; /* network on: bwrap waits here until pasta is attached */
+    int info_fd;                 /* bwrap reports the agent's pid here */
+    int block_fd;                /* network on: bwrap waits here until pasta is attached */
+    const struct bwrap_wsl *wsl; /* WSL2: run inside a distribution; NULL: bwrap here */
 };
 
 struct bwrap_argv {
@@ -33,8 +48,9 @@ struct bwrap_argv {
     size_t used;
 };
 
-/* Fill out (argv[0] is "bwrap"; NULL-terminated). 0, or SBX_E_LIMIT /
- * SBX_E_INVALID with err filled. */
+/* Fill out (argv[0] is "bwrap", or the WSL launcher's first word;
+ * NULL-terminated). 0, or SBX_E_LIMIT / SBX_E_INVALID / SBX_E_UNSUPPORTED
+ * with err filled. */
 int bwrap_translate(const struct bwrap_input *in, struct bwrap_argv *out, struct sbx_err *err);
 
 #endif

@@ -6,8 +6,10 @@ Run by Debian's interpreter (python3-pytest, nothing else):
     /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/integration
 
 SBX_TEST_BACKEND picks the backend every run uses (bwrap, the default,
-nsjail, docker, podman, or mxc: Microsoft MXC's Linux executor, which
-scripts/mxc-executor.sh fetches, or LLM_SANDBOX_MXC_EXECUTOR names). The
+nsjail, docker, podman, mxc: Microsoft MXC's Linux executor, which
+scripts/mxc-executor.sh fetches, or LLM_SANDBOX_MXC_EXECUTOR names, or
+wsl2: bubblewrap through the WSL2 plugin, with wsl.exe's stand-in
+tests/wsl2/wsl_shim.c, built as SBX_BUILD_DIR/tests/wsl-shim, as launcher). The
 modules marked `contract` are the backend contract suite: ctest runs
 them against every local backend from this one list, so the backends
 cannot drift apart; the others (arguments, configuration, plugins, the
@@ -66,13 +68,22 @@ BACKEND = os.environ.get("SBX_TEST_BACKEND", "bwrap")
 CLUSTER = BACKEND == "kubernetes"
 CONTAINER = BACKEND in ("docker", "podman") or CLUSTER
 LAUNCHER = {"bwrap": "bwrap", "nsjail": "nsjail", "docker": "agent", "podman": "agent",
-            "kubernetes": "agent", "mxc": "lxc-exec"}[BACKEND]
+            "kubernetes": "agent", "mxc": "lxc-exec", "wsl2": "bwrap"}[BACKEND]
 # What starting a sandbox adds to a run's duration beyond a local container's.
 START_SLACK_MS = 12000 if CLUSTER else 0
 # MXC (plugins/mxc): bwrap, not the agent, is pid 1 of its box, the box's
 # workspace is a host directory bound at its own path, and its root and
 # /etc are MXC's (README.md there says what each control becomes).
 MXC = BACKEND == "mxc"
+# WSL2 (plugins/wsl2): bwrap's boxes, started through wsl.exe's stand-in
+# (which execs bwrap); the distribution and user the stand-in accepts. On a
+# Windows machine, LLM_SANDBOX_WSL2_LAUNCHER, _DISTRO and _USER in the
+# environment name the real ones (plugins/wsl2/README.md).
+WSL2 = BACKEND == "wsl2"
+WSL2_SHIM = os.path.join(SBX_BUILD_DIR, "tests", "wsl-shim")
+WSL2_ENV = {k: os.environ.get(k, v) for k, v in (
+    ("LLM_SANDBOX_WSL2_LAUNCHER", WSL2_SHIM), ("LLM_SANDBOX_WSL2_DISTRO", "sbx-wsl2-test"),
+    ("LLM_SANDBOX_WSL2_USER", "sbx-wsl2"))}
 # settings.c: the host uid sandboxed code runs as when the server is root.
 SANDBOX_UID = 1879048192
 SANDBOX_GID = 1879048192
@@ -138,6 +149,7 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "contract: the backend contract suite, run against every local backend")
     config.addinivalue_line("markers", "mxc: the mxc backend's own checks (test_mxc.py)")
+    config.addinivalue_line("markers", "wsl2: the wsl2 backend's own checks (test_wsl2.py)")
     # One integration session at a time per kind of user: the leftover
     # checks count the processes, cgroups and /tmp entries of any run of
     # the same user, so a second such session (another clone, a CI run)
@@ -295,6 +307,8 @@ def clean_env(extra=None, mark=True, mark_value=None):
         # MXC's box root is writable tmpfs: the backend refuses a read-only
         # system (test_mxc.py checks the refusal), so its runs accept that
         env["SANDBOX_READ_ONLY"] = "false"
+    if WSL2:
+        env.update(WSL2_ENV)
     if CLUSTER:
         env.update(cluster.client_env())
     elif CONTAINER:
@@ -607,6 +621,35 @@ def find_marked(mark_value, comm=None):
         st = proc_stat(pid)
         if st and st[1] != "Z" and (comm is None or st[0] == comm):
             found.append(pid)
+    return found
+
+
+def launcher_above(pid):
+    """The launcher (comm LAUNCHER, a child of the CLI) among pid's
+    ancestors, or None."""
+    while pid > 1:
+        st = proc_stat(pid)
+        if not st:
+            return None
+        parent = proc_stat(st[2])
+        if st[0] == LAUNCHER and parent and parent[0] == "llm-sandbox":
+            return pid
+        pid = st[2]
+    return None
+
+
+def find_launcher(mark_value):
+    """The launcher processes of the run marked mark_value. Under wsl2 the
+    launcher is wsl.exe's stand-in become bwrap, in the environment of a WSL
+    session (wsl.exe carries none of ours, so not the marker either): it is
+    found above the run's marked processes."""
+    if not WSL2:
+        return find_marked(mark_value, LAUNCHER)
+    found = []
+    for pid in find_marked(mark_value):
+        launcher = launcher_above(pid)
+        if launcher and launcher not in found:
+            found.append(launcher)
     return found
 
 

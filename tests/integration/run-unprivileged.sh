@@ -92,6 +92,10 @@ if ! as_nobody test -x "$bin" -a -r "$src/tests/$suite/conftest.py" 2>/dev/null;
         mkdir -p "$stage/build/tests/abi"
         cp -a "$prefix/tests/abi/plugins" "$stage/build/tests/abi/"
     fi
+    if [ -x "$prefix/tests/wsl-shim" ]; then # wsl.exe's stand-in (SBX_TEST_BACKEND=wsl2)
+        mkdir -p "$stage/build/tests"
+        cp -a "$prefix/tests/wsl-shim" "$stage/build/tests/"
+    fi
     cp -a "$here" "$stage/tests/integration"
     cp -a "$src/tests/golden" "$stage/tests/golden" # test_mxc.py validates them
     [ "$suite" = integration ] || cp -a "$src/tests/$suite" "$stage/tests/$suite"

@@ -3,7 +3,9 @@
  * test_bwrap_translate.c: golden tests of the bubblewrap translator. Each
  * case pins the whole argv (one argument per line) in
  * tests/golden/bwrap/<case>.argv; a change in translation shows up as a
- * diff to review. SBX_UPDATE_GOLDEN=1 rewrites the files instead.
+ * diff to review. SBX_UPDATE_GOLDEN=1 rewrites the files instead. The WSL2
+ * plugin's use of the same translator (its launcher, environment and
+ * refusals) is pinned in tests/golden/wsl2/.
  */
 /* clang-format off */
 #include <setjmp.h>
@@ -226,6 +228,158 @@ static void test_refusals(void **state)
     free(av);
 }
 
+/* WSL2 (plugins/wsl2): the same argv behind wsl.exe's words. */
+static const char *const wsl_env[] = {"PATH=/usr/bin:/mnt/c/Windows/system32:bin:/mnt:/bin",
+        "HOME=/tmp", "LANG=C.UTF-8", "WSL_INTEROP=/run/WSL/1_interop", "WSLENV=", "=odd",
+        "NOEQUALS", "PYTHONPATH=/tmp/.sbx/python", NULL};
+static const char *const wsl_exe[] = {"wsl.exe", NULL};
+
+static struct bwrap_wsl wsl_of(const char *const *launcher)
+{
+    return (struct bwrap_wsl){
+            .launcher = launcher, .distro = "Debian", .user = "sbx", .bwrap = "/usr/bin/bwrap"};
+}
+
+static void check_wsl(const char *name, const struct bwrap_input *in, struct bwrap_argv *av)
+{
+    struct sbx_err err = {.size = sizeof(err)};
+    char *got;
+
+    assert_int_equal(bwrap_translate(in, av, &err), 0);
+    assert_null(av->argv[av->argc]);
+    assert_string_equal(av->argv[av->argc - 1], BWRAP_AGENT);
+    got = join(av);
+    golden_check("wsl2", name, "argv", got);
+    free(got);
+}
+
+static void test_wsl_default(void **state)
+{
+    struct sbx_policy p = base_policy();
+    struct bwrap_input in = base_input(&p);
+    struct bwrap_wsl w = wsl_of(wsl_exe);
+    struct bwrap_argv *av = calloc(1, sizeof(*av));
+
+    (void)state;
+    in.box.envp = wsl_env;
+    in.wsl = &w;
+    check_wsl("default", &in, av);
+    free(av);
+}
+
+static void test_wsl_launcher_words_and_proxy(void **state)
+{
+    static const char *const shim[] = {"/opt/wsl-shim", "--trace", NULL};
+    static const char *const env[] = {"PATH=/mnt/c/Windows", "LANG=C.UTF-8", NULL};
+    static const struct sbx_mount deps[] = {
+            {.source = "/var/cache/llm-sandbox/deps/x", .target = "/deps", .flags = 0}};
+    struct sbx_policy p = base_policy();
+    struct bwrap_input in = base_input(&p);
+    struct bwrap_wsl w = wsl_of(shim);
+    struct bwrap_argv *av = calloc(1, sizeof(*av));
+
+    (void)state;
+    p.network = SBX_NET_REGISTRIES;
+    in.box.proxy_socket = "/run/llm-sandbox/proxy.sock";
+    in.box.mounts = deps;
+    in.box.n_mounts = 1;
+    in.box.envp = env; /* PATH all Windows: left empty */
+    w.distro = "Ubuntu-24.04";
+    w.user = "_sbx-1";
+    in.wsl = &w;
+    check_wsl("launcher_words_proxy", &in, av);
+    free(av);
+}
+
+/* Properties of every WSL2 argv, whatever the golden files say. */
+static void test_wsl_invariants(void **state)
+{
+    struct sbx_policy p = base_policy();
+    struct bwrap_input in = base_input(&p);
+    struct bwrap_wsl w = wsl_of(wsl_exe);
+    struct bwrap_argv *av = calloc(1, sizeof(*av));
+    struct sbx_err err = {.size = sizeof(err)};
+    size_t exec_at = 0, clearenv_at = 0, setenvs = 0;
+
+    (void)state;
+    in.box.envp = wsl_env;
+    in.wsl = &w;
+    assert_int_equal(bwrap_translate(&in, av, &err), 0);
+    for (size_t i = 0; i < av->argc; i++) {
+        const char *a = av->argv[i];
+
+        if (strcmp(a, "--exec") == 0 && !exec_at)
+            exec_at = i;
+        if (strcmp(a, "--clearenv") == 0)
+            clearenv_at = i;
+        if (strcmp(a, "--setenv") == 0) {
+            assert_true(clearenv_at > 0 && i + 2 < av->argc);
+            assert_true(strncmp(av->argv[i + 1], "WSL", 3) != 0); /* no interop variables */
+            if (strcmp(av->argv[i + 1], "PATH") == 0)
+                assert_string_equal(av->argv[i + 2], "/usr/bin:/bin");
+            setenvs++;
+        }
+        /* nothing of a Windows drive is bound */
+        if (i > 0 && strstr(av->argv[i - 1], "bind"))
+            assert_true(strncmp(a, "/mnt", 4) != 0);
+    }
+    /* wsl.exe -d D -u U --cd / --exec /usr/bin/bwrap: no shell between */
+    assert_int_equal(exec_at, 7);
+    assert_string_equal(av->argv[exec_at + 1], "/usr/bin/bwrap");
+    assert_string_equal(av->argv[exec_at + 2], "--unshare-user");
+    assert_int_equal(setenvs, 4); /* PATH, HOME, LANG, PYTHONPATH */
+    free(av);
+}
+
+static void test_wsl_refusals(void **state)
+{
+    static const char *const no_words[] = {NULL};
+    static const char *const ro_drive[] = {"/usr/share/x", "/mnt/c/Python", NULL};
+    static const struct sbx_mount on_drive[] = {
+            {.source = "/mnt/d/deps", .target = "/deps", .flags = 0}};
+    static const char *const bad_distros[] = {"-u", "", "Deb ian", "a/b", "x;y",
+            "01234567890123456789012345678901234567890123456789012345678901234"};
+    static const char *const bad_users[] = {
+            "Root", "-x", "1abc", "a b", "a$", "abcdefghijklmnopqrstuvwxyz0123456"};
+    struct sbx_policy p = base_policy();
+    struct bwrap_input in = base_input(&p);
+    struct bwrap_wsl w = wsl_of(wsl_exe);
+    struct bwrap_argv *av = calloc(1, sizeof(*av));
+    struct sbx_err err = {.size = sizeof(err)};
+
+    (void)state;
+    in.wsl = &w;
+    for (size_t i = 0; i < sizeof(bad_distros) / sizeof(bad_distros[0]); i++) {
+        w.distro = bad_distros[i];
+        assert_int_equal(bwrap_translate(&in, av, &err), SBX_E_INVALID);
+    }
+    w = wsl_of(wsl_exe);
+    for (size_t i = 0; i < sizeof(bad_users) / sizeof(bad_users[0]); i++) {
+        w.user = bad_users[i];
+        assert_int_equal(bwrap_translate(&in, av, &err), SBX_E_INVALID);
+    }
+    w = wsl_of(no_words);
+    assert_int_equal(bwrap_translate(&in, av, &err), SBX_E_INVALID);
+    w = wsl_of(wsl_exe);
+    w.bwrap = "bwrap"; /* relative: wsl.exe would search the distribution's PATH */
+    assert_int_equal(bwrap_translate(&in, av, &err), SBX_E_INVALID);
+    w = wsl_of(wsl_exe);
+    in.box.ro_paths = ro_drive;
+    assert_int_equal(bwrap_translate(&in, av, &err), SBX_E_UNSUPPORTED);
+    assert_non_null(strstr(err.msg, "/mnt/c/Python"));
+    in = base_input(&p);
+    in.wsl = &w;
+    in.box.mounts = on_drive;
+    in.box.n_mounts = 1;
+    assert_int_equal(bwrap_translate(&in, av, &err), SBX_E_UNSUPPORTED);
+    assert_string_equal(err.field, "mounts");
+    /* /mnt2 is no drive */
+    static const struct sbx_mount beside[] = {{.source = "/mnt2/deps", .target = "/deps"}};
+    in.box.mounts = beside;
+    assert_int_equal(bwrap_translate(&in, av, &err), 0);
+    free(av);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -235,6 +389,10 @@ int main(void)
             cmocka_unit_test(test_invariants),
             cmocka_unit_test(test_tmpfs_sizes),
             cmocka_unit_test(test_refusals),
+            cmocka_unit_test(test_wsl_default),
+            cmocka_unit_test(test_wsl_launcher_words_and_proxy),
+            cmocka_unit_test(test_wsl_invariants),
+            cmocka_unit_test(test_wsl_refusals),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * wsl_shim.c: wsl.exe's stand-in for the WSL2 backend's tests on Linux
+ * (plugins/wsl2/README.md). It accepts exactly the command lines the
+ * plugin may send and refuses anything else, as wsl.exe would receive them:
+ *
+ *   -l -q                      the distributions, one a line (UTF-16LE, CRLF;
+ *                              UTF-8 under WSL_UTF8=1, as wsl.exe)
+ *   -l -v                      the table "NAME STATE VERSION", '*' marking
+ *                              the default, in the same encoding
+ *   -d DISTRO -u USER --cd / --exec /ABS/PATH/bwrap ARGS...
+ *                              DISTRO one of the WSL2 distributions listed,
+ *                              USER the one configured (SHIM_USER), the
+ *                              program bwrap itself (no shell, nothing
+ *                              else), run with the environment a WSL
+ *                              session starts with (none of the caller's:
+ *                              wsl.exe carries none) in "/"
+ *
+ * It cannot switch users or cross into a VM: bwrap runs as the caller, on
+ * this kernel; every file descriptor stays open across it (real wsl.exe
+ * carries only stdin, stdout and stderr: the README says what that means).
+ * Exit status 2 and one line on stderr for a refused command line.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifndef SHIM_USER
+#define SHIM_USER "sbx-wsl2"
+#endif
+
+struct distro {
+    const char *name;
+    const char *state;
+    int version;
+};
+
+/* The first is the default; sbx-wsl2-test is the tests' distribution, the
+ * WSL 1 one is there to be refused. */
+static const struct distro distros[] = {
+        {"Debian", "Stopped", 2},
+        {"sbx-wsl2-test", "Running", 2},
+        {"legacy-wsl1", "Stopped", 1},
+};
+
+#define N_DISTROS (sizeof(distros) / sizeof(distros[0]))
+
+static int refuse(const char *why, const char *what)
+{
+    fprintf(stderr, "wsl-shim: refused: %s%s%s%s\n", why, what ? " '" : "", what ? what : "",
+            what ? "'" : "");
+    return 2;
+}
+
+/* Write text (ASCII) as wsl.exe does: UTF-16LE, or UTF-8 when asked. */
+static void put(const char *text)
+{
+    const char *u8 = getenv("WSL_UTF8");
+
+    if (u8 && strcmp(u8, "1") == 0) {
+        fputs(text, stdout);
+        return;
+    }
+    for (const char *p = text; *p; p++) {
+        putchar((unsigned char)*p);
+        putchar(0);
+    }
+}
+
+static int list(int verbose)
+{
+    char line[128];
+
+    if (verbose)
+        put("  NAME             STATE           VERSION\r\n");
+    for (size_t i = 0; i < N_DISTROS; i++) {
+        if (verbose)
+            snprintf(line, sizeof(line), "%c %-16s %-15s %d\r\n", i == 0 ? '*' : ' ',
+                    distros[i].name, distros[i].state, distros[i].version);
+        else
+            snprintf(line, sizeof(line), "%s\r\n", distros[i].name);
+        put(line);
+    }
+    return fflush(stdout) == 0 ? 0 : 1;
+}
+
+static int run(char **argv)
+{
+    const char *distro = argv[2], *user = argv[4], *prog = argv[8], *base;
+    const struct distro *d = NULL;
+    static char env_distro[96];
+    char *envp[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:"
+                    "/mnt/c/Windows/system32:/mnt/c/Windows",
+            env_distro, "WSL_INTEROP=/run/WSL/1_interop", "WSLENV=", "HOME=/tmp", "USER=" SHIM_USER,
+            "LANG=C.UTF-8", NULL};
+
+    for (size_t i = 0; i < N_DISTROS; i++)
+        if (strcmp(distros[i].name, distro) == 0)
+            d = &distros[i];
+    if (!d)
+        return refuse("no distribution", distro);
+    if (d->version != 2)
+        return refuse("WSL 1 distribution (no kernel of its own)", distro);
+    if (strcmp(user, SHIM_USER) != 0)
+        return refuse("user other than " SHIM_USER, user);
+    if (prog[0] != '/')
+        return refuse("--exec of a relative path", prog);
+    base = strrchr(prog, '/') + 1;
+    if (strcmp(base, "bwrap") != 0)
+        return refuse("--exec of something other than bwrap", prog);
+    snprintf(env_distro, sizeof(env_distro), "WSL_DISTRO_NAME=%s", distro);
+    if (chdir("/") < 0)
+        return refuse("chdir /", NULL);
+    argv[8] = "bwrap";
+    execve(prog, argv + 8, envp);
+    perror("wsl-shim: execve");
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 3 && strcmp(argv[1], "-l") == 0 && strcmp(argv[2], "-q") == 0)
+        return list(0);
+    if (argc == 3 && strcmp(argv[1], "-l") == 0 && strcmp(argv[2], "-v") == 0)
+        return list(1);
+    if (argc < 9)
+        return refuse("command line", argc > 1 ? argv[1] : "");
+    if (strcmp(argv[1], "-d") != 0 || strcmp(argv[3], "-u") != 0)
+        return refuse("expected -d DISTRO -u USER first, got", argv[1]);
+    if (strcmp(argv[5], "--cd") != 0 || strcmp(argv[6], "/") != 0)
+        return refuse("expected --cd /, got", argv[5]);
+    if (strcmp(argv[7], "--exec") != 0)
+        return refuse("expected --exec (never a shell), got", argv[7]);
+    return run(argv);
+}
