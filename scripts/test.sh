@@ -62,7 +62,8 @@ report() {
 }
 trap report EXIT
 
-FUZZ="manifest config seccomp_list jsonrpc tool_args b64 wsframe proxy_request agentc k8s_channel k8s_kubeconfig"
+FUZZ="manifest config seccomp_list jsonrpc tool_args b64 wsframe proxy_request agentc k8s_channel
+    k8s_kubeconfig wsl2_list"
 FUZZ_TARGETS=$(for t in $FUZZ; do printf 'fuzz_%s ' "$t"; done)
 
 step "dependencies"
@@ -133,6 +134,14 @@ unprivileged_lane() {
     u "integration (mxc: its checks and the CI list of the contract suite)" env \
         SBX_TEST_BACKEND=mxc SBX_TEST_LIST=tests/integration/mxc-ci.list \
         tests/integration/run-unprivileged.sh build -m "contract or mxc"
+    # WSL2 (experimental) through its stand-in for wsl.exe over the real
+    # bwrap (tests/wsl2/wsl_shim.c): as a user, as on Windows; not as root.
+    u "integration (wsl2: its checks and the CI list of the contract suite)" env \
+        SBX_TEST_BACKEND=wsl2 SBX_TEST_LIST=tests/integration/wsl2-ci.list \
+        tests/integration/run-unprivileged.sh build -m "contract or wsl2"
+    u "security (wsl2: posture and the syscall matrix)" env SBX_TEST_SUITE=security \
+        SBX_TEST_BACKEND=wsl2 SBX_TEST_LIST=tests/security/wsl2-ci.list \
+        tests/integration/run-unprivileged.sh build
     # The default backend's suites again under ASan+UBSan, as nobody (the
     # tree builds in the background from the start; the root step below
     # runs the other backends' suites under it, whose plugins and core
@@ -166,8 +175,9 @@ if [ "$(id -u)" -eq 0 ]; then
 fi
 root_rc=0
 next_junit
-# Kubernetes has a step of its own below (one cluster for its suites).
-(cd build && ctest --output-on-failure -L integration -E kubernetes --output-junit "$J") ||
+# Kubernetes has a step of its own below (one cluster for its suites);
+# WSL2 runs as a user only, in the lane.
+(cd build && ctest --output-on-failure -L integration -E 'kubernetes|wsl2' --output-junit "$J") ||
     root_rc=$?
 
 if [ "$(id -u)" -eq 0 ]; then
@@ -225,7 +235,7 @@ step "root, ASan+UBSan: integration and security"
 # The kubernetes plugin's code runs under ASan through its unit tests
 # (translator, exec channel, kubeconfig) and fuzzers, not on the cluster.
 # (Run by an ordinary user there is no lane: bwrap's suites run here.)
-asan_skip='integration[.]podman|security[.](nsjail|docker|podman)|.*kubernetes.*'
+asan_skip='integration[.]podman|security[.](nsjail|docker|podman)|.*kubernetes.*|.*wsl2'
 [ -z "$lane_pid" ] || asan_skip="integration[.]bwrap|security[.]bwrap|$asan_skip"
 next_junit
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -L integration \
