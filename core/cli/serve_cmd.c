@@ -163,5 +163,5 @@ int cmd_serve(int argc, char **argv)
         rc = mcp_serve_stdio(rt, &mo);
     sbx_runtime_free(rt);
     free(sock_buf);
-    return rc < 0 ? EXIT_TOOL : 0;
+    return rc < 0 ? EXIT_TOOL : rc; /* 128 + N after signal N (mcp/serve.h) */
 }

@@ -69,6 +69,9 @@ struct http {
     pthread_mutex_t lock;
     struct session sessions[MAX_SESSIONS];
     struct exchange *modern; /* 2026-07-28 exchanges in progress, for shutdown */
+    unsigned active;         /* POSTs not yet completed (answer written) */
+    bool stopping;           /* a signal came: new POSTs are refused */
+    pthread_cond_t quiet;    /* active dropped */
 };
 
 /* One POST: its body, then the messages the server sends for it. */
@@ -745,6 +748,14 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         x = calloc(1, sizeof(*x));
         if (!x)
             return MHD_NO;
+        pthread_mutex_lock(&h->lock);
+        if (h->stopping) {
+            pthread_mutex_unlock(&h->lock);
+            free(x);
+            return http_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "the server is shutting down");
+        }
+        h->active++;
+        pthread_mutex_unlock(&h->lock);
         atomic_init(&x->refs, 1);
         x->wake_fd = x->sock_fd = -1;
         pthread_mutex_init(&x->lock, NULL);
@@ -776,17 +787,22 @@ static void completed(
         void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode code)
 {
     struct exchange *x = *con_cls;
+    struct http *h = cls;
 
     (void)c;
     (void)code;
     if (!x)
         return;
     if (x->session)
-        session_put(cls, x->session);
+        session_put(h, x->session);
     if (x->conn)
-        modern_end(cls, x);
+        modern_end(h, x);
     *con_cls = NULL;
     ex_unref(x);
+    pthread_mutex_lock(&h->lock);
+    h->active--;
+    pthread_cond_broadcast(&h->quiet);
+    pthread_mutex_unlock(&h->lock);
 }
 
 /* ---- the server ---------------------------------------------------------- */
@@ -831,10 +847,11 @@ static int parse_addr(const char *spec, struct sockaddr_storage *ss, bool *ret_l
     return 0;
 }
 
-static void wait_for_signal(void)
+/* The signal's number. */
+static int wait_for_signal(void)
 {
     sigset_t mask;
-    int fd;
+    int fd, sig = SIGTERM;
 
     sigemptyset(&mask);
     sigaddset(&mask, SIGINT);
@@ -843,10 +860,45 @@ static void wait_for_signal(void)
     if (fd >= 0) {
         struct signalfd_siginfo si;
 
-        while (read(fd, &si, sizeof(si)) < 0 && errno == EINTR)
+        ssize_t n;
+
+        while ((n = read(fd, &si, sizeof(si))) < 0 && errno == EINTR)
             ;
+        if (n == (ssize_t)sizeof(si))
+            sig = (int)si.ssi_signo;
         close(fd);
     }
+    return sig;
+}
+
+/* A signal came: every call in flight is cancelled and still answered (a
+ * cancelled result); wait, up to MCP_SHUTDOWN_GRACE_MS, until those
+ * answers are written and no POST is left, refusing new ones. */
+static void drain(struct http *h)
+{
+    long long deadline = mcp_monotonic_ms() + MCP_SHUTDOWN_GRACE_MS;
+
+    pthread_mutex_lock(&h->lock);
+    h->stopping = true;
+    for (size_t i = 0; i < MAX_SESSIONS; i++)
+        if (h->sessions[i].conn)
+            mcp_conn_shutdown(h->sessions[i].conn);
+    for (struct exchange *x = h->modern; x; x = x->next)
+        mcp_conn_shutdown(x->conn);
+    while (h->active > 0) {
+        struct timespec until;
+        long long left = deadline - mcp_monotonic_ms();
+
+        if (left <= 0)
+            break;
+        clock_gettime(CLOCK_REALTIME, &until);
+        left = left < 100 ? left : 100;
+        until.tv_nsec += (long)left * 1000000L;
+        until.tv_sec += until.tv_nsec / 1000000000L;
+        until.tv_nsec %= 1000000000L;
+        pthread_cond_timedwait(&h->quiet, &h->lock, &until);
+    }
+    pthread_mutex_unlock(&h->lock);
 }
 
 int mcp_serve_http(struct sbx_runtime *rt, const struct mcp_options *opt, const char *addr)
@@ -857,6 +909,7 @@ int mcp_serve_http(struct sbx_runtime *rt, const struct mcp_options *opt, const 
     const union MHD_DaemonInfo *info;
     sigset_t mask;
     bool v6;
+    int sig;
 
     if (parse_addr(addr, &ss, &h.loopback) < 0) {
         fprintf(stderr, "llm-sandbox: --http '%s' must be ADDRESS:PORT, e.g. 127.0.0.1:8080\n",
@@ -883,6 +936,7 @@ int mcp_serve_http(struct sbx_runtime *rt, const struct mcp_options *opt, const 
         sigaction(SIGPIPE, &ign, NULL);
     }
     pthread_mutex_init(&h.lock, NULL);
+    pthread_cond_init(&h.quiet, NULL);
     if (mcp_server_new(rt, opt, &h.s, NULL) < 0)
         return -1;
     v6 = ss.ss_family == AF_INET6;
@@ -899,7 +953,8 @@ int mcp_serve_http(struct sbx_runtime *rt, const struct mcp_options *opt, const 
     info = sym_MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
     fprintf(stderr, "llm-sandbox: MCP over HTTP at http://%.*s:%u/mcp\n",
             (int)(strrchr(addr, ':') - addr), addr, info ? info->port : 0);
-    wait_for_signal();
+    sig = wait_for_signal();
+    drain(&h);
     /* Cancel first: a connection's thread may be waiting for a running
      * call, and stopping the daemon waits for every connection thread. */
     pthread_mutex_lock(&h.lock);
@@ -914,5 +969,6 @@ int mcp_serve_http(struct sbx_runtime *rt, const struct mcp_options *opt, const 
         mcp_conn_free(h.sessions[i].conn);
     mcp_server_free(h.s);
     pthread_mutex_destroy(&h.lock);
-    return 0;
+    pthread_cond_destroy(&h.quiet);
+    return 128 + sig;
 }

@@ -57,6 +57,17 @@ void mcp_conn_set_owner(struct mcp_conn *c, const char *owner);
 /* Cancel the connection's calls (their sandboxes are killed), without
  * waiting. */
 void mcp_conn_cancel(struct mcp_conn *c);
+/* The server is ending (a signal): cancel the connection's calls (their
+ * sandboxes are killed) so that each is still answered, with a cancelled
+ * result, rather than dropped as a client's cancel is. Does not wait. */
+void mcp_conn_shutdown(struct mcp_conn *c);
+/* Wait until c has no call in flight, or until deadline_ms on
+ * CLOCK_MONOTONIC passes: true when idle. */
+bool mcp_conn_wait_idle(struct mcp_conn *c, long long deadline_ms);
+/* How long a transport ending on a signal waits for those answers. */
+#define MCP_SHUTDOWN_GRACE_MS 10000
+/* CLOCK_MONOTONIC in milliseconds. */
+long long mcp_monotonic_ms(void);
 /* Cancel the connection's calls, wait until each sink is done, free. */
 struct mcp_conn *mcp_conn_free(struct mcp_conn *c);
 /* The negotiated protocol version, or NULL before initialize. */

@@ -410,12 +410,37 @@ static bool is_list(const char *me)
            strcmp(me, "resources/templates/list") == 0 || strcmp(me, "prompts/list") == 0;
 }
 
+/* A NUL byte in params would be cut short by C strings (a uri, a name, a
+ * level): refuse it by name. A tool's arguments are the tool's to judge
+ * (args.c): its refusal is a result a model can act on, and stdin and
+ * file contents may carry NUL. */
+static bool refuse_nul(const char *me, struct json_object *params, const struct req *r)
+{
+    bool call = strcmp(me, "tools/call") == 0;
+    char msg[160];
+
+    if (!json_object_is_type(params, json_type_object))
+        return false;
+    json_object_object_foreach(params, key, v)
+    {
+        if ((call && strcmp(key, "arguments") == 0) || !jr_holds_nul(v))
+            continue;
+        snprintf(msg, sizeof(msg), "params.%.60s must not hold a NUL byte (\\u0000)", key);
+        server_error(r, JR_INVALID_PARAMS, msg);
+        return true;
+    }
+    return false;
+}
+
 /* Requests; takes *root when the request lives on (tools/call). */
 static void dispatch(struct mcp_conn *c, struct jr_msg *m, const struct mcp_sink *sink)
 {
     const char *me = m->method;
     struct req r = {m->id, sink, 0};
     struct json_object *cursor;
+
+    if (refuse_nul(me, m->params, &r))
+        return;
 
     if (id_in_flight(c, m->id)) {
         server_error(&r, JR_INVALID_REQUEST, "a request with this id is still in flight");

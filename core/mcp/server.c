@@ -143,9 +143,14 @@ void server_call_run(struct mcp_call *call)
     struct json_object *result = NULL;
     int r = 0;
 
-    if (!mcp_call_cancelled(call))
+    if (atomic_load(&call->shutdown))
+        result = mcp_error_result("cancelled: the server is shutting down (it received a "
+                                  "signal) before this call started");
+    else if (!mcp_call_cancelled(call))
         r = call->tool->fn(call, call->args, &result);
-    if (!mcp_call_cancelled(call)) {
+    /* a call the server itself ends is answered (its result says
+     * cancelled); one the client cancelled is not */
+    if (!mcp_call_cancelled(call) || atomic_load(&call->shutdown)) {
         struct req to = {call->id, &call->sink, call->flags};
 
         if (r < 0 || !result)
@@ -257,6 +262,49 @@ void mcp_conn_cancel(struct mcp_conn *c)
         sbx_cancel_fire(call->cancel);
     }
     pthread_mutex_unlock(&c->lock);
+}
+
+void mcp_conn_shutdown(struct mcp_conn *c)
+{
+    pthread_mutex_lock(&c->lock);
+    for (struct mcp_call *call = c->calls; call; call = call->next_in_conn) {
+        if (!atomic_load(&call->cancelled))
+            atomic_store(&call->shutdown, true);
+        sbx_cancel_fire(call->cancel);
+    }
+    pthread_mutex_unlock(&c->lock);
+}
+
+long long mcp_monotonic_ms(void)
+{
+    struct timespec now;
+
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+}
+
+bool mcp_conn_wait_idle(struct mcp_conn *c, long long deadline_ms)
+{
+    bool idle;
+
+    pthread_mutex_lock(&c->lock);
+    while (c->calls) {
+        struct timespec until;
+        long long left = deadline_ms - mcp_monotonic_ms();
+
+        if (left <= 0)
+            break;
+        /* the condition waits on CLOCK_REALTIME: wake at least every 100 ms */
+        clock_gettime(CLOCK_REALTIME, &until);
+        left = left < 100 ? left : 100;
+        until.tv_nsec += (long)(left % 1000) * 1000000L;
+        until.tv_sec += (time_t)(left / 1000) + until.tv_nsec / 1000000000L;
+        until.tv_nsec %= 1000000000L;
+        pthread_cond_timedwait(&c->idle, &c->lock, &until);
+    }
+    idle = c->calls == NULL;
+    pthread_mutex_unlock(&c->lock);
+    return idle;
 }
 
 struct mcp_conn *mcp_conn_free(struct mcp_conn *c)

@@ -76,6 +76,7 @@ struct mcp_call {
     int log_level; /* the envelope's (LOG_NONE without one); -1: the connection's */
     struct sbx_cancel *cancel;
     atomic_bool cancelled;
+    atomic_bool shutdown; /* the server is ending: answer (cancelled) all the same */
     struct mcp_call *next_queued, *next_in_conn;
 };
 

@@ -40,6 +40,9 @@ static int fail(struct json_object **ret, const char *fmt, ...)
 }
 
 /* Only these keys, and each a string where named in strings. */
+/* upload_file's content is a file's bytes: NUL is carried, by length. */
+static const char *const upload_bytes[] = {"content", NULL};
+
 static const char *check_keys(
         struct json_object *args, const char *const *keys, char *why, size_t n)
 {
@@ -55,7 +58,7 @@ static const char *check_keys(
         if (!known)
             return snprintf(why, n, "unknown argument '%.60s'", key), why;
     }
-    return NULL;
+    return exec_nul_check(args, upload_bytes, why, n);
 }
 
 /* A string argument: the value, NULL when absent, or "" with *bad set
@@ -263,8 +266,11 @@ static int t_upload_file(struct mcp_call *call, struct json_object *args, struct
     why = file_args(args, keys, true, &id, &path, buf, sizeof(buf));
     if (why)
         return fail(ret, "%s", why);
-    content = str_arg(args, "content", &bad);
     enc = str_arg(args, "encoding", &bad);
+    content = json_object_object_get_ex(args, "content", &v) &&
+                              json_object_is_type(v, json_type_string)
+                      ? json_object_get_string(v)
+                      : NULL;
     if (!content || bad)
         return fail(ret, "'content' (a string) is required; 'encoding' is a string");
     if (enc && strcmp(enc, "utf-8") != 0 && strcmp(enc, "base64") != 0)

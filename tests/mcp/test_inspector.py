@@ -19,7 +19,8 @@ import subprocess
 
 import pytest
 
-from mcptest import HERE, SBX_BIN, HttpUnavailable, clean_env, start_http, stop_http
+from mcptest import (HERE, SBX_BIN, SIGTERM_EXIT, HttpUnavailable, clean_env, start_http,
+                     stop_http)
 
 NODE_DIR = os.path.join(HERE, "node_modules", "node", "bin")
 NPX = shutil.which("npx", path="/usr/bin:/bin:/usr/local/bin") or "npx"
@@ -188,7 +189,7 @@ def http_url():
         yield url
         assert proc.poll() is None, "serve --http died during the tests"
     finally:
-        assert stop_http(proc) == 0
+        assert stop_http(proc) == SIGTERM_EXIT
 
 
 def test_http_tools_list(tmp_path, http_url):

@@ -19,7 +19,7 @@ import urllib.parse
 
 import pytest
 
-from mcptest import SBX_BIN, HttpUnavailable, ProcWatch, start_http, stop_http
+from mcptest import SBX_BIN, SIGTERM_EXIT, HttpUnavailable, ProcWatch, start_http, stop_http
 
 PROTOCOL = "2025-06-18"
 
@@ -37,7 +37,7 @@ def http_server():
         yield proc, url
         assert proc.poll() is None, "serve --http died during the test"
     finally:
-        assert stop_http(proc) == 0
+        assert stop_http(proc) == SIGTERM_EXIT
 
 
 def request(url, method, path_headers=None, body=None):
