@@ -115,7 +115,9 @@ typedef int (*mcp_tool_fn)(
 enum mcp_tool_flags {
     MCP_TOOL_WORKER = 1u << 0,     /* runs code or probes: on the worker pool */
     MCP_TOOL_READ_ONLY = 1u << 1,  /* annotations.readOnlyHint */
-    MCP_TOOL_OPEN_WORLD = 1u << 2, /* openWorldHint when the configured network is open */
+    MCP_TOOL_OPEN_WORLD = 1u << 2, /* openWorldHint: reaches package registries (libraries)
+                                      and, when the configured network is open, anything */
+    MCP_TOOL_DESTRUCTIVE = 1u << 3, /* destructiveHint: removes or overwrites what exists */
 };
 
 struct mcp_tool {

@@ -330,8 +330,9 @@ const char *mcp_conn_protocol(const struct mcp_conn *c)
     return c->protocol[0] ? c->protocol : NULL;
 }
 
-/* A tools/list entry. openWorldHint follows the configured network. */
-static struct json_object *tool_entry(const struct mcp_tool *t, bool network_open)
+/* A tools/list entry. A tool that may install libraries reaches package
+ * registries whatever the sandbox's network: openWorldHint. */
+static struct json_object *tool_entry(const struct mcp_tool *t)
 {
     struct json_object *o = json_object_new_object(), *ann = json_object_new_object();
     struct json_object *in = json_tokener_parse(t->input_schema);
@@ -350,11 +351,12 @@ static struct json_object *tool_entry(const struct mcp_tool *t, bool network_ope
     json_object_object_add(ann, "title", json_object_new_string(t->title));
     json_object_object_add(
             ann, "readOnlyHint", json_object_new_boolean(t->flags & MCP_TOOL_READ_ONLY));
-    json_object_object_add(ann, "destructiveHint", json_object_new_boolean(false));
+    json_object_object_add(
+            ann, "destructiveHint", json_object_new_boolean(t->flags & MCP_TOOL_DESTRUCTIVE));
     json_object_object_add(
             ann, "idempotentHint", json_object_new_boolean((t->flags & MCP_TOOL_READ_ONLY) != 0));
-    json_object_object_add(ann, "openWorldHint",
-            json_object_new_boolean(network_open && (t->flags & MCP_TOOL_OPEN_WORLD)));
+    json_object_object_add(
+            ann, "openWorldHint", json_object_new_boolean(t->flags & MCP_TOOL_OPEN_WORLD));
     json_object_object_add(o, "annotations", ann);
     return o;
 }
@@ -373,7 +375,7 @@ int mcp_add_tools(struct mcp_server *s, const struct mcp_tool *t, size_t n)
     s->tool_json = nj;
     for (size_t i = 0; i < n; i++) {
         /* a schema that does not parse is a bug in the table: refuse it */
-        struct json_object *e = tool_entry(&t[i], sbx_runtime_network_open(s->rt));
+        struct json_object *e = tool_entry(&t[i]);
 
         if (!e)
             return -1;
