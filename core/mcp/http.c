@@ -320,6 +320,8 @@ static struct session *session_new(struct http *h)
     }
     if (free_slot) {
         free_slot->conn = mcp_conn_new(h->s);
+        if (free_slot->conn)
+            mcp_conn_set_http(free_slot->conn);
         for (size_t i = 0; i < sizeof(rnd); i++)
             snprintf(free_slot->id + 2 * i, 3, "%02x", rnd[i]);
         free_slot->last_used = time(NULL);

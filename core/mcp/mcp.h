@@ -54,6 +54,9 @@ struct mcp_conn *mcp_conn_new(struct mcp_server *s);
  * outlive the connection; NULL: this connection may create none (an HTTP
  * exchange of revision 2026-07-28, which has no MCP session). */
 void mcp_conn_set_owner(struct mcp_conn *c, const char *owner);
+/* The connection is a Streamable HTTP session: initialize does not
+ * negotiate 2024-11-05, whose clients speak the older HTTP+SSE transport. */
+void mcp_conn_set_http(struct mcp_conn *c);
 /* Cancel the connection's calls (their sandboxes are killed), without
  * waiting. */
 void mcp_conn_cancel(struct mcp_conn *c);

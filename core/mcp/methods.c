@@ -101,7 +101,7 @@ static void m_initialize(struct mcp_conn *c, const struct req *r, struct json_ob
     asked = json_object_get_string(v);
     pthread_mutex_lock(&c->lock);
     /* the client's version when we speak it, else our newest */
-    snprintf(c->protocol, sizeof(c->protocol), "%s", protocol_negotiate(asked));
+    snprintf(c->protocol, sizeof(c->protocol), "%s", protocol_negotiate(asked, !c->http));
     pthread_mutex_unlock(&c->lock);
     res = json_object_new_object();
     json_object_object_add(res, "protocolVersion", json_object_new_string(c->protocol));
@@ -158,13 +158,21 @@ static void m_tools_list(struct mcp_conn *c, const struct req *r)
     struct mcp_server *s = c->s;
     struct json_object *res = json_object_new_object(), *a = json_object_new_array();
 
+    bool v2024 = !(r->flags & R_MODERN) && strcmp(c->protocol, "2025-03-26") < 0;
+
     /* Deep copies: the entries are shared by every thread, and json-c's
      * reference counts are not atomic. */
     for (size_t i = 0; i < s->n_tools; i++) {
         struct json_object *t = NULL;
 
-        if (json_object_deep_copy(s->tool_json[i], &t, NULL) == 0)
-            json_object_array_add(a, t);
+        if (json_object_deep_copy(s->tool_json[i], &t, NULL) != 0)
+            continue;
+        if (v2024) { /* 2024-11-05 has no annotations, titles or output schemas */
+            json_object_object_del(t, "annotations");
+            json_object_object_del(t, "title");
+            json_object_object_del(t, "outputSchema");
+        }
+        json_object_array_add(a, t);
     }
     json_object_object_add(res, "tools", a);
     server_answer(r, res);

@@ -254,6 +254,11 @@ void mcp_conn_set_owner(struct mcp_conn *c, const char *owner)
     c->owns_sessions = false;
 }
 
+void mcp_conn_set_http(struct mcp_conn *c)
+{
+    c->http = true;
+}
+
 void mcp_conn_cancel(struct mcp_conn *c)
 {
     pthread_mutex_lock(&c->lock);

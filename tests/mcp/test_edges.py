@@ -202,3 +202,51 @@ def test_http_sigterm_answers_the_call_in_flight():
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+# ---- protocol revision 2024-11-05 ------------------------------------------------
+
+
+def initialize(s, version):
+    r = s.request("initialize", {"protocolVersion": version, "capabilities": {},
+                                 "clientInfo": {"name": "old", "version": "1"}})
+    s.notify("notifications/initialized")
+    return r["result"]
+
+
+def test_2024_11_05_is_negotiated_on_stdio():
+    """A 2024-11-05 client gets its own version, not a counter-offer, and a
+    tools/list without what that revision lacks (annotations, titles,
+    output schemas); its calls still run."""
+    s = Server()
+    try:
+        assert initialize(s, "2024-11-05")["protocolVersion"] == "2024-11-05"
+        tools = s.request("tools/list")["result"]["tools"]
+        assert tools and all(set(t) == {"name", "description", "inputSchema"} for t in tools), tools
+        r = s.call_tool("execute_code", {"code": "print(6*7)"})
+        assert r["result"]["content"][0]["type"] == "text" and "42" in r["result"]["content"][0]["text"]
+        assert s.finish() == 0
+    finally:
+        s.kill()
+
+
+def test_2024_11_05_is_not_offered_over_streamable_http():
+    """2024-11-05 clients speak HTTP+SSE (GET /sse), which is not served:
+    Streamable HTTP counter-offers its newest version instead."""
+    try:
+        proc, url = start_http()
+    except HttpUnavailable as e:
+        pytest.skip(str(e))
+    try:
+        status, _, body = post(url, {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                                     "params": {"protocolVersion": "2024-11-05", "capabilities": {},
+                                                "clientInfo": {"name": "old", "version": "1"}}})
+        assert status == 200, body
+        assert json.loads(body)["result"]["protocolVersion"] == "2025-11-25", body
+        u = urllib.parse.urlsplit(url)
+        conn = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
+        conn.request("GET", "/sse")
+        assert conn.getresponse().status == 404
+        conn.close()
+    finally:
+        assert stop_http(proc) == SIGTERM_EXIT
