@@ -123,6 +123,36 @@ def test_doctor_clean():
     assert r.rc == 0 and b"plugin:bwrap" in r.out, r
 
 
+def test_doctor_reports_the_bubblewrap_version_floor():
+    """GHSA-pxhw-h44j-8pfx: bubblewrap before 0.12.0 follows a symlink in
+    a bind target's parent while setting up. doctor names the installed
+    version, says whether the package's changelog carries the fix (Debian
+    backports without a version bump), and why our binds are not exposed."""
+    import gzip
+    import subprocess
+    bwrap = "/usr/bin/bwrap"
+    if not os.access(bwrap, os.X_OK):
+        pytest.skip("no /usr/bin/bwrap")
+    out = subprocess.run([bwrap, "--version"], capture_output=True, text=True).stdout
+    version = tuple(int(x) for x in re.search(r"bubblewrap (\d+)\.(\d+)\.(\d+)", out).groups())
+    changelog = "/usr/share/doc/bubblewrap/changelog.Debian.gz"
+    try:
+        with gzip.open(changelog, "rt", errors="replace") as f:
+            backported = "GHSA-pxhw-h44j-8pfx" in f.read()
+    except OSError:
+        backported = False
+    rep = json.loads(run_cli(["doctor", "--json"]).out)
+    check = {c["check"]: c for c in rep["checks"]}["bwrap_version"]
+    assert "bubblewrap %d.%d.%d" % version in check["detail"], check
+    if version >= (0, 12, 0) or backported:
+        assert check["status"] == "ok" and check["fix"] is None, check
+    else:
+        assert check["status"] == "warn", check
+        assert "GHSA-pxhw-h44j-8pfx" in check["detail"] and "0.12.0" in check["fix"], check
+    if version < (0, 12, 0):
+        assert "none under a sandbox-writable path" in check["detail"], check
+
+
 @pytest.mark.parametrize("var,value,listed", [
     ("BACKEND", "nope", "bwrap"),
     ("LLM_SANDBOX_DEFAULT_LANGUAGE", "nope", "python"),
