@@ -87,9 +87,11 @@ struct exchange {
     bool done;
     struct session *session;
     struct http *h;
-    /* 2026-07-28 only (else NULL and -1): its own connection, listed in
-     * h->modern; an eventfd poked with cond; the client's socket */
+    /* 2026-07-28 only (else NULL): its own connection, listed in
+     * h->modern. For every request: an eventfd poked with cond and the
+     * client's socket, watched while the call runs (else -1) */
     struct mcp_conn *conn;
+    struct mcp_conn *watched; /* a session's connection the call runs on */
     struct exchange *prev, *next;
     int wake_fd, sock_fd;
 };
@@ -120,6 +122,23 @@ static void ex_wake(struct exchange *x)
     }
 }
 
+/* The client closed the connection of x's request (a dropped response or
+ * event stream): cancel its call, so the sandbox does not run on to its
+ * timeout unseen. A session's connection is used only while the session
+ * table still holds it (DELETE frees it under the table's lock, after
+ * cancelling every call itself). */
+static void ex_hung_up(struct exchange *x)
+{
+    if (x->conn) {
+        mcp_conn_cancel(x->conn);
+        return;
+    }
+    pthread_mutex_lock(&x->h->lock);
+    if (x->session && x->watched && x->session->conn == x->watched)
+        mcp_conn_cancel_sink(x->watched, x);
+    pthread_mutex_unlock(&x->h->lock);
+}
+
 /* Wait (x->lock held) for a message or the end of the request. An
  * exchange with a socket to watch returns false when the client hangs up,
  * after cancelling its call (the sandbox is killed). */
@@ -138,7 +157,7 @@ static bool ex_wait(struct exchange *x)
         pthread_mutex_unlock(&x->lock);
         r = poll(p, 2, -1);
         if (r > 0 && (p[1].revents & (POLLRDHUP | POLLHUP | POLLERR))) {
-            mcp_conn_cancel(x->conn);
+            ex_hung_up(x);
             pthread_mutex_lock(&x->lock);
             return false;
         }
@@ -257,6 +276,21 @@ int mcp_http_open(void)
     return 0;
 }
 
+/* A browser on this machine may call us (CORS): a loopback Origin gets
+ * itself back, with Mcp-Session-Id readable by its script. Any other
+ * Origin was refused (refusal) while we listen on loopback; elsewhere it
+ * gets no CORS headers, so a browser keeps the answer from its page. */
+static void cors(struct MHD_Connection *c, struct MHD_Response *r)
+{
+    const char *origin = sym_MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin");
+
+    if (!origin || !loopback_origin(origin))
+        return;
+    sym_MHD_add_response_header(r, "Access-Control-Allow-Origin", origin);
+    sym_MHD_add_response_header(r, "Access-Control-Expose-Headers", "Mcp-Session-Id");
+    sym_MHD_add_response_header(r, "Vary", "Origin");
+}
+
 static enum MHD_Result respond(struct MHD_Connection *c, unsigned status, const char *type,
         const char *body, const char *session)
 {
@@ -271,9 +305,12 @@ static enum MHD_Result respond(struct MHD_Connection *c, unsigned status, const 
     if (session)
         sym_MHD_add_response_header(r, "Mcp-Session-Id", session);
     if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
-        sym_MHD_add_response_header(r, "Allow", "POST, DELETE");
-    if (status == MHD_HTTP_UNAUTHORIZED)
-        sym_MHD_add_response_header(r, "WWW-Authenticate", "Bearer");
+        sym_MHD_add_response_header(r, "Allow", "POST, DELETE, OPTIONS");
+    if (status == MHD_HTTP_UNAUTHORIZED) /* RFC 6750; no OAuth: a static token */
+        sym_MHD_add_response_header(r, "WWW-Authenticate",
+                "Bearer realm=\"llm-sandbox\", error=\"invalid_token\", "
+                "error_description=\"send Authorization: Bearer <LLM_SANDBOX_HTTP_TOKEN>\"");
+    cors(c, r);
     ret = sym_MHD_queue_response(c, status, r);
     sym_MHD_destroy_response(r);
     return ret;
@@ -465,6 +502,7 @@ static enum MHD_Result answer(
     }
     sym_MHD_add_response_header(r, "Content-Type", "text/event-stream");
     sym_MHD_add_response_header(r, "Cache-Control", "no-cache");
+    cors(c, r);
     if (session)
         sym_MHD_add_response_header(r, "Mcp-Session-Id", session);
     ret = sym_MHD_queue_response(c, MHD_HTTP_OK, r);
@@ -479,8 +517,10 @@ static const char *header(struct MHD_Connection *c, const char *name)
     return sym_MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
 }
 
-/* Host/Origin (DNS rebinding) and the bearer token. NULL when fine. */
-static const char *refusal(struct http *h, struct MHD_Connection *c, unsigned *status)
+/* Host/Origin (DNS rebinding) and, unless preflight (a CORS preflight
+ * carries no credentials), the bearer token. NULL when fine. */
+static const char *refusal(
+        struct http *h, struct MHD_Connection *c, bool preflight, unsigned *status)
 {
     const char *host = header(c, "Host"), *origin = header(c, "Origin");
 
@@ -489,10 +529,34 @@ static const char *refusal(struct http *h, struct MHD_Connection *c, unsigned *s
         return "the Host header must name this machine's loopback";
     if (origin && h->loopback && !loopback_origin(origin))
         return "cross-origin requests are refused";
+    if (preflight && (!origin || !loopback_origin(origin)))
+        return "CORS preflight is answered for loopback origins only";
+    if (preflight)
+        return NULL;
     *status = MHD_HTTP_UNAUTHORIZED;
     if (h->token && !token_ok(h->token, header(c, "Authorization")))
         return "a valid bearer token is required";
     return NULL;
+}
+
+/* A browser's CORS preflight from a loopback origin: what it may send. */
+static enum MHD_Result on_preflight(struct MHD_Connection *c)
+{
+    struct MHD_Response *r = sym_MHD_create_response_from_buffer(0, (void *)(uintptr_t) "",
+            MHD_RESPMEM_PERSISTENT);
+    enum MHD_Result ret;
+
+    if (!r)
+        return MHD_NO;
+    sym_MHD_add_response_header(r, "Access-Control-Allow-Methods", "POST, DELETE, OPTIONS");
+    sym_MHD_add_response_header(r, "Access-Control-Allow-Headers",
+            "Content-Type, Accept, Authorization, Mcp-Session-Id, MCP-Protocol-Version, "
+            "Mcp-Method, Mcp-Name, Last-Event-ID");
+    sym_MHD_add_response_header(r, "Access-Control-Max-Age", "600");
+    cors(c, r);
+    ret = sym_MHD_queue_response(c, MHD_HTTP_NO_CONTENT, r);
+    sym_MHD_destroy_response(r);
+    return ret;
 }
 
 static enum MHD_Result on_delete(struct http *h, struct MHD_Connection *c)
@@ -712,6 +776,14 @@ static enum MHD_Result on_post(struct http *h, struct MHD_Connection *c, struct 
             return http_error(c, MHD_HTTP_NOT_FOUND, "unknown session");
     }
     conn = modern ? x->conn : x->session->conn;
+    if (!modern && request) { /* a dropped stream cancels the call: ex_wait */
+        const union MHD_ConnectionInfo *ci =
+                sym_MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+        x->watched = conn;
+        x->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        x->sock_fd = ci && x->wake_fd >= 0 ? ci->connect_fd : -1;
+    }
     atomic_fetch_add(&x->refs, 1); /* the sink's, dropped by sink_done */
     mcp_handle(conn, x->body ? x->body : "", x->len, &sink);
     if (!request) {
@@ -741,8 +813,12 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     if (!x) {
         if (strcmp(url, "/mcp") != 0)
             return http_error(c, MHD_HTTP_NOT_FOUND, "not found: the endpoint is /mcp");
-        if ((why = refusal(h, c, &status)))
+        bool preflight = strcmp(method, "OPTIONS") == 0;
+
+        if ((why = refusal(h, c, preflight, &status)))
             return http_error(c, status, why);
+        if (preflight)
+            return on_preflight(c);
         if (strcmp(method, "DELETE") == 0)
             return on_delete(h, c);
         if (strcmp(method, "POST") != 0)

@@ -57,6 +57,9 @@ void mcp_conn_set_owner(struct mcp_conn *c, const char *owner);
 /* The connection is a Streamable HTTP session: initialize does not
  * negotiate 2024-11-05, whose clients speak the older HTTP+SSE transport. */
 void mcp_conn_set_http(struct mcp_conn *c);
+/* Cancel the calls whose sink has this ud (their client went away, as an
+ * HTTP stream dropped), without waiting and without answering them. */
+void mcp_conn_cancel_sink(struct mcp_conn *c, const void *ud);
 /* Cancel the connection's calls (their sandboxes are killed), without
  * waiting. */
 void mcp_conn_cancel(struct mcp_conn *c);

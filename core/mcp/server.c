@@ -259,6 +259,18 @@ void mcp_conn_set_http(struct mcp_conn *c)
     c->http = true;
 }
 
+void mcp_conn_cancel_sink(struct mcp_conn *c, const void *ud)
+{
+    pthread_mutex_lock(&c->lock);
+    for (struct mcp_call *call = c->calls; call; call = call->next_in_conn) {
+        if (call->sink.ud != ud)
+            continue;
+        atomic_store(&call->cancelled, true);
+        sbx_cancel_fire(call->cancel);
+    }
+    pthread_mutex_unlock(&c->lock);
+}
+
 void mcp_conn_cancel(struct mcp_conn *c)
 {
     pthread_mutex_lock(&c->lock);

@@ -250,3 +250,130 @@ def test_2024_11_05_is_not_offered_over_streamable_http():
         conn.close()
     finally:
         assert stop_http(proc) == SIGTERM_EXIT
+
+
+# ---- HTTP: CORS, the 401, a dropped stream -----------------------------------------
+
+
+def raw(url, method, headers, body=None):
+    u = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
+    try:
+        conn.request(method, u.path, body, headers)
+        resp = conn.getresponse()
+        return resp.status, resp.headers, resp.read()
+    finally:
+        conn.close()
+
+
+@pytest.fixture
+def http_server():
+    try:
+        proc, url = start_http()
+    except HttpUnavailable as e:
+        pytest.skip(str(e))
+    try:
+        yield proc, url
+        assert proc.poll() is None, "serve --http died during the test"
+    finally:
+        assert stop_http(proc) == SIGTERM_EXIT
+
+
+def test_cors_preflight_for_loopback_origins(http_server):
+    """A browser page on this machine (a local Inspector, a dev server) can
+    call the server: its preflight is answered and Mcp-Session-Id is
+    exposed to its script. Other origins are refused."""
+    _, url = http_server
+    origin = "http://localhost:6274"
+    status, h, _ = raw(url, "OPTIONS", {
+        "Origin": origin, "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "content-type, mcp-session-id, mcp-protocol-version"})
+    assert status == 204, status
+    assert h["Access-Control-Allow-Origin"] == origin, dict(h)
+    assert "POST" in h["Access-Control-Allow-Methods"], dict(h)
+    allowed = {x.strip().lower() for x in h["Access-Control-Allow-Headers"].split(",")}
+    assert {"content-type", "mcp-session-id", "mcp-protocol-version", "authorization"} <= allowed
+    status, h, body = post(url, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "browser", "version": "1"}}}, {"Origin": origin})
+    assert status == 200, body
+    assert h["Access-Control-Allow-Origin"] == origin, dict(h)
+    assert "Mcp-Session-Id" in h["Access-Control-Expose-Headers"], dict(h)
+    assert h["Mcp-Session-Id"]
+    for evil in ("http://evil.example", "null", "http://localhost.evil.example"):
+        status, h, _ = raw(url, "OPTIONS", {"Origin": evil,
+                                            "Access-Control-Request-Method": "POST"})
+        assert status == 403 and "Access-Control-Allow-Origin" not in h, (evil, status)
+
+
+def test_401_says_how_to_authenticate():
+    """With LLM_SANDBOX_HTTP_TOKEN, a request without it gets 401 with a
+    Bearer challenge (RFC 6750) naming what to send; the preflight, which
+    carries no credentials, still passes; the token lets the client in."""
+    env = clean_env()
+    env["LLM_SANDBOX_HTTP_TOKEN"] = "s3cret-token-for-the-test"
+    try:
+        proc, url = start_http(env=env)
+    except HttpUnavailable as e:
+        pytest.skip(str(e))
+    try:
+        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}}
+        status, h, _ = post(url, init)
+        assert status == 401, status
+        challenge = h["WWW-Authenticate"]
+        assert challenge.startswith("Bearer ") and 'realm="llm-sandbox"' in challenge, challenge
+        assert "Authorization: Bearer" in challenge, challenge
+        status, _, _ = raw(url, "OPTIONS", {"Origin": "http://127.0.0.1:3000",
+                                            "Access-Control-Request-Method": "POST"})
+        assert status == 204
+        status, _, _ = post(url, init, {"Authorization": "Bearer s3cret-token-for-the-test"})
+        assert status == 200
+    finally:
+        assert stop_http(proc) == SIGTERM_EXIT
+
+
+def test_readme_shows_each_client_passing_a_bearer_header():
+    """No OAuth here: the README shows the exact static-header setting of
+    Claude Code, VS Code and Cursor."""
+    readme = open(os.path.join(os.path.dirname(__file__), "..", "..", "README.md")).read()
+    section = readme[readme.index("LLM_SANDBOX_HTTP_TOKEN"):]
+    assert '--header "Authorization: Bearer' in section  # Claude Code
+    assert '"headers": { "Authorization": "Bearer ${input:llm-sandbox-token}" }' in section
+    assert '"headers": { "Authorization": "Bearer ${env:LLM_SANDBOX_HTTP_TOKEN}" }' in section
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["event-stream", "json"])
+def test_a_dropped_response_cancels_its_call(http_server, stream):
+    """The client drops the connection of a running call (its event stream,
+    or the JSON answer it waits for): the call is cancelled and its sandbox
+    is gone promptly, not left to run to its timeout unseen."""
+    proc, url = http_server
+    h = http_session(url)
+    watch = ProcWatch(proc.pid)
+    params = {"name": "execute_code", "arguments": {
+        "code": "import time\nprint('started', flush=True)\nwhile True: pass", "timeout": 120}}
+    if stream:
+        params["_meta"] = {"progressToken": "p1"}
+    u = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
+    conn.request("POST", u.path, json.dumps({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                                             "params": params}).encode(),
+                 dict({"Content-Type": "application/json",
+                       "Accept": "application/json, text/event-stream"}, **h))
+    if stream:
+        resp = conn.getresponse()
+        assert resp.headers["Content-Type"].startswith("text/event-stream")
+        assert resp.read(6) == b"event:"  # progress has begun
+    deadline = time.monotonic() + 20
+    while not watch.saw("python3"):
+        assert time.monotonic() < deadline, "the sandboxed python3 never showed up"
+        time.sleep(0.02)
+    conn.sock.shutdown(2)
+    conn.close()
+    gone = watch.wait_gone(3.0)
+    watch.stop()
+    assert gone is not None, "still running 3 s after the stream dropped: %s" % watch.alive()
+    status, _, body = post(url, {"jsonrpc": "2.0", "id": 6, "method": "ping"}, h)
+    assert status == 200 and json.loads(body)["result"] == {}, body
