@@ -925,6 +925,46 @@ static int parse_addr(const char *spec, struct sockaddr_storage *ss, bool *ret_l
     return 0;
 }
 
+/* A listening socket at ss, or -1 after saying why on stderr: a port in
+ * use is named as such (libmicrohttpd's own bind message says "port 0"). */
+static int listen_on(const struct sockaddr_storage *ss, const char *addr)
+{
+    socklen_t len = ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                              : sizeof(struct sockaddr_in);
+    int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+
+    if (fd < 0) {
+        fprintf(stderr, "llm-sandbox: cannot listen on %s: socket: %s\n", addr, strerror(errno));
+        return -1;
+    }
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (ss->ss_family == AF_INET6)
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+    if (bind(fd, (const struct sockaddr *)ss, len) < 0 || listen(fd, 64) < 0) {
+        int e = errno;
+
+        close(fd);
+        if (e == EADDRINUSE)
+            fprintf(stderr,
+                    "llm-sandbox: cannot listen on %s: the port is in use (another program, or "
+                    "another llm-sandbox serve, listens there); choose another port with --http "
+                    "ADDRESS:PORT (PORT 0 takes any free one)\n",
+                    addr);
+        else if (e == EACCES)
+            fprintf(stderr,
+                    "llm-sandbox: cannot listen on %s: a port below 1024 needs root "
+                    "(CAP_NET_BIND_SERVICE); choose a port of 1024 or above\n",
+                    addr);
+        else if (e == EADDRNOTAVAIL)
+            fprintf(stderr, "llm-sandbox: cannot listen on %s: no interface here has that address\n",
+                    addr);
+        else
+            fprintf(stderr, "llm-sandbox: cannot listen on %s: %s\n", addr, strerror(e));
+        return -1;
+    }
+    return fd;
+}
+
 /* The signal's number. */
 static int wait_for_signal(void)
 {
@@ -987,7 +1027,7 @@ int mcp_serve_http(struct sbx_runtime *rt, const struct mcp_options *opt, const 
     const union MHD_DaemonInfo *info;
     sigset_t mask;
     bool v6;
-    int sig;
+    int sig, lfd;
 
     if (parse_addr(addr, &ss, &h.loopback) < 0) {
         fprintf(stderr, "llm-sandbox: --http '%s' must be ADDRESS:PORT, e.g. 127.0.0.1:8080\n",
@@ -1018,13 +1058,20 @@ int mcp_serve_http(struct sbx_runtime *rt, const struct mcp_options *opt, const 
     if (mcp_server_new(rt, opt, &h.s, NULL) < 0)
         return -1;
     v6 = ss.ss_family == AF_INET6;
+    lfd = listen_on(&ss, addr);
+    if (lfd < 0) {
+        mcp_server_free(h.s);
+        return -1;
+    }
+    /* (the daemon owns lfd from here: it closes it when stopped) */
     d = sym_MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
                                      MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0),
-            0, NULL, NULL, handler, &h, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+            0, NULL, NULL, handler, &h, MHD_OPTION_LISTEN_SOCKET, lfd,
             MHD_OPTION_NOTIFY_COMPLETED, completed, &h, MHD_OPTION_CONNECTION_LIMIT, (unsigned)256,
             MHD_OPTION_END);
     if (!d) {
-        fprintf(stderr, "llm-sandbox: cannot listen on %s: %s\n", addr, strerror(errno));
+        fprintf(stderr, "llm-sandbox: cannot serve HTTP on %s: %s\n", addr, strerror(errno));
+        close(lfd);
         mcp_server_free(h.s);
         return -1;
     }
