@@ -56,8 +56,7 @@ const char *exec_controls_check(struct json_object *args, char *why, size_t n)
 /* Arguments that carry bytes, NUL included, by length. */
 static const char *const exec_bytes[] = {"stdin", "files", NULL};
 
-const char *exec_nul_check(
-        struct json_object *args, const char *const *bytes, char *why, size_t n)
+const char *exec_nul_check(struct json_object *args, const char *const *bytes, char *why, size_t n)
 {
     const char *key = jr_nul_key(args, bytes);
 

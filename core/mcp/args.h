@@ -35,8 +35,7 @@ const char *exec_controls_check(struct json_object *args, char *why, size_t n);
 /* NULL when no argument holds a NUL byte, except where a key listed in
  * bytes (NULL-terminated) carries bytes (its string, or its object's
  * strings: stdin, file contents); else why not, naming the argument. */
-const char *exec_nul_check(
-        struct json_object *args, const char *const *bytes, char *why, size_t n);
+const char *exec_nul_check(struct json_object *args, const char *const *bytes, char *why, size_t n);
 
 struct exec_args {
     const char *code, *language, *stdin_data; /* borrowed from the arguments */

@@ -542,8 +542,8 @@ static const char *refusal(
 /* A browser's CORS preflight from a loopback origin: what it may send. */
 static enum MHD_Result on_preflight(struct MHD_Connection *c)
 {
-    struct MHD_Response *r = sym_MHD_create_response_from_buffer(0, (void *)(uintptr_t) "",
-            MHD_RESPMEM_PERSISTENT);
+    struct MHD_Response *r =
+            sym_MHD_create_response_from_buffer(0, (void *)(uintptr_t) "", MHD_RESPMEM_PERSISTENT);
     enum MHD_Result ret;
 
     if (!r)
@@ -929,8 +929,8 @@ static int parse_addr(const char *spec, struct sockaddr_storage *ss, bool *ret_l
  * use is named as such (libmicrohttpd's own bind message says "port 0"). */
 static int listen_on(const struct sockaddr_storage *ss, const char *addr)
 {
-    socklen_t len = ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
-                                              : sizeof(struct sockaddr_in);
+    socklen_t len =
+            ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
     int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
 
     if (fd < 0) {
@@ -956,8 +956,8 @@ static int listen_on(const struct sockaddr_storage *ss, const char *addr)
                     "(CAP_NET_BIND_SERVICE); choose a port of 1024 or above\n",
                     addr);
         else if (e == EADDRNOTAVAIL)
-            fprintf(stderr, "llm-sandbox: cannot listen on %s: no interface here has that address\n",
-                    addr);
+            fprintf(stderr,
+                    "llm-sandbox: cannot listen on %s: no interface here has that address\n", addr);
         else
             fprintf(stderr, "llm-sandbox: cannot listen on %s: %s\n", addr, strerror(e));
         return -1;
@@ -1066,9 +1066,8 @@ int mcp_serve_http(struct sbx_runtime *rt, const struct mcp_options *opt, const 
     /* (the daemon owns lfd from here: it closes it when stopped) */
     d = sym_MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
                                      MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0),
-            0, NULL, NULL, handler, &h, MHD_OPTION_LISTEN_SOCKET, lfd,
-            MHD_OPTION_NOTIFY_COMPLETED, completed, &h, MHD_OPTION_CONNECTION_LIMIT, (unsigned)256,
-            MHD_OPTION_END);
+            0, NULL, NULL, handler, &h, MHD_OPTION_LISTEN_SOCKET, lfd, MHD_OPTION_NOTIFY_COMPLETED,
+            completed, &h, MHD_OPTION_CONNECTION_LIMIT, (unsigned)256, MHD_OPTION_END);
     if (!d) {
         fprintf(stderr, "llm-sandbox: cannot serve HTTP on %s: %s\n", addr, strerror(errno));
         close(lfd);

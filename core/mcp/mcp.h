@@ -119,10 +119,10 @@ typedef int (*mcp_tool_fn)(
         struct mcp_call *call, struct json_object *args, struct json_object **ret_result);
 
 enum mcp_tool_flags {
-    MCP_TOOL_WORKER = 1u << 0,     /* runs code or probes: on the worker pool */
-    MCP_TOOL_READ_ONLY = 1u << 1,  /* annotations.readOnlyHint */
-    MCP_TOOL_OPEN_WORLD = 1u << 2, /* openWorldHint: reaches package registries (libraries)
-                                      and, when the configured network is open, anything */
+    MCP_TOOL_WORKER = 1u << 0,      /* runs code or probes: on the worker pool */
+    MCP_TOOL_READ_ONLY = 1u << 1,   /* annotations.readOnlyHint */
+    MCP_TOOL_OPEN_WORLD = 1u << 2,  /* openWorldHint: reaches package registries (libraries)
+                                       and, when the configured network is open, anything */
     MCP_TOOL_DESTRUCTIVE = 1u << 3, /* destructiveHint: removes or overwrites what exists */
 };
 

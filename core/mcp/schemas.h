@@ -9,7 +9,8 @@
 #ifndef SBX_MCP_SCHEMAS_H
 #define SBX_MCP_SCHEMAS_H
 
-#define MCP_NULLABLE(type) "{\"anyOf\":[{\"type\":\"" type "\"},{\"type\":\"null\"}]}"
+#define MCP_NULLABLE_STRING  "{\"anyOf\":[{\"type\":\"string\"},{\"type\":\"null\"}]}"
+#define MCP_NULLABLE_INTEGER "{\"anyOf\":[{\"type\":\"integer\"},{\"type\":\"null\"}]}"
 
 /* A session tool's refusal (isError): {"status": "refused", "message"}. */
 #define MCP_REFUSAL_PROPS                                                                          \
@@ -21,15 +22,15 @@
     "{\"type\":\"object\",\"properties\":{"                                                        \
     "\"status\":{\"type\":\"string\",\"enum\":[\"ok\",\"error\",\"timeout\",\"oom\","              \
     "\"killed\",\"cancelled\",\"refused\"]},"                                                      \
-    "\"exit_code\":" MCP_NULLABLE("integer") ","                                                   \
+    "\"exit_code\":" MCP_NULLABLE_INTEGER ","                                                      \
     "\"limit\":{\"anyOf\":[{\"type\":\"string\",\"enum\":[\"wall_time\",\"memory\","               \
     "\"pids\",\"file_size\",\"workspace\"]},{\"type\":\"null\"}]},"                                \
     "\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"                           \
     "\"stdout_truncated\":{\"type\":\"boolean\"},\"stderr_truncated\":{\"type\":\"boolean\"},"     \
     "\"stdout_bytes\":{\"type\":\"integer\"},\"stderr_bytes\":{\"type\":\"integer\"},"             \
     "\"duration_ms\":{\"type\":\"integer\"},"                                                      \
-    "\"backend\":" MCP_NULLABLE("string") ",\"language\":" MCP_NULLABLE("string") ","              \
-    "\"message\":" MCP_NULLABLE("string") ","                                                      \
+    "\"backend\":" MCP_NULLABLE_STRING ",\"language\":" MCP_NULLABLE_STRING ","                    \
+    "\"message\":" MCP_NULLABLE_STRING ","                                                         \
     "\"artifacts\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}},"                          \
     "\"warnings\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"                           \
     "\"install\":{\"type\":\"object\",\"properties\":{"                                            \

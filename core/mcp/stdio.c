@@ -45,7 +45,7 @@ static int serve_loop(struct mcp_conn *c, const struct mcp_sink *sink, int sig_f
             struct signalfd_siginfo si;
 
             sig = read(sig_fd, &si, sizeof(si)) == (ssize_t)sizeof(si) ? (int)si.ssi_signo
-                                                                        : SIGTERM;
+                                                                       : SIGTERM;
             break;
         }
         if (stream_in_read(&in, STDIN_FILENO, c, sink) <= 0)

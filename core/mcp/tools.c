@@ -330,15 +330,15 @@ static const char languages_output[] =
  * failed); the keys a language's manifest adds are allowed. */
 static const char details_output[] =
         "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},"
-        "\"version\":" MCP_NULLABLE("string") ",\"description\":{\"type\":\"string\"},"
+        "\"version\":" MCP_NULLABLE_STRING ",\"description\":{\"type\":\"string\"},"
         "\"aliases\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
-        "\"package_manager\":" MCP_NULLABLE("string") "},\"required\":[\"name\"]}";
+        "\"package_manager\":" MCP_NULLABLE_STRING "},\"required\":[\"name\"]}";
 
 static const char backends_output[] =
         "{\"type\":\"object\",\"properties\":{\"backends\":{\"type\":\"array\","
         "\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},"
-        "\"status\":{\"type\":\"string\"},\"error\":" MCP_NULLABLE("string") ","
-        "\"probe_error\":" MCP_NULLABLE("string") "},\"required\":[\"name\"]}},"
+        "\"status\":{\"type\":\"string\"},\"error\":" MCP_NULLABLE_STRING ","
+        "\"probe_error\":" MCP_NULLABLE_STRING "},\"required\":[\"name\"]}},"
         "\"default\":{\"type\":\"string\"}},\"required\":[\"backends\",\"default\"]}";
 
 static const char no_input[] =
@@ -359,8 +359,7 @@ static const struct mcp_tool tools[] = {
                 t_execute_code},
         {"get_supported_languages", "Supported languages",
                 "List the languages this server can run.", no_input, languages_output,
-                MCP_TOOL_READ_ONLY,
-                t_supported_languages},
+                MCP_TOOL_READ_ONLY, t_supported_languages},
         {"get_language_details", "Language details",
                 "Details of one language: the toolchain's real version, its package manager and "
                 "how code is run.",

@@ -6,18 +6,20 @@
  * one only when its changelog names the advisory, and the detail always
  * says why llm-sandbox's binds are not exposed.
  */
+/* clang-format off */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include <cmocka.h>
+/* clang-format on */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <cmocka.h>
 
 #include "runtime/bwrap_floor.h"
 

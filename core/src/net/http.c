@@ -19,6 +19,7 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -26,7 +27,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <limits.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -269,8 +269,8 @@ static void unix_why(const char *path, char *out, size_t len)
     if (fd >= 0)
         close(fd);
     if (e == EACCES || e == EPERM)
-        snprintf(out, len, "the socket '%s' exists but this user may not connect to it (%s)",
-                path, strerror(e));
+        snprintf(out, len, "the socket '%s' exists but this user may not connect to it (%s)", path,
+                strerror(e));
     else
         snprintf(out, len, "nothing listens on the socket '%s' (%s)", path,
                 e ? strerror(e) : "it accepted, then closed");

@@ -10,18 +10,19 @@
  * sandboxed code runs, so none lies under a path the sandbox could have
  * written (plugins/bwrap/translate.c); the check says so.
  */
+#include "runtime/bwrap_floor.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "host/exec.h"
-#include "runtime/bwrap_floor.h"
 
-#define ADVISORY "GHSA-pxhw-h44j-8pfx"
+#define ADVISORY  "GHSA-pxhw-h44j-8pfx"
 #define CHANGELOG "/usr/share/doc/bubblewrap/changelog.Debian.gz"
 #define NOT_EXPOSED                                                                                \
-    "llm-sandbox is not exposed to it: every bind target is created in bwrap's fresh root "       \
+    "llm-sandbox is not exposed to it: every bind target is created in bwrap's fresh root "        \
     "tmpfs or a fresh tmpfs before sandboxed code runs, none under a sandbox-writable path"
 
 /* argv's output (stdout and stderr), or NULL. (transfer full) */
@@ -46,8 +47,7 @@ int bwrap_floor_check(const char *bwrap, const char *changelog, char *detail, si
 {
     const char *ver_argv[] = {bwrap, "--version", NULL};
     const char *log_argv[] = {"/usr/bin/gzip", "-dc", changelog ? changelog : CHANGELOG, NULL};
-    const char *pkg_argv[] = {
-            "/usr/bin/dpkg-query", "-W", "-f", "${Version}", "bubblewrap", NULL};
+    const char *pkg_argv[] = {"/usr/bin/dpkg-query", "-W", "-f", "${Version}", "bubblewrap", NULL};
     char *ver = capture(ver_argv, 256), *log, *pkg;
     const char *p;
     int a = 0, b = 0, c = 0;
@@ -74,7 +74,7 @@ int bwrap_floor_check(const char *bwrap, const char *changelog, char *detail, si
             " (bwrap's setup can follow a symlink in a bind target's parent to the host "
             "through /oldroot); " NOT_EXPOSED,
             a, b, c, pkg ? " (package " : "", pkg ? pkg : "", pkg ? ")" : "",
-            !log     ? "no package changelog (" CHANGELOG ") says whether it carries the fix for"
+            !log    ? "no package changelog (" CHANGELOG ") says whether it carries the fix for"
             : fixed ? "its package changelog says it carries the fix for"
                     : "its package changelog does not mention the fix for");
     if (!fixed)

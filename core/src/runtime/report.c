@@ -377,7 +377,8 @@ static void check_bwrap_floor(struct sbx_runtime *rt, struct json_object *a)
     struct stat st;
     int r;
 
-    if (!pl || pl->state != PLUGIN_OK || manifest_which(pl->m, "bwrap", where, sizeof(where), &st) < 0)
+    if (!pl || pl->state != PLUGIN_OK ||
+            manifest_which(pl->m, "bwrap", where, sizeof(where), &st) < 0)
         return;
     r = bwrap_floor_check(where, NULL, detail, sizeof(detail), fix, sizeof(fix));
     check(a, "bwrap_version", r == 1 ? "ok" : "warn", detail, fix[0] ? fix : NULL);
