@@ -33,7 +33,11 @@ static void serve_help(void)
            "                       /run/llm-sandbox/mcp.sock as root); one systemd passes\n"
            "                       (LISTEN_FDS, llm-sandbox.socket) is served instead\n"
            "  --workers N          tool calls run at once (default: the number of CPUs)\n"
-           "  --test-fixtures      add the MCP conformance suite's test tools (tests only)\n");
+           "  --test-fixtures      add the MCP conformance suite's test tools (tests only)\n"
+           "SIGINT or SIGTERM ends it: every call in flight is cancelled and answered\n"
+           "(a cancelled result) first.\n"
+           "Exit status: 0 at the end of standard input; 128 + the signal's number after\n"
+           "SIGINT (130) or SIGTERM (143); 125 when it cannot start; 2 for bad usage.\n");
 }
 
 #define MAX_WORKERS 1024u
@@ -163,5 +167,5 @@ int cmd_serve(int argc, char **argv)
         rc = mcp_serve_stdio(rt, &mo);
     sbx_runtime_free(rt);
     free(sock_buf);
-    return rc < 0 ? EXIT_TOOL : 0;
+    return rc < 0 ? EXIT_TOOL : rc; /* 128 + N after signal N (mcp/serve.h) */
 }

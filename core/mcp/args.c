@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jsonrpc.h"
+
 static const char *const exec_keys[] = {
         "code", "language", "libraries", "stdin", "files", "session_id", NULL};
 
@@ -49,6 +51,22 @@ const char *exec_controls_check(struct json_object *args, char *why, size_t n)
             return snprintf(why, n, "'%s' must not hold a NUL byte", exec_controls[i].key), why;
     }
     return NULL;
+}
+
+/* Arguments that carry bytes, NUL included, by length. */
+static const char *const exec_bytes[] = {"stdin", "files", NULL};
+
+const char *exec_nul_check(struct json_object *args, const char *const *bytes, char *why, size_t n)
+{
+    const char *key = jr_nul_key(args, bytes);
+
+    if (!key)
+        return NULL;
+    snprintf(why, n,
+            "'%.40s' must not hold a NUL byte (\\u0000): it would be cut short there; NUL is "
+            "carried only in stdin and file contents",
+            key);
+    return why;
 }
 
 static bool known(const char *const *keys, const char *k)
@@ -150,7 +168,9 @@ const char *exec_args_parse(struct json_object *args, struct exec_args *a, char 
     memset(a, 0, sizeof(*a));
     if (!args || !json_object_is_type(args, json_type_object))
         return "'code' (a string) is required";
-    r = parse_scalars(args, a, why, n);
+    r = exec_nul_check(args, exec_bytes, why, n);
+    if (!r)
+        r = parse_scalars(args, a, why, n);
     if (!r)
         r = exec_controls_check(args, why, n);
     return r ? r : parse_lists(args, a);

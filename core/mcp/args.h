@@ -32,6 +32,10 @@ extern const size_t exec_n_controls;
 /* NULL when each control args gives has one of its JSON types, else why
  * not (static text or why[n]). */
 const char *exec_controls_check(struct json_object *args, char *why, size_t n);
+/* NULL when no argument holds a NUL byte, except where a key listed in
+ * bytes (NULL-terminated) carries bytes (its string, or its object's
+ * strings: stdin, file contents); else why not, naming the argument. */
+const char *exec_nul_check(struct json_object *args, const char *const *bytes, char *why, size_t n);
 
 struct exec_args {
     const char *code, *language, *stdin_data; /* borrowed from the arguments */

@@ -69,6 +69,9 @@ struct http {
     pthread_mutex_t lock;
     struct session sessions[MAX_SESSIONS];
     struct exchange *modern; /* 2026-07-28 exchanges in progress, for shutdown */
+    unsigned active;         /* POSTs not yet completed (answer written) */
+    bool stopping;           /* a signal came: new POSTs are refused */
+    pthread_cond_t quiet;    /* active dropped */
 };
 
 /* One POST: its body, then the messages the server sends for it. */
@@ -84,9 +87,11 @@ struct exchange {
     bool done;
     struct session *session;
     struct http *h;
-    /* 2026-07-28 only (else NULL and -1): its own connection, listed in
-     * h->modern; an eventfd poked with cond; the client's socket */
+    /* 2026-07-28 only (else NULL): its own connection, listed in
+     * h->modern. For every request: an eventfd poked with cond and the
+     * client's socket, watched while the call runs (else -1) */
     struct mcp_conn *conn;
+    struct mcp_conn *watched; /* a session's connection the call runs on */
     struct exchange *prev, *next;
     int wake_fd, sock_fd;
 };
@@ -117,6 +122,23 @@ static void ex_wake(struct exchange *x)
     }
 }
 
+/* The client closed the connection of x's request (a dropped response or
+ * event stream): cancel its call, so the sandbox does not run on to its
+ * timeout unseen. A session's connection is used only while the session
+ * table still holds it (DELETE frees it under the table's lock, after
+ * cancelling every call itself). */
+static void ex_hung_up(struct exchange *x)
+{
+    if (x->conn) {
+        mcp_conn_cancel(x->conn);
+        return;
+    }
+    pthread_mutex_lock(&x->h->lock);
+    if (x->session && x->watched && x->session->conn == x->watched)
+        mcp_conn_cancel_sink(x->watched, x);
+    pthread_mutex_unlock(&x->h->lock);
+}
+
 /* Wait (x->lock held) for a message or the end of the request. An
  * exchange with a socket to watch returns false when the client hangs up,
  * after cancelling its call (the sandbox is killed). */
@@ -135,7 +157,7 @@ static bool ex_wait(struct exchange *x)
         pthread_mutex_unlock(&x->lock);
         r = poll(p, 2, -1);
         if (r > 0 && (p[1].revents & (POLLRDHUP | POLLHUP | POLLERR))) {
-            mcp_conn_cancel(x->conn);
+            ex_hung_up(x);
             pthread_mutex_lock(&x->lock);
             return false;
         }
@@ -254,6 +276,21 @@ int mcp_http_open(void)
     return 0;
 }
 
+/* A browser on this machine may call us (CORS): a loopback Origin gets
+ * itself back, with Mcp-Session-Id readable by its script. Any other
+ * Origin was refused (refusal) while we listen on loopback; elsewhere it
+ * gets no CORS headers, so a browser keeps the answer from its page. */
+static void cors(struct MHD_Connection *c, struct MHD_Response *r)
+{
+    const char *origin = sym_MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin");
+
+    if (!origin || !loopback_origin(origin))
+        return;
+    sym_MHD_add_response_header(r, "Access-Control-Allow-Origin", origin);
+    sym_MHD_add_response_header(r, "Access-Control-Expose-Headers", "Mcp-Session-Id");
+    sym_MHD_add_response_header(r, "Vary", "Origin");
+}
+
 static enum MHD_Result respond(struct MHD_Connection *c, unsigned status, const char *type,
         const char *body, const char *session)
 {
@@ -268,9 +305,12 @@ static enum MHD_Result respond(struct MHD_Connection *c, unsigned status, const 
     if (session)
         sym_MHD_add_response_header(r, "Mcp-Session-Id", session);
     if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
-        sym_MHD_add_response_header(r, "Allow", "POST, DELETE");
-    if (status == MHD_HTTP_UNAUTHORIZED)
-        sym_MHD_add_response_header(r, "WWW-Authenticate", "Bearer");
+        sym_MHD_add_response_header(r, "Allow", "POST, DELETE, OPTIONS");
+    if (status == MHD_HTTP_UNAUTHORIZED) /* RFC 6750; no OAuth: a static token */
+        sym_MHD_add_response_header(r, "WWW-Authenticate",
+                "Bearer realm=\"llm-sandbox\", error=\"invalid_token\", "
+                "error_description=\"send Authorization: Bearer <LLM_SANDBOX_HTTP_TOKEN>\"");
+    cors(c, r);
     ret = sym_MHD_queue_response(c, status, r);
     sym_MHD_destroy_response(r);
     return ret;
@@ -317,6 +357,8 @@ static struct session *session_new(struct http *h)
     }
     if (free_slot) {
         free_slot->conn = mcp_conn_new(h->s);
+        if (free_slot->conn)
+            mcp_conn_set_http(free_slot->conn);
         for (size_t i = 0; i < sizeof(rnd); i++)
             snprintf(free_slot->id + 2 * i, 3, "%02x", rnd[i]);
         free_slot->last_used = time(NULL);
@@ -460,6 +502,7 @@ static enum MHD_Result answer(
     }
     sym_MHD_add_response_header(r, "Content-Type", "text/event-stream");
     sym_MHD_add_response_header(r, "Cache-Control", "no-cache");
+    cors(c, r);
     if (session)
         sym_MHD_add_response_header(r, "Mcp-Session-Id", session);
     ret = sym_MHD_queue_response(c, MHD_HTTP_OK, r);
@@ -474,8 +517,10 @@ static const char *header(struct MHD_Connection *c, const char *name)
     return sym_MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
 }
 
-/* Host/Origin (DNS rebinding) and the bearer token. NULL when fine. */
-static const char *refusal(struct http *h, struct MHD_Connection *c, unsigned *status)
+/* Host/Origin (DNS rebinding) and, unless preflight (a CORS preflight
+ * carries no credentials), the bearer token. NULL when fine. */
+static const char *refusal(
+        struct http *h, struct MHD_Connection *c, bool preflight, unsigned *status)
 {
     const char *host = header(c, "Host"), *origin = header(c, "Origin");
 
@@ -484,10 +529,34 @@ static const char *refusal(struct http *h, struct MHD_Connection *c, unsigned *s
         return "the Host header must name this machine's loopback";
     if (origin && h->loopback && !loopback_origin(origin))
         return "cross-origin requests are refused";
+    if (preflight && (!origin || !loopback_origin(origin)))
+        return "CORS preflight is answered for loopback origins only";
+    if (preflight)
+        return NULL;
     *status = MHD_HTTP_UNAUTHORIZED;
     if (h->token && !token_ok(h->token, header(c, "Authorization")))
         return "a valid bearer token is required";
     return NULL;
+}
+
+/* A browser's CORS preflight from a loopback origin: what it may send. */
+static enum MHD_Result on_preflight(struct MHD_Connection *c)
+{
+    struct MHD_Response *r =
+            sym_MHD_create_response_from_buffer(0, (void *)(uintptr_t) "", MHD_RESPMEM_PERSISTENT);
+    enum MHD_Result ret;
+
+    if (!r)
+        return MHD_NO;
+    sym_MHD_add_response_header(r, "Access-Control-Allow-Methods", "POST, DELETE, OPTIONS");
+    sym_MHD_add_response_header(r, "Access-Control-Allow-Headers",
+            "Content-Type, Accept, Authorization, Mcp-Session-Id, MCP-Protocol-Version, "
+            "Mcp-Method, Mcp-Name, Last-Event-ID");
+    sym_MHD_add_response_header(r, "Access-Control-Max-Age", "600");
+    cors(c, r);
+    ret = sym_MHD_queue_response(c, MHD_HTTP_NO_CONTENT, r);
+    sym_MHD_destroy_response(r);
+    return ret;
 }
 
 static enum MHD_Result on_delete(struct http *h, struct MHD_Connection *c)
@@ -707,6 +776,14 @@ static enum MHD_Result on_post(struct http *h, struct MHD_Connection *c, struct 
             return http_error(c, MHD_HTTP_NOT_FOUND, "unknown session");
     }
     conn = modern ? x->conn : x->session->conn;
+    if (!modern && request) { /* a dropped stream cancels the call: ex_wait */
+        const union MHD_ConnectionInfo *ci =
+                sym_MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+        x->watched = conn;
+        x->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        x->sock_fd = ci && x->wake_fd >= 0 ? ci->connect_fd : -1;
+    }
     atomic_fetch_add(&x->refs, 1); /* the sink's, dropped by sink_done */
     mcp_handle(conn, x->body ? x->body : "", x->len, &sink);
     if (!request) {
@@ -736,8 +813,12 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     if (!x) {
         if (strcmp(url, "/mcp") != 0)
             return http_error(c, MHD_HTTP_NOT_FOUND, "not found: the endpoint is /mcp");
-        if ((why = refusal(h, c, &status)))
+        bool preflight = strcmp(method, "OPTIONS") == 0;
+
+        if ((why = refusal(h, c, preflight, &status)))
             return http_error(c, status, why);
+        if (preflight)
+            return on_preflight(c);
         if (strcmp(method, "DELETE") == 0)
             return on_delete(h, c);
         if (strcmp(method, "POST") != 0)
@@ -745,6 +826,14 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         x = calloc(1, sizeof(*x));
         if (!x)
             return MHD_NO;
+        pthread_mutex_lock(&h->lock);
+        if (h->stopping) {
+            pthread_mutex_unlock(&h->lock);
+            free(x);
+            return http_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "the server is shutting down");
+        }
+        h->active++;
+        pthread_mutex_unlock(&h->lock);
         atomic_init(&x->refs, 1);
         x->wake_fd = x->sock_fd = -1;
         pthread_mutex_init(&x->lock, NULL);
@@ -776,17 +865,22 @@ static void completed(
         void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode code)
 {
     struct exchange *x = *con_cls;
+    struct http *h = cls;
 
     (void)c;
     (void)code;
     if (!x)
         return;
     if (x->session)
-        session_put(cls, x->session);
+        session_put(h, x->session);
     if (x->conn)
-        modern_end(cls, x);
+        modern_end(h, x);
     *con_cls = NULL;
     ex_unref(x);
+    pthread_mutex_lock(&h->lock);
+    h->active--;
+    pthread_cond_broadcast(&h->quiet);
+    pthread_mutex_unlock(&h->lock);
 }
 
 /* ---- the server ---------------------------------------------------------- */
@@ -831,10 +925,51 @@ static int parse_addr(const char *spec, struct sockaddr_storage *ss, bool *ret_l
     return 0;
 }
 
-static void wait_for_signal(void)
+/* A listening socket at ss, or -1 after saying why on stderr: a port in
+ * use is named as such (libmicrohttpd's own bind message says "port 0"). */
+static int listen_on(const struct sockaddr_storage *ss, const char *addr)
+{
+    socklen_t len =
+            ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+    int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+
+    if (fd < 0) {
+        fprintf(stderr, "llm-sandbox: cannot listen on %s: socket: %s\n", addr, strerror(errno));
+        return -1;
+    }
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (ss->ss_family == AF_INET6)
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+    if (bind(fd, (const struct sockaddr *)ss, len) < 0 || listen(fd, 64) < 0) {
+        int e = errno;
+
+        close(fd);
+        if (e == EADDRINUSE)
+            fprintf(stderr,
+                    "llm-sandbox: cannot listen on %s: the port is in use (another program, or "
+                    "another llm-sandbox serve, listens there); choose another port with --http "
+                    "ADDRESS:PORT (PORT 0 takes any free one)\n",
+                    addr);
+        else if (e == EACCES)
+            fprintf(stderr,
+                    "llm-sandbox: cannot listen on %s: a port below 1024 needs root "
+                    "(CAP_NET_BIND_SERVICE); choose a port of 1024 or above\n",
+                    addr);
+        else if (e == EADDRNOTAVAIL)
+            fprintf(stderr,
+                    "llm-sandbox: cannot listen on %s: no interface here has that address\n", addr);
+        else
+            fprintf(stderr, "llm-sandbox: cannot listen on %s: %s\n", addr, strerror(e));
+        return -1;
+    }
+    return fd;
+}
+
+/* The signal's number. */
+static int wait_for_signal(void)
 {
     sigset_t mask;
-    int fd;
+    int fd, sig = SIGTERM;
 
     sigemptyset(&mask);
     sigaddset(&mask, SIGINT);
@@ -843,10 +978,45 @@ static void wait_for_signal(void)
     if (fd >= 0) {
         struct signalfd_siginfo si;
 
-        while (read(fd, &si, sizeof(si)) < 0 && errno == EINTR)
+        ssize_t n;
+
+        while ((n = read(fd, &si, sizeof(si))) < 0 && errno == EINTR)
             ;
+        if (n == (ssize_t)sizeof(si))
+            sig = (int)si.ssi_signo;
         close(fd);
     }
+    return sig;
+}
+
+/* A signal came: every call in flight is cancelled and still answered (a
+ * cancelled result); wait, up to MCP_SHUTDOWN_GRACE_MS, until those
+ * answers are written and no POST is left, refusing new ones. */
+static void drain(struct http *h)
+{
+    long long deadline = mcp_monotonic_ms() + MCP_SHUTDOWN_GRACE_MS;
+
+    pthread_mutex_lock(&h->lock);
+    h->stopping = true;
+    for (size_t i = 0; i < MAX_SESSIONS; i++)
+        if (h->sessions[i].conn)
+            mcp_conn_shutdown(h->sessions[i].conn);
+    for (struct exchange *x = h->modern; x; x = x->next)
+        mcp_conn_shutdown(x->conn);
+    while (h->active > 0) {
+        struct timespec until;
+        long long left = deadline - mcp_monotonic_ms();
+
+        if (left <= 0)
+            break;
+        clock_gettime(CLOCK_REALTIME, &until);
+        left = left < 100 ? left : 100;
+        until.tv_nsec += (long)left * 1000000L;
+        until.tv_sec += until.tv_nsec / 1000000000L;
+        until.tv_nsec %= 1000000000L;
+        pthread_cond_timedwait(&h->quiet, &h->lock, &until);
+    }
+    pthread_mutex_unlock(&h->lock);
 }
 
 int mcp_serve_http(struct sbx_runtime *rt, const struct mcp_options *opt, const char *addr)
@@ -857,6 +1027,7 @@ int mcp_serve_http(struct sbx_runtime *rt, const struct mcp_options *opt, const 
     const union MHD_DaemonInfo *info;
     sigset_t mask;
     bool v6;
+    int sig, lfd;
 
     if (parse_addr(addr, &ss, &h.loopback) < 0) {
         fprintf(stderr, "llm-sandbox: --http '%s' must be ADDRESS:PORT, e.g. 127.0.0.1:8080\n",
@@ -883,23 +1054,31 @@ int mcp_serve_http(struct sbx_runtime *rt, const struct mcp_options *opt, const 
         sigaction(SIGPIPE, &ign, NULL);
     }
     pthread_mutex_init(&h.lock, NULL);
+    pthread_cond_init(&h.quiet, NULL);
     if (mcp_server_new(rt, opt, &h.s, NULL) < 0)
         return -1;
     v6 = ss.ss_family == AF_INET6;
+    lfd = listen_on(&ss, addr);
+    if (lfd < 0) {
+        mcp_server_free(h.s);
+        return -1;
+    }
+    /* (the daemon owns lfd from here: it closes it when stopped) */
     d = sym_MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
                                      MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0),
-            0, NULL, NULL, handler, &h, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-            MHD_OPTION_NOTIFY_COMPLETED, completed, &h, MHD_OPTION_CONNECTION_LIMIT, (unsigned)256,
-            MHD_OPTION_END);
+            0, NULL, NULL, handler, &h, MHD_OPTION_LISTEN_SOCKET, lfd, MHD_OPTION_NOTIFY_COMPLETED,
+            completed, &h, MHD_OPTION_CONNECTION_LIMIT, (unsigned)256, MHD_OPTION_END);
     if (!d) {
-        fprintf(stderr, "llm-sandbox: cannot listen on %s: %s\n", addr, strerror(errno));
+        fprintf(stderr, "llm-sandbox: cannot serve HTTP on %s: %s\n", addr, strerror(errno));
+        close(lfd);
         mcp_server_free(h.s);
         return -1;
     }
     info = sym_MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
     fprintf(stderr, "llm-sandbox: MCP over HTTP at http://%.*s:%u/mcp\n",
             (int)(strrchr(addr, ':') - addr), addr, info ? info->port : 0);
-    wait_for_signal();
+    sig = wait_for_signal();
+    drain(&h);
     /* Cancel first: a connection's thread may be waiting for a running
      * call, and stopping the daemon waits for every connection thread. */
     pthread_mutex_lock(&h.lock);
@@ -914,5 +1093,6 @@ int mcp_serve_http(struct sbx_runtime *rt, const struct mcp_options *opt, const 
         mcp_conn_free(h.sessions[i].conn);
     mcp_server_free(h.s);
     pthread_mutex_destroy(&h.lock);
-    return 0;
+    pthread_cond_destroy(&h.quiet);
+    return 128 + sig;
 }

@@ -88,6 +88,100 @@ static bool integers_exact(const char *s, size_t len)
     return true;
 }
 
+/* \u0000 escapes in the JSON text, keys and values alike. */
+static size_t nul_escapes(const char *s, size_t len)
+{
+    size_t n = 0;
+    bool in = false;
+
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] == '"') {
+            in = !in;
+        } else if (in && s[i] == '\\' && i + 1 < len) {
+            if (s[i + 1] == 'u' && i + 5 < len && memcmp(s + i + 2, "0000", 4) == 0)
+                n++;
+            i++; /* the escaped character */
+        }
+    }
+    return n;
+}
+
+static bool holds_nul(struct json_object *v)
+{
+    return json_object_is_type(v, json_type_string) &&
+           strlen(json_object_get_string(v)) != (size_t)json_object_get_string_len(v);
+}
+
+/* NUL bytes in the string values under o (depth is capped by the tokener). */
+static size_t nul_values(struct json_object *o)
+{
+    size_t n = 0;
+
+    switch (json_object_get_type(o)) {
+    case json_type_string: {
+        const char *p = json_object_get_string(o);
+        size_t len = (size_t)json_object_get_string_len(o);
+
+        for (const char *q; (q = memchr(p, '\0', len)); len -= (size_t)(q + 1 - p), p = q + 1)
+            n++;
+        return n;
+    }
+    case json_type_array:
+        for (size_t i = 0; i < json_object_array_length(o); i++)
+            n += nul_values(json_object_array_get_idx(o, i));
+        return n;
+    case json_type_object: {
+        json_object_object_foreach(o, k, v)
+        {
+            (void)k;
+            n += nul_values(v);
+        }
+        return n;
+    }
+    case json_type_null:
+    case json_type_boolean:
+    case json_type_double:
+    case json_type_int: return 0;
+    }
+    return 0;
+}
+
+bool jr_holds_nul(struct json_object *o)
+{
+    return nul_values(o) > 0;
+}
+
+static bool listed(const char *const *keys, const char *k)
+{
+    for (; keys && *keys; keys++)
+        if (strcmp(*keys, k) == 0)
+            return true;
+    return false;
+}
+
+const char *jr_nul_key(struct json_object *obj, const char *const *bytes)
+{
+    if (!json_object_is_type(obj, json_type_object))
+        return NULL;
+    json_object_object_foreach(obj, k, v)
+    {
+        if (!listed(bytes, k)) {
+            if (jr_holds_nul(v))
+                return k;
+        } else if (json_object_is_type(v, json_type_object)) {
+            json_object_object_foreach(v, k2, v2)
+            {
+                (void)k2;
+                if (!json_object_is_type(v2, json_type_string) && jr_holds_nul(v2))
+                    return k;
+            }
+        } else if (!json_object_is_type(v, json_type_string) && jr_holds_nul(v)) {
+            return k;
+        }
+    }
+    return NULL;
+}
+
 static void classify(struct jr_msg *msg)
 {
     struct json_object *root = msg->root, *v, *id = NULL, *method = NULL, *params = NULL;
@@ -108,6 +202,10 @@ static void classify(struct jr_msg *msg)
         invalid(msg, JR_INVALID_REQUEST, "\"id\" must be a string or an integer");
         return;
     }
+    if (has_id && holds_nul(id)) { /* answered with it: the client can tell which */
+        invalid(msg, JR_INVALID_REQUEST, "\"id\" must not hold a NUL byte (\\u0000)");
+        return;
+    }
     if (!has_method) {
         if (has_id && (has_result ^ has_error)) {
             msg->kind = JR_RESPONSE;
@@ -118,8 +216,8 @@ static void classify(struct jr_msg *msg)
             return;
         }
     }
-    if (!json_object_is_type(method, json_type_string)) {
-        invalid(msg, JR_INVALID_REQUEST, "\"method\" must be a string");
+    if (!json_object_is_type(method, json_type_string) || holds_nul(method)) {
+        invalid(msg, JR_INVALID_REQUEST, "\"method\" must be a string without a NUL byte");
         return;
     }
     if (has_result || has_error) {
@@ -200,6 +298,12 @@ void jr_parse(const char *buf, size_t len, struct jr_msg *msg)
         return;
     }
     classify(msg);
+    /* json-c keeps keys as C strings: "a\u0000b" would become "a" (and
+     * "i\u0000d" an id). A NUL the text escapes that no value holds is in
+     * a key. */
+    if (msg->kind != JR_INVALID && nul_escapes(buf, len) > nul_values(msg->root))
+        invalid(msg, JR_INVALID_REQUEST,
+                "an object key holds a NUL byte (\\u0000); keys must not hold one");
 }
 
 void jr_msg_done(struct jr_msg *msg)

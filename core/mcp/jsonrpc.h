@@ -53,6 +53,16 @@ void jr_msg_done(struct jr_msg *msg);
  * request it refuses. (transfer full) */
 struct json_object *jr_peek_id(const char *buf, size_t len);
 
+/* The first key of object obj whose value holds a NUL byte (in a string,
+ * at any depth), or NULL. A key listed in bytes (NULL-terminated; NULL:
+ * none) may hold NUL in its own string value and in the string values of
+ * its object (stdin, file contents), nowhere else. C strings would cut
+ * anything else short at the NUL, so a caller refuses it by name.
+ * (transfer none: borrowed from obj) */
+const char *jr_nul_key(struct json_object *obj, const char *const *bytes);
+/* Whether a string anywhere in o holds a NUL byte. */
+bool jr_holds_nul(struct json_object *o);
+
 /* Builders; they take the references they are given (result, data) and
  * copy id. (transfer full) */
 struct json_object *jr_result(struct json_object *id, struct json_object *result);

@@ -21,11 +21,14 @@ const char *mcp_limits_parse(
 #define MCP_LIMITS_SCHEMA                                                                          \
     "\"timeout\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"description\":\"Wall-clock "        \
     "limit in seconds (at most 3 decimals).\"},"                                                   \
-    "\"memory\":{\"type\":[\"string\",\"integer\"],\"description\":\"Memory limit in bytes, "      \
+    "\"memory\":{\"anyOf\":[{\"type\":\"string\"},{\"type\":\"integer\"}],\"description\":"        \
+    "\"Memory limit in bytes, "                                                                    \
     "or with a binary unit: \\\"256M\\\", \\\"1.5G\\\".\"},"                                       \
-    "\"cpus\":{\"type\":[\"number\",\"string\"],\"description\":\"CPU quota in cores, e.g. "       \
+    "\"cpus\":{\"anyOf\":[{\"type\":\"number\"},{\"type\":\"string\"}],\"description\":\"CPU "     \
+    "quota in cores, e.g. "                                                                        \
     "0.5.\"},"                                                                                     \
-    "\"pids\":{\"type\":[\"integer\",\"string\"],\"description\":\"Most processes and "            \
+    "\"pids\":{\"anyOf\":[{\"type\":\"integer\"},{\"type\":\"string\"}],\"description\":\"Most "   \
+    "processes and "                                                                               \
     "threads at once.\"},"                                                                         \
     "\"network\":{\"type\":\"string\",\"description\":\"off, or on where the server's "            \
     "configuration allows it.\"}"

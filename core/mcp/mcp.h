@@ -54,9 +54,26 @@ struct mcp_conn *mcp_conn_new(struct mcp_server *s);
  * outlive the connection; NULL: this connection may create none (an HTTP
  * exchange of revision 2026-07-28, which has no MCP session). */
 void mcp_conn_set_owner(struct mcp_conn *c, const char *owner);
+/* The connection is a Streamable HTTP session: initialize does not
+ * negotiate 2024-11-05, whose clients speak the older HTTP+SSE transport. */
+void mcp_conn_set_http(struct mcp_conn *c);
+/* Cancel the calls whose sink has this ud (their client went away, as an
+ * HTTP stream dropped), without waiting and without answering them. */
+void mcp_conn_cancel_sink(struct mcp_conn *c, const void *ud);
 /* Cancel the connection's calls (their sandboxes are killed), without
  * waiting. */
 void mcp_conn_cancel(struct mcp_conn *c);
+/* The server is ending (a signal): cancel the connection's calls (their
+ * sandboxes are killed) so that each is still answered, with a cancelled
+ * result, rather than dropped as a client's cancel is. Does not wait. */
+void mcp_conn_shutdown(struct mcp_conn *c);
+/* Wait until c has no call in flight, or until deadline_ms on
+ * CLOCK_MONOTONIC passes: true when idle. */
+bool mcp_conn_wait_idle(struct mcp_conn *c, long long deadline_ms);
+/* How long a transport ending on a signal waits for those answers. */
+#define MCP_SHUTDOWN_GRACE_MS 10000
+/* CLOCK_MONOTONIC in milliseconds. */
+long long mcp_monotonic_ms(void);
 /* Cancel the connection's calls, wait until each sink is done, free. */
 struct mcp_conn *mcp_conn_free(struct mcp_conn *c);
 /* The negotiated protocol version, or NULL before initialize. */
@@ -102,9 +119,11 @@ typedef int (*mcp_tool_fn)(
         struct mcp_call *call, struct json_object *args, struct json_object **ret_result);
 
 enum mcp_tool_flags {
-    MCP_TOOL_WORKER = 1u << 0,     /* runs code or probes: on the worker pool */
-    MCP_TOOL_READ_ONLY = 1u << 1,  /* annotations.readOnlyHint */
-    MCP_TOOL_OPEN_WORLD = 1u << 2, /* openWorldHint when the configured network is open */
+    MCP_TOOL_WORKER = 1u << 0,      /* runs code or probes: on the worker pool */
+    MCP_TOOL_READ_ONLY = 1u << 1,   /* annotations.readOnlyHint */
+    MCP_TOOL_OPEN_WORLD = 1u << 2,  /* openWorldHint: reaches package registries (libraries)
+                                       and, when the configured network is open, anything */
+    MCP_TOOL_DESTRUCTIVE = 1u << 3, /* destructiveHint: removes or overwrites what exists */
 };
 
 struct mcp_tool {

@@ -101,7 +101,7 @@ static void m_initialize(struct mcp_conn *c, const struct req *r, struct json_ob
     asked = json_object_get_string(v);
     pthread_mutex_lock(&c->lock);
     /* the client's version when we speak it, else our newest */
-    snprintf(c->protocol, sizeof(c->protocol), "%s", protocol_negotiate(asked));
+    snprintf(c->protocol, sizeof(c->protocol), "%s", protocol_negotiate(asked, !c->http));
     pthread_mutex_unlock(&c->lock);
     res = json_object_new_object();
     json_object_object_add(res, "protocolVersion", json_object_new_string(c->protocol));
@@ -158,13 +158,21 @@ static void m_tools_list(struct mcp_conn *c, const struct req *r)
     struct mcp_server *s = c->s;
     struct json_object *res = json_object_new_object(), *a = json_object_new_array();
 
+    bool v2024 = !(r->flags & R_MODERN) && strcmp(c->protocol, "2025-03-26") < 0;
+
     /* Deep copies: the entries are shared by every thread, and json-c's
      * reference counts are not atomic. */
     for (size_t i = 0; i < s->n_tools; i++) {
         struct json_object *t = NULL;
 
-        if (json_object_deep_copy(s->tool_json[i], &t, NULL) == 0)
-            json_object_array_add(a, t);
+        if (json_object_deep_copy(s->tool_json[i], &t, NULL) != 0)
+            continue;
+        if (v2024) { /* 2024-11-05 has no annotations, titles or output schemas */
+            json_object_object_del(t, "annotations");
+            json_object_object_del(t, "title");
+            json_object_object_del(t, "outputSchema");
+        }
+        json_object_array_add(a, t);
     }
     json_object_object_add(res, "tools", a);
     server_answer(r, res);
@@ -410,12 +418,37 @@ static bool is_list(const char *me)
            strcmp(me, "resources/templates/list") == 0 || strcmp(me, "prompts/list") == 0;
 }
 
+/* A NUL byte in params would be cut short by C strings (a uri, a name, a
+ * level): refuse it by name. A tool's arguments are the tool's to judge
+ * (args.c): its refusal is a result a model can act on, and stdin and
+ * file contents may carry NUL. */
+static bool refuse_nul(const char *me, struct json_object *params, const struct req *r)
+{
+    bool call = strcmp(me, "tools/call") == 0;
+    char msg[160];
+
+    if (!json_object_is_type(params, json_type_object))
+        return false;
+    json_object_object_foreach(params, key, v)
+    {
+        if ((call && strcmp(key, "arguments") == 0) || !jr_holds_nul(v))
+            continue;
+        snprintf(msg, sizeof(msg), "params.%.60s must not hold a NUL byte (\\u0000)", key);
+        server_error(r, JR_INVALID_PARAMS, msg);
+        return true;
+    }
+    return false;
+}
+
 /* Requests; takes *root when the request lives on (tools/call). */
 static void dispatch(struct mcp_conn *c, struct jr_msg *m, const struct mcp_sink *sink)
 {
     const char *me = m->method;
     struct req r = {m->id, sink, 0};
     struct json_object *cursor;
+
+    if (refuse_nul(me, m->params, &r))
+        return;
 
     if (id_in_flight(c, m->id)) {
         server_error(&r, JR_INVALID_REQUEST, "a request with this id is still in flight");

@@ -24,6 +24,9 @@
 #include "server_priv.h"
 
 static const char *const protocol_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26"};
+/* Spoken on stdio and the unix socket only: its HTTP transport (HTTP+SSE,
+ * GET /sse) is not served, and Streamable HTTP came with 2025-03-26. */
+static const char legacy_version[] = "2024-11-05";
 const char server_instructions[] =
         "Runs code in an isolated sandbox and returns what it printed. Call "
         "get_supported_languages first; execute_code runs one program in a fresh sandbox with "
@@ -63,8 +66,10 @@ void server_add_versions(struct json_object *array)
         json_object_array_add(array, json_object_new_string(protocol_versions[i]));
 }
 
-const char *protocol_negotiate(const char *asked)
+const char *protocol_negotiate(const char *asked, bool legacy_ok)
 {
+    if (legacy_ok && asked && strcmp(asked, legacy_version) == 0)
+        return legacy_version;
     return mcp_protocol_supported(asked) ? asked : protocol_versions[0];
 }
 

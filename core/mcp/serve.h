@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * serve.h: the MCP transports, as the CLI starts them. Each runs until its
- * client is gone (stdio: end of input) or a signal, then cancels what still
- * runs and returns 0; -1 when it could not start.
+ * client is gone (stdio: end of input; returns 0) or SIGINT/SIGTERM, then
+ * cancels what still runs. On a signal every call in flight is first
+ * answered (a cancelled result; up to MCP_SHUTDOWN_GRACE_MS) and the
+ * return is 128 + the signal's number, the shell's convention, which the
+ * CLI exits with. -1 when it could not start.
  */
 #ifndef SBX_MCP_SERVE_H
 #define SBX_MCP_SERVE_H

@@ -143,9 +143,14 @@ void server_call_run(struct mcp_call *call)
     struct json_object *result = NULL;
     int r = 0;
 
-    if (!mcp_call_cancelled(call))
+    if (atomic_load(&call->shutdown))
+        result = mcp_error_result("cancelled: the server is shutting down (it received a "
+                                  "signal) before this call started");
+    else if (!mcp_call_cancelled(call))
         r = call->tool->fn(call, call->args, &result);
-    if (!mcp_call_cancelled(call)) {
+    /* a call the server itself ends is answered (its result says
+     * cancelled); one the client cancelled is not */
+    if (!mcp_call_cancelled(call) || atomic_load(&call->shutdown)) {
         struct req to = {call->id, &call->sink, call->flags};
 
         if (r < 0 || !result)
@@ -249,6 +254,23 @@ void mcp_conn_set_owner(struct mcp_conn *c, const char *owner)
     c->owns_sessions = false;
 }
 
+void mcp_conn_set_http(struct mcp_conn *c)
+{
+    c->http = true;
+}
+
+void mcp_conn_cancel_sink(struct mcp_conn *c, const void *ud)
+{
+    pthread_mutex_lock(&c->lock);
+    for (struct mcp_call *call = c->calls; call; call = call->next_in_conn) {
+        if (call->sink.ud != ud)
+            continue;
+        atomic_store(&call->cancelled, true);
+        sbx_cancel_fire(call->cancel);
+    }
+    pthread_mutex_unlock(&c->lock);
+}
+
 void mcp_conn_cancel(struct mcp_conn *c)
 {
     pthread_mutex_lock(&c->lock);
@@ -257,6 +279,49 @@ void mcp_conn_cancel(struct mcp_conn *c)
         sbx_cancel_fire(call->cancel);
     }
     pthread_mutex_unlock(&c->lock);
+}
+
+void mcp_conn_shutdown(struct mcp_conn *c)
+{
+    pthread_mutex_lock(&c->lock);
+    for (struct mcp_call *call = c->calls; call; call = call->next_in_conn) {
+        if (!atomic_load(&call->cancelled))
+            atomic_store(&call->shutdown, true);
+        sbx_cancel_fire(call->cancel);
+    }
+    pthread_mutex_unlock(&c->lock);
+}
+
+long long mcp_monotonic_ms(void)
+{
+    struct timespec now;
+
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+}
+
+bool mcp_conn_wait_idle(struct mcp_conn *c, long long deadline_ms)
+{
+    bool idle;
+
+    pthread_mutex_lock(&c->lock);
+    while (c->calls) {
+        struct timespec until;
+        long long left = deadline_ms - mcp_monotonic_ms();
+
+        if (left <= 0)
+            break;
+        /* the condition waits on CLOCK_REALTIME: wake at least every 100 ms */
+        clock_gettime(CLOCK_REALTIME, &until);
+        left = left < 100 ? left : 100;
+        until.tv_nsec += (long)(left % 1000) * 1000000L;
+        until.tv_sec += (time_t)(left / 1000) + until.tv_nsec / 1000000000L;
+        until.tv_nsec %= 1000000000L;
+        pthread_cond_timedwait(&c->idle, &c->lock, &until);
+    }
+    idle = c->calls == NULL;
+    pthread_mutex_unlock(&c->lock);
+    return idle;
 }
 
 struct mcp_conn *mcp_conn_free(struct mcp_conn *c)
@@ -282,8 +347,9 @@ const char *mcp_conn_protocol(const struct mcp_conn *c)
     return c->protocol[0] ? c->protocol : NULL;
 }
 
-/* A tools/list entry. openWorldHint follows the configured network. */
-static struct json_object *tool_entry(const struct mcp_tool *t, bool network_open)
+/* A tools/list entry. A tool that may install libraries reaches package
+ * registries whatever the sandbox's network: openWorldHint. */
+static struct json_object *tool_entry(const struct mcp_tool *t)
 {
     struct json_object *o = json_object_new_object(), *ann = json_object_new_object();
     struct json_object *in = json_tokener_parse(t->input_schema);
@@ -302,11 +368,12 @@ static struct json_object *tool_entry(const struct mcp_tool *t, bool network_ope
     json_object_object_add(ann, "title", json_object_new_string(t->title));
     json_object_object_add(
             ann, "readOnlyHint", json_object_new_boolean(t->flags & MCP_TOOL_READ_ONLY));
-    json_object_object_add(ann, "destructiveHint", json_object_new_boolean(false));
+    json_object_object_add(
+            ann, "destructiveHint", json_object_new_boolean(t->flags & MCP_TOOL_DESTRUCTIVE));
     json_object_object_add(
             ann, "idempotentHint", json_object_new_boolean((t->flags & MCP_TOOL_READ_ONLY) != 0));
-    json_object_object_add(ann, "openWorldHint",
-            json_object_new_boolean(network_open && (t->flags & MCP_TOOL_OPEN_WORLD)));
+    json_object_object_add(
+            ann, "openWorldHint", json_object_new_boolean(t->flags & MCP_TOOL_OPEN_WORLD));
     json_object_object_add(o, "annotations", ann);
     return o;
 }
@@ -325,7 +392,7 @@ int mcp_add_tools(struct mcp_server *s, const struct mcp_tool *t, size_t n)
     s->tool_json = nj;
     for (size_t i = 0; i < n; i++) {
         /* a schema that does not parse is a bug in the table: refuse it */
-        struct json_object *e = tool_entry(&t[i], sbx_runtime_network_open(s->rt));
+        struct json_object *e = tool_entry(&t[i]);
 
         if (!e)
             return -1;

@@ -64,6 +64,7 @@ struct mcp_conn {
     struct mcp_call *calls; /* in flight, for cancellation */
     char owner[48];         /* of its sandbox sessions; "": none */
     bool owns_sessions;     /* owner is this connection's own: close them with it */
+    bool http;              /* Streamable HTTP: no 2024-11-05 */
 };
 
 struct mcp_call {
@@ -76,6 +77,7 @@ struct mcp_call {
     int log_level; /* the envelope's (LOG_NONE without one); -1: the connection's */
     struct sbx_cancel *cancel;
     atomic_bool cancelled;
+    atomic_bool shutdown; /* the server is ending: answer (cancelled) all the same */
     struct mcp_call *next_queued, *next_in_conn;
 };
 
@@ -104,8 +106,9 @@ extern const char server_instructions[];
 struct json_object *server_info(void);
 /* Append the versions initialize negotiates, newest first. */
 void server_add_versions(struct json_object *array);
-/* The version initialize answers: asked when spoken here, else the newest. */
-const char *protocol_negotiate(const char *asked);
+/* The version initialize answers: asked when spoken here, else the newest;
+ * 2024-11-05 only when legacy_ok (not over Streamable HTTP). */
+const char *protocol_negotiate(const char *asked, bool legacy_ok);
 /* "debug" (0) ... "emergency" (7), or -1 for anything else (NULL too). */
 int server_level_index(const char *level);
 

@@ -18,6 +18,7 @@
 #include "jsonrpc.h"
 #include "limits.h"
 #include "mcp.h"
+#include "schemas.h"
 
 #define CREATE_MAX_LIBRARIES 64
 
@@ -39,6 +40,9 @@ static int fail(struct json_object **ret, const char *fmt, ...)
     return *ret ? 0 : -1;
 }
 
+/* upload_file's content is a file's bytes: NUL is carried, by length. */
+static const char *const upload_bytes[] = {"content", NULL};
+
 /* Only these keys, and each a string where named in strings. */
 static const char *check_keys(
         struct json_object *args, const char *const *keys, char *why, size_t n)
@@ -55,7 +59,7 @@ static const char *check_keys(
         if (!known)
             return snprintf(why, n, "unknown argument '%.60s'", key), why;
     }
-    return NULL;
+    return exec_nul_check(args, upload_bytes, why, n);
 }
 
 /* A string argument: the value, NULL when absent, or "" with *bad set
@@ -263,8 +267,11 @@ static int t_upload_file(struct mcp_call *call, struct json_object *args, struct
     why = file_args(args, keys, true, &id, &path, buf, sizeof(buf));
     if (why)
         return fail(ret, "%s", why);
-    content = str_arg(args, "content", &bad);
     enc = str_arg(args, "encoding", &bad);
+    content = json_object_object_get_ex(args, "content", &v) &&
+                              json_object_is_type(v, json_type_string)
+                      ? json_object_get_string(v)
+                      : NULL;
     if (!content || bad)
         return fail(ret, "'content' (a string) is required; 'encoding' is a string");
     if (enc && strcmp(enc, "utf-8") != 0 && strcmp(enc, "base64") != 0)
@@ -451,26 +458,57 @@ static const char list_input[] = "{\"type\":\"object\",\"properties\":{" SESSION
                                  "," PATH_PROP "},\"required\":[\"session_id\"],"
                                  "\"additionalProperties\":false}";
 
+/* Each answers its fields, or (isError) the refusal's status and message:
+ * no field is required. */
+static const char closed_output[] =
+        "{\"type\":\"object\",\"properties\":{" MCP_REFUSAL_PROPS ","
+        "\"session_id\":{\"type\":\"string\"},\"closed\":{\"type\":\"boolean\"}}}";
+
+static const char sessions_output[] =
+        "{\"type\":\"object\",\"properties\":{" MCP_REFUSAL_PROPS ","
+        "\"sessions\":{\"type\":\"array\",\"items\":"
+        "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
+        "\"language\":{\"type\":\"string\"},\"backend\":{\"type\":\"string\"},"
+        "\"created_at\":{\"type\":\"string\"},\"last_used_at\":{\"type\":\"string\"},"
+        "\"expires_at\":{\"type\":\"string\"},\"calls\":{\"type\":\"integer\"},"
+        "\"busy\":{\"type\":\"boolean\"}},\"required\":[\"session_id\"]}}}}";
+
+static const char upload_output[] =
+        "{\"type\":\"object\",\"properties\":{" MCP_REFUSAL_PROPS ","
+        "\"path\":{\"type\":\"string\"},\"size\":{\"type\":\"integer\"}}}";
+
+static const char download_output[] =
+        "{\"type\":\"object\",\"properties\":{" MCP_REFUSAL_PROPS ","
+        "\"path\":{\"type\":\"string\"},\"size\":{\"type\":\"integer\"},"
+        "\"encoding\":{\"type\":\"string\",\"enum\":[\"utf-8\",\"base64\"]},"
+        "\"content\":{\"type\":\"string\"}}}";
+
+static const char files_output[] =
+        "{\"type\":\"object\",\"properties\":{" MCP_REFUSAL_PROPS ","
+        "\"files\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":"
+        "{\"path\":{\"type\":\"string\"}},\"required\":[\"path\"]}}}}";
+
 static const struct mcp_tool session_tools[] = {
         {"create_session", "Create a session",
                 "Open a sandbox that lives across calls: pass its session_id to execute_code, and "
                 "variables (python, javascript, r, ruby) and files persist between calls. Close "
                 "it with close_session; unused sessions expire.",
-                create_input, NULL, MCP_TOOL_WORKER | MCP_TOOL_OPEN_WORLD, t_create_session},
+                create_input, MCP_EXEC_OUTPUT_SCHEMA, MCP_TOOL_WORKER | MCP_TOOL_OPEN_WORLD,
+                t_create_session},
         {"close_session", "Close a session",
-                "Close a session: its sandbox, processes and files are gone.", id_input, NULL,
-                MCP_TOOL_WORKER, t_close_session},
+                "Close a session: its sandbox, processes and files are gone.", id_input,
+                closed_output, MCP_TOOL_WORKER | MCP_TOOL_DESTRUCTIVE, t_close_session},
         {"list_sessions", "List sessions", "The open sessions, with their language and age.",
-                none_input, NULL, MCP_TOOL_READ_ONLY, t_list_sessions},
+                none_input, sessions_output, MCP_TOOL_READ_ONLY, t_list_sessions},
         {"upload_file", "Upload a file",
                 "Write a file into a session's workspace (text, or base64 for binary data).",
-                upload_input, NULL, MCP_TOOL_WORKER, t_upload_file},
+                upload_input, upload_output, MCP_TOOL_WORKER | MCP_TOOL_DESTRUCTIVE, t_upload_file},
         {"download_file", "Download a file",
                 "Read a file of a session's workspace: text when it is UTF-8, else base64.",
-                path_input, NULL, MCP_TOOL_WORKER | MCP_TOOL_READ_ONLY, t_download_file},
+                path_input, download_output, MCP_TOOL_WORKER | MCP_TOOL_READ_ONLY, t_download_file},
         {"list_files", "List files",
                 "The regular files of a session's workspace (or of a directory in it).", list_input,
-                NULL, MCP_TOOL_WORKER | MCP_TOOL_READ_ONLY, t_list_files},
+                files_output, MCP_TOOL_WORKER | MCP_TOOL_READ_ONLY, t_list_files},
 };
 
 void session_tools_register(struct mcp_server *s)

@@ -7,8 +7,10 @@
  * the stream (STYLE G1). The framing is stream.c's, shared with the unix
  * socket transport. An oversized line is answered with an error and
  * skipped; a blank one (whitespace only) is skipped without a word. End
- * of input, SIGINT or SIGTERM ends the server cleanly: calls in flight are
- * cancelled (their sandboxes killed) before it returns.
+ * of input ends the server: calls in flight are cancelled (their
+ * sandboxes killed) before it returns 0. SIGINT or SIGTERM cancels them
+ * too, but each still gets its answer (a cancelled result) before the
+ * server returns 128 + the signal's number.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,12 +24,14 @@
 #include "serve.h"
 #include "stream.h"
 
+/* Until end of input (0) or a signal (its number). */
 static int serve_loop(struct mcp_conn *c, const struct mcp_sink *sink, int sig_fd)
 {
     struct stream_in in;
+    int sig = 0;
 
     if (stream_in_init(&in) < 0)
-        return -1;
+        return 0;
     for (;;) {
         struct pollfd pfd[2] = {
                 {.fd = STDIN_FILENO, .events = POLLIN}, {.fd = sig_fd, .events = POLLIN}};
@@ -37,14 +41,20 @@ static int serve_loop(struct mcp_conn *c, const struct mcp_sink *sink, int sig_f
                 continue;
             break;
         }
-        if (pfd[1].revents)
+        if (pfd[1].revents) {
+            struct signalfd_siginfo si;
+
+            sig = read(sig_fd, &si, sizeof(si)) == (ssize_t)sizeof(si) ? (int)si.ssi_signo
+                                                                       : SIGTERM;
             break;
+        }
         if (stream_in_read(&in, STDIN_FILENO, c, sink) <= 0)
             break; /* end of input: the client is done */
     }
-    stream_in_end(&in, c, sink);
+    if (!sig)
+        stream_in_end(&in, c, sink);
     stream_in_done(&in);
-    return 0;
+    return sig;
 }
 
 int mcp_serve_stdio(struct sbx_runtime *rt, const struct mcp_options *opt)
@@ -56,7 +66,7 @@ int mcp_serve_stdio(struct sbx_runtime *rt, const struct mcp_options *opt)
     struct mcp_conn *c;
     pthread_t prober;
     sigset_t mask;
-    int sig_fd, rc, out_fd;
+    int sig_fd, rc, out_fd, sig;
 
     /* G1: the protocol gets a private copy of stdout; fd 1 becomes stderr */
     out_fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
@@ -74,7 +84,11 @@ int mcp_serve_stdio(struct sbx_runtime *rt, const struct mcp_options *opt)
         return -1;
     }
     rc = pthread_create(&prober, NULL, stream_probe_versions, rt);
-    serve_loop(c, &sink, sig_fd);
+    sig = serve_loop(c, &sink, sig_fd);
+    if (sig) { /* every call in flight still gets its (cancelled) answer */
+        mcp_conn_shutdown(c);
+        mcp_conn_wait_idle(c, mcp_monotonic_ms() + MCP_SHUTDOWN_GRACE_MS);
+    }
     mcp_conn_free(c); /* cancels what still runs and waits for it */
     if (rc == 0)
         pthread_join(prober, NULL);
@@ -82,5 +96,5 @@ int mcp_serve_stdio(struct sbx_runtime *rt, const struct mcp_options *opt)
     close(sig_fd);
     close(out_fd);
     stream_out_done(&o);
-    return 0;
+    return sig ? 128 + sig : 0;
 }

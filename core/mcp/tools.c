@@ -19,6 +19,7 @@
 #include "args.h"
 #include "limits.h"
 #include "mcp.h"
+#include "schemas.h"
 
 #define PROGRESS_EVERY_MS 250 /* output progress at most this often */
 #define PROGRESS_TAIL     200 /* bytes of latest output in a progress message */
@@ -321,33 +322,24 @@ static const char exec_input[] =
         "create_session): its files and variables persist; the language may be left out.\"}},"
         "\"required\":[\"code\"],\"additionalProperties\":false}";
 
-static const char exec_output[] =
-        "{\"type\":\"object\",\"properties\":{"
-        "\"status\":{\"type\":\"string\",\"enum\":[\"ok\",\"error\",\"timeout\",\"oom\","
-        "\"killed\",\"cancelled\",\"refused\"]},"
-        "\"exit_code\":{\"type\":[\"integer\",\"null\"]},"
-        "\"limit\":{\"type\":[\"string\",\"null\"],\"enum\":[\"wall_time\",\"memory\","
-        "\"pids\",\"file_size\",\"workspace\",null]},"
-        "\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"
-        "\"stdout_truncated\":{\"type\":\"boolean\"},\"stderr_truncated\":{\"type\":\"boolean\"},"
-        "\"stdout_bytes\":{\"type\":\"integer\"},\"stderr_bytes\":{\"type\":\"integer\"},"
-        "\"duration_ms\":{\"type\":\"integer\"},"
-        "\"backend\":{\"type\":[\"string\",\"null\"]},\"language\":{\"type\":[\"string\",\"null\"]}"
-        ","
-        "\"message\":{\"type\":[\"string\",\"null\"]},"
-        "\"artifacts\":{\"type\":\"array\"},"
-        "\"warnings\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
-        "\"install\":{\"type\":\"object\",\"properties\":{"
-        "\"cached\":{\"type\":\"boolean\"},\"duration_ms\":{\"type\":\"integer\"},"
-        "\"log\":{\"type\":\"string\"},\"log_truncated\":{\"type\":\"boolean\"}}},"
-        "\"build\":{\"type\":\"object\",\"properties\":{"
-        "\"cached\":{\"type\":\"boolean\"}}},"
-        "\"session_id\":{\"type\":\"string\"},"
-        "\"warm\":{\"type\":\"boolean\",\"description\":\"It ran in a fresh sandbox made "
-        "before the call (never one used before).\"}},"
-        "\"required\":[\"status\",\"exit_code\",\"limit\",\"stdout\",\"stderr\","
-        "\"stdout_truncated\",\"stderr_truncated\",\"stdout_bytes\",\"stderr_bytes\","
-        "\"duration_ms\",\"backend\",\"language\",\"message\",\"artifacts\"]}";
+static const char languages_output[] =
+        "{\"type\":\"object\",\"properties\":{\"languages\":{\"type\":\"array\","
+        "\"items\":{\"type\":\"string\"}}},\"required\":[\"languages\"]}";
+
+/* The manifest's details and the probed version (null when the probe
+ * failed); the keys a language's manifest adds are allowed. */
+static const char details_output[] =
+        "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},"
+        "\"version\":" MCP_NULLABLE_STRING ",\"description\":{\"type\":\"string\"},"
+        "\"aliases\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
+        "\"package_manager\":" MCP_NULLABLE_STRING "},\"required\":[\"name\"]}";
+
+static const char backends_output[] =
+        "{\"type\":\"object\",\"properties\":{\"backends\":{\"type\":\"array\","
+        "\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},"
+        "\"status\":{\"type\":\"string\"},\"error\":" MCP_NULLABLE_STRING ","
+        "\"probe_error\":" MCP_NULLABLE_STRING "},\"required\":[\"name\"]}},"
+        "\"default\":{\"type\":\"string\"}},\"required\":[\"backends\",\"default\"]}";
 
 static const char no_input[] =
         "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}";
@@ -363,18 +355,20 @@ static const struct mcp_tool tools[] = {
                 "printed, its exit code and how it ended (status, and the limit that stopped it). "
                 "The limits may be narrowed, never widened past what the server allows "
                 "(sandbox://policy).",
-                exec_input, exec_output, MCP_TOOL_WORKER | MCP_TOOL_OPEN_WORLD, t_execute_code},
+                exec_input, MCP_EXEC_OUTPUT_SCHEMA, MCP_TOOL_WORKER | MCP_TOOL_OPEN_WORLD,
+                t_execute_code},
         {"get_supported_languages", "Supported languages",
-                "List the languages this server can run.", no_input, NULL, MCP_TOOL_READ_ONLY,
-                t_supported_languages},
+                "List the languages this server can run.", no_input, languages_output,
+                MCP_TOOL_READ_ONLY, t_supported_languages},
         {"get_language_details", "Language details",
                 "Details of one language: the toolchain's real version, its package manager and "
                 "how code is run.",
-                language_input, NULL, MCP_TOOL_READ_ONLY | MCP_TOOL_WORKER, t_language_details},
+                language_input, details_output, MCP_TOOL_READ_ONLY | MCP_TOOL_WORKER,
+                t_language_details},
         {"list_backends", "Sandbox backends",
                 "The isolation backends available here and which limits each can enforce on this "
                 "host.",
-                no_input, NULL, MCP_TOOL_READ_ONLY | MCP_TOOL_WORKER, t_list_backends},
+                no_input, backends_output, MCP_TOOL_READ_ONLY | MCP_TOOL_WORKER, t_list_backends},
 };
 
 static const struct mcp_resource resources[] = {

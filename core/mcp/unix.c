@@ -15,8 +15,8 @@
  * is neither ours nor root is refused. A socket file nobody listens on
  * (connect: ECONNREFUSED) is replaced; one somebody listens on stops
  * start-up. SIGINT or SIGTERM: stop accepting, remove the socket, cancel
- * the calls in flight (their sandboxes are killed), close every
- * connection, return 0.
+ * the calls in flight (their sandboxes are killed) and answer each (a
+ * cancelled result), close every connection, return 128 + the signal.
  *
  * Socket activation (llm-sandbox.socket): the listening socket comes from
  * systemd, made with the unit's SocketMode= and DirectoryMode=; it is
@@ -315,10 +315,11 @@ static int accept_one(struct unix_srv *u, int lfd)
     return 0;
 }
 
-/* Until SIGINT or SIGTERM. An accept that fails for want of descriptors
- * or memory is retried after a second rather than at once, or poll would
- * spin on the pending connection. */
-static void accept_loop(struct unix_srv *u, int lfd, int sig_fd)
+/* Until SIGINT or SIGTERM: its number (0 if poll itself failed). An
+ * accept that fails for want of descriptors or memory is retried after a
+ * second rather than at once, or poll would spin on the pending
+ * connection. */
+static int accept_loop(struct unix_srv *u, int lfd, int sig_fd)
 {
     int wait_ms = -1;
 
@@ -327,9 +328,14 @@ static void accept_loop(struct unix_srv *u, int lfd, int sig_fd)
         int r = poll(pfd, wait_ms < 0 ? 2 : 1, wait_ms);
 
         if (r < 0 && errno != EINTR)
-            return;
-        if (r > 0 && pfd[0].revents)
-            return;
+            return 0;
+        if (r > 0 && pfd[0].revents) {
+            struct signalfd_siginfo si;
+
+            if (read(sig_fd, &si, sizeof(si)) != (ssize_t)sizeof(si))
+                return SIGTERM;
+            return (int)si.ssi_signo;
+        }
         wait_ms = -1;
         if (r > 0 && pfd[1].revents) {
             int e = accept_one(u, lfd);
@@ -340,11 +346,21 @@ static void accept_loop(struct unix_srv *u, int lfd, int sig_fd)
     }
 }
 
-/* Cancel every call, unblock every thread (a write to a client that does
- * not read, a read), and wait for them all. */
+/* Cancel every call so that each is still answered (a cancelled result)
+ * and give the answers MCP_SHUTDOWN_GRACE_MS to go out; then unblock every
+ * thread (a write to a client that does not read, a read) and wait for
+ * them all. */
 static void close_all(struct unix_srv *u)
 {
+    long long deadline = mcp_monotonic_ms() + MCP_SHUTDOWN_GRACE_MS;
+
     pthread_mutex_lock(&u->lock);
+    for (size_t i = 0; i < MAX_CONNS; i++)
+        if (u->slots[i].state == SLOT_RUNNING && u->slots[i].conn)
+            mcp_conn_shutdown(u->slots[i].conn);
+    for (size_t i = 0; i < MAX_CONNS; i++)
+        if (u->slots[i].state == SLOT_RUNNING && u->slots[i].conn)
+            mcp_conn_wait_idle(u->slots[i].conn, deadline);
     for (size_t i = 0; i < MAX_CONNS; i++) {
         struct slot *sl = &u->slots[i];
 
@@ -369,7 +385,7 @@ int mcp_serve_unix(
     struct stat ours = {0};
     pthread_t prober;
     sigset_t mask;
-    int lfd, sig_fd, rc;
+    int lfd, sig_fd, rc, sig;
 
     sigaction(SIGPIPE, &ign, NULL);
     sigemptyset(&mask);
@@ -397,7 +413,7 @@ int mcp_serve_unix(
     fprintf(stderr, "llm-sandbox: MCP on unix socket %s%s\n", path,
             listen_fd >= 0 ? " (from systemd)" : "");
     rc = pthread_create(&prober, NULL, stream_probe_versions, rt);
-    accept_loop(&u, lfd, sig_fd);
+    sig = accept_loop(&u, lfd, sig_fd);
     if (listen_fd < 0)
         unlink_ours(path, &ours); /* new clients now fail at once, not queue */
     close(lfd);
@@ -407,5 +423,5 @@ int mcp_serve_unix(
     mcp_server_free(u.s);
     pthread_mutex_destroy(&u.lock);
     close(sig_fd);
-    return 0;
+    return sig ? 128 + sig : 0;
 }

@@ -121,7 +121,10 @@ int dk_probe(void *state, struct sbx_caps *caps, struct sbx_err *err)
                     "no %s daemon answers over TLS at %s with DOCKER_CERT_PATH '%s': %s", st->name,
                     st->endpoint, st->tls_dir, detail ? detail + 3 : why);
         return sbx_err_fill(err, SBX_E_UNAVAILABLE, err->sys_errno,
-                "no %s daemon answers (%s); start it or set %s", st->name, why,
+                "no %s daemon answers: %s; start it (%s) or point %s at one that runs", st->name,
+                why,
+                st->podman ? "systemctl [--user] start podman.socket"
+                           : "systemctl start docker, or dockerd as root",
                 st->podman ? "CONTAINER_HOST" : "DOCKER_HOST");
     }
     if (dk_api(st, &c, NULL, &info, err) < 0)

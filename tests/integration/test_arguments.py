@@ -187,6 +187,28 @@ def test_bad_limit_values_refused(opt, value):
     assert res["message"]
 
 
+def test_run_help_documents_every_network_mode():
+    """Each mode the core knows (its own refusal lists them) is in `run
+    --help` with when it is allowed, and what the help says holds: with
+    the default configuration only off runs; registries and allowlist are
+    refused for programs whatever the configuration."""
+    res, _ = refused(["--network", "bogus", "--code", "print(1)"])
+    modes = re.search(r"one of ([a-z, ]+)", res["message"]).group(1).split(", ")
+    assert set(modes) == {"off", "registries", "allowlist", "on", "host"}, modes
+    text = run_cli(["run", "--help"]).out.decode()
+    block = text[text.index("--network"):text.index("--json")]
+    for mode in modes:
+        assert re.search(r"^\s+%s\s+\S" % mode, block, re.M), (mode, block)
+    assert "LLM_SANDBOX_ALLOW_HOST_NETWORK=1" in block and "library installs" in block
+    for mode in ("on", "host", "registries", "allowlist"):
+        res, _ = refused(["--network", mode, "--code", "print(1)"])
+        assert "network" in res["message"], res
+    for mode in ("registries", "allowlist"):
+        res, _ = refused(["--network", mode, "--code", "print(1)"],
+                         extra_env={"LLM_SANDBOX_NETWORK": "on"})
+        assert "library installs" in res["message"], res
+
+
 def test_network_on_needs_configuration():
     res, _ = refused(["--network", "on", "--code", "print(1)"])
     assert "network" in res["message"] and "off" in res["message"], res["message"]

@@ -74,7 +74,7 @@ def test_new_files_are_artifacts_and_inputs_are_not(client):
     assert base64.b64decode(got["blob"]) == bytes(range(256))
     # a made-up run id, a path of the run that is no artifact, a bad escape
     run_prefix = arts[0]["uri"].rsplit("/files/", 1)[0]
-    for uri in ["sandbox://runs/000000000000000000000000/files/note.txt",
+    for uri in ["sandbox://runs/00000000000000000000000000000000/files/note.txt",
                 run_prefix + "/files/input.txt", run_prefix + "/files/link",
                 run_prefix + "/files/%zz", run_prefix + "/files/../note.txt"]:
         assert "error" in read(client, uri), uri

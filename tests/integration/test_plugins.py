@@ -10,8 +10,8 @@ import re
 import pytest
 
 import containers
-from conftest import (CONTAINER, ROOT, cgroup_facts, cgroups_enforced, plugin_entry, plugins_json,
-                      run_cli, sbx)
+from conftest import (CONTAINER, EXIT_TOOL, ROOT, cgroup_facts, cgroups_enforced, plugin_entry,
+                      plugins_json, run_cli, sbx)
 
 LOC = re.compile(r":(\d+):(\d+): ")
 
@@ -123,6 +123,36 @@ def test_doctor_clean():
     assert r.rc == 0 and b"plugin:bwrap" in r.out, r
 
 
+def test_doctor_reports_the_bubblewrap_version_floor():
+    """GHSA-pxhw-h44j-8pfx: bubblewrap before 0.12.0 follows a symlink in
+    a bind target's parent while setting up. doctor names the installed
+    version, says whether the package's changelog carries the fix (Debian
+    backports without a version bump), and why our binds are not exposed."""
+    import gzip
+    import subprocess
+    bwrap = "/usr/bin/bwrap"
+    if not os.access(bwrap, os.X_OK):
+        pytest.skip("no /usr/bin/bwrap")
+    out = subprocess.run([bwrap, "--version"], capture_output=True, text=True).stdout
+    version = tuple(int(x) for x in re.search(r"bubblewrap (\d+)\.(\d+)\.(\d+)", out).groups())
+    changelog = "/usr/share/doc/bubblewrap/changelog.Debian.gz"
+    try:
+        with gzip.open(changelog, "rt", errors="replace") as f:
+            backported = "GHSA-pxhw-h44j-8pfx" in f.read()
+    except OSError:
+        backported = False
+    rep = json.loads(run_cli(["doctor", "--json"]).out)
+    check = {c["check"]: c for c in rep["checks"]}["bwrap_version"]
+    assert "bubblewrap %d.%d.%d" % version in check["detail"], check
+    if version >= (0, 12, 0) or backported:
+        assert check["status"] == "ok" and check["fix"] is None, check
+    else:
+        assert check["status"] == "warn", check
+        assert "GHSA-pxhw-h44j-8pfx" in check["detail"] and "0.12.0" in check["fix"], check
+    if version < (0, 12, 0):
+        assert "none under a sandbox-writable path" in check["detail"], check
+
+
 @pytest.mark.parametrize("var,value,listed", [
     ("BACKEND", "nope", "bwrap"),
     ("LLM_SANDBOX_DEFAULT_LANGUAGE", "nope", "python"),
@@ -165,6 +195,47 @@ def test_backend_whose_probe_fails_is_not_ok():
     r = run_cli(["plugins"], extra_env=env, mark=False)
     assert any(re.match(r"docker\s+backend\s+\S+\s+unusable\s", l)
                for l in r.out.decode().splitlines()), r
+
+
+@pytest.mark.parametrize("kind", ["absent", "dead", "not-a-socket"])
+def test_a_docker_socket_that_does_not_answer_is_named(tmp_path, kind):
+    """Not curl's "Failed to connect to localhost port 80": which socket,
+    what is wrong with it, and how to start the daemon."""
+    import socket as so
+    path = str(tmp_path / "mcpedge-docker.sock")
+    if kind == "dead":  # a socket file nobody listens on
+        s = so.socket(so.AF_UNIX)
+        s.bind(path)
+        s.close()
+    elif kind == "not-a-socket":
+        open(path, "w").close()
+    data = plugins_json({"DOCKER_HOST": "unix://" + path})
+    if not any(p["name"] == "docker" for p in data):
+        pytest.skip("the docker backend is not built")
+    why = plugin_entry(data, "docker")["probe_error"]
+    assert "port 80" not in why and "localhost" not in why, why
+    assert "'%s'" % path in why, why
+    assert {"absent": "does not exist", "dead": "nothing listens",
+            "not-a-socket": "is not a socket"}[kind] in why, why
+    assert "systemctl start docker" in why and "DOCKER_HOST" in why, why
+
+
+def test_serve_http_on_a_port_in_use_says_so():
+    import socket as so
+    s = so.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen()
+    port = s.getsockname()[1]
+    try:
+        r = run_cli(["serve", "--http", "127.0.0.1:%d" % port], timeout=30, mark=False)
+    finally:
+        s.close()
+    err = r.err.decode()
+    if "not available in this build" in err:
+        pytest.skip(err.strip())
+    assert r.rc == EXIT_TOOL, r
+    assert "127.0.0.1:%d" % port in err and "the port is in use" in err, err
+    assert "port 0" not in err, err  # libmicrohttpd's own bind message
 
 
 def test_broken_plugins_reported_by_plugins(extra):

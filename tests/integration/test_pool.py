@@ -557,11 +557,12 @@ def test_ready_sandboxes_end_with_the_server():
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_a_signal_ends_the_server_and_its_ready_sandboxes(sig):
     """The pool's thread takes no signal: the server's own handling ends it
-    cleanly (exit 0), closing what the pool holds."""
+    cleanly (exit 128 + the signal, mcp/serve.h), closing what the pool
+    holds."""
     s = Server()
     s.wait_ready("python", 1)
     s.s.proc.send_signal(sig)
-    assert s.s.proc.wait(30) == 0, s.s.stderr.decode(errors="replace")
+    assert s.s.proc.wait(30) == 128 + sig, s.s.stderr.decode(errors="replace")
     assert find_marked(s.mark) == []
 
 

@@ -85,7 +85,7 @@ def server(tmp_path):
     s = Server(tmp_path / "s.sock")
     yield s
     rc = s.stop()
-    assert rc == 0, (rc, s.stderr() if not s.log.closed else "")
+    assert rc == 128 + signal.SIGTERM, (rc, s.stderr() if not s.log.closed else "")
 
 
 class Conn:
@@ -183,7 +183,7 @@ def test_socket_is_private(tmp_path):
         d = os.stat(str(tmp_path / "fresh"))
         assert stat.S_IMODE(d.st_mode) == 0o700, oct(d.st_mode)  # created for the socket
     finally:
-        assert s.stop() == 0
+        assert s.stop() == 128 + signal.SIGTERM
 
 
 def test_two_connections_at_once(server):
@@ -304,7 +304,10 @@ def test_second_server_on_the_same_path_is_refused(server):
         c.close()
 
 
-def test_sigterm_cancels_calls_removes_the_socket_and_exits_0(tmp_path):
+def test_sigterm_answers_and_cancels_calls_removes_the_socket_and_exits_143(tmp_path):
+    """SIGTERM: the call in flight is cancelled and still answered (a
+    cancelled result) before the connection closes; the exit code is 128 +
+    SIGTERM (mcp/serve.h), as a shell reports a process a signal ended."""
     s = Server(tmp_path / "s.sock")
     c = connect(s.path)
     idle = connect(s.path)
@@ -313,21 +316,26 @@ def test_sigterm_cancels_calls_removes_the_socket_and_exits_0(tmp_path):
     time.sleep(0.5)
     t0 = time.monotonic()
     rc = s.stop(signal.SIGTERM)
-    assert rc == 0, s
+    assert rc == 128 + signal.SIGTERM, s
     assert time.monotonic() - t0 < 15, "the call in flight was not cancelled"
     assert not os.path.exists(s.path)
+    answered = None
     for conn in (c, idle):  # connections were closed
         while True:
             m = conn.recv()
             if m is None:
                 break
             assert m.get("id") in (rid, None) or "method" in m, m
+            if m.get("id") == rid:
+                answered = m
         conn.close()
+    assert answered is not None, "the call in flight got no answer"
+    assert answered["result"]["structuredContent"]["status"] == "cancelled", answered
 
 
 def test_sigint_stops_it_too(tmp_path):
     s = Server(tmp_path / "s.sock")
-    assert s.stop(signal.SIGINT) == 0
+    assert s.stop(signal.SIGINT) == 128 + signal.SIGINT
     assert not os.path.exists(s.path)
 
 
@@ -357,7 +365,7 @@ def test_socket_activation(tmp_path):
         assert "llm-sandbox: MCP on unix socket %s (from systemd)" % s.path in s.stderr()
     finally:
         c.close()
-    assert s.stop() == 0, s.stderr()
+    assert s.stop() == 128 + signal.SIGTERM, s.stderr()
     assert stat.S_ISSOCK(os.lstat(s.path).st_mode), "the passed socket was removed"
 
 
@@ -392,7 +400,7 @@ def test_activation_variables_of_another_process_are_ignored(tmp_path):
         c = connect(s.path)
         c.close()
     finally:
-        assert s.stop() == 0
+        assert s.stop() == 128 + signal.SIGTERM
     assert not os.path.exists(s.path)
 
 
@@ -409,7 +417,7 @@ def test_stale_socket_file_is_replaced(tmp_path):
         c.close()
         assert stat.S_IMODE(os.lstat(path).st_mode) == 0o600
     finally:
-        assert s.stop() == 0
+        assert s.stop() == 128 + signal.SIGTERM
 
 
 def test_other_files_are_not_replaced(tmp_path):
@@ -448,7 +456,7 @@ def test_other_users_are_turned_away():
         m = json.loads(p.stdout)
         assert "permission denied" in m["error"]["message"], m
     finally:
-        assert s.stop() == 0
+        assert s.stop() == 128 + signal.SIGTERM
         shutil.rmtree(d)
 
 
@@ -501,7 +509,7 @@ def test_stdin_is_not_read_with_socket(tmp_path):
         c = connect(path)
         c.close()
         p.send_signal(signal.SIGTERM)
-        assert p.wait(timeout=30) == 0
+        assert p.wait(timeout=30) == 128 + signal.SIGTERM
         assert p.stdout.read() == b"", "nothing is answered on stdout"
     finally:
         if p.poll() is None:
@@ -525,7 +533,7 @@ def test_socket_path_from_the_setting(tmp_path):
         s.wait_ready()
         connect(path).close()
     finally:
-        assert s.stop() == 0
+        assert s.stop() == 128 + signal.SIGTERM
 
 
 def test_socket_setting_must_be_absolute(tmp_path):
@@ -549,7 +557,7 @@ def test_default_path_under_xdg_runtime_dir(tmp_path):
         s.wait_ready()
         assert stat.S_IMODE(os.stat(os.path.dirname(path)).st_mode) == 0o700
     finally:
-        assert s.stop() == 0
+        assert s.stop() == 128 + signal.SIGTERM
 
 
 def test_session_without_a_server_says_so(tmp_path):

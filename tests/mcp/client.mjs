@@ -276,7 +276,9 @@ function withServer(kind, fn, { closeChecks = true } = {}) {
       watch.stop();
       const exit = await c.close();
       if (closeChecks) {
-        assert.deepEqual(exit, { code: 0, sig: null }, `server ended badly; stderr:\n${c.stderr()}`);
+        // HTTP ends on SIGTERM: 128 + 15 (mcp/serve.h)
+        assert.deepEqual(exit, { code: kind === 'stdio' ? 0 : 143, sig: null },
+          `server ended badly; stderr:\n${c.stderr()}`);
         const gone = await watch.waitGone(5000);
         assert.notEqual(gone, null, `left running after the server ended: ${watch.alive()}`);
       }
@@ -474,7 +476,7 @@ for (const kind of ['stdio', 'http']) {
     test('(f) ending the server kills a running call', async () => {
       const c = await connect(kind);
       const watch = new ProcWatch(c.pid);
-      const call = run(c, { code: 'while True: pass', timeout: 120 }).then(() => 'resolved', (e) => e);
+      const call = run(c, { code: 'while True: pass', timeout: 120 }).then((r) => r, (e) => e);
       await watch.waitFor('python3');
       const t0 = Date.now();
       let exit;
@@ -497,7 +499,8 @@ for (const kind of ['stdio', 'http']) {
       }
       const took = Date.now() - t0;
       watch.stop();
-      assert.deepEqual(exit, { code: 0, sig: null }, `server ended badly: ${c.stderr()}`);
+      assert.deepEqual(exit, { code: kind === 'stdio' ? 0 : 143, sig: null },
+        `server ended badly: ${c.stderr()}`);
       // The call would run for 120 s: ending far sooner proves the server
       // killed it rather than waited. (A tighter bound failed on a loaded
       // machine: 3.2 s with the load average at 15.)
@@ -505,8 +508,34 @@ for (const kind of ['stdio', 'http']) {
       const gone = await watch.waitGone(5000);
       assert.notEqual(gone, null, `left running: ${watch.alive()}`);
       console.log(`# ${kind}: server ended ${took} ms after its input did`);
-      assert.notEqual(await call, 'resolved');
+      const answer = await call;
+      if (kind === 'stdio') {
+        assert.ok(answer instanceof Error, 'end of input: the client is gone, nothing is answered');
+      } else {
+        // a signal: the call in flight is answered (cancelled) before the
+        // server exits, so the client is not left waiting
+        assert.equal(answer.isError, true, JSON.stringify(answer).slice(0, 300));
+        assert.equal(answer.structuredContent.status, 'cancelled', JSON.stringify(answer).slice(0, 300));
+      }
       if (kind === 'http') await c.client.close().catch(() => {});
+    });
+
+    test('(g) SIGTERM answers the call in flight before the server exits', async () => {
+      const c = await connect(kind);
+      const watch = new ProcWatch(c.pid);
+      const call = run(c, { code: 'while True: pass', timeout: 120 }).then((r) => r, (e) => e);
+      await watch.waitFor('python3');
+      process.kill(c.pid, 'SIGTERM');
+      const answer = await Promise.race([call, sleep(10000).then(() => 'no answer')]);
+      watch.stop();
+      assert.notEqual(answer, 'no answer', `no answer 10 s after SIGTERM: ${c.stderr()}`);
+      assert.ok(!(answer instanceof Error), `the call failed instead: ${answer}`);
+      assert.equal(answer.isError, true);
+      assert.equal(answer.structuredContent.status, 'cancelled', JSON.stringify(answer).slice(0, 300));
+      const exit = await Promise.race([c.server.exited, sleep(10000).then(() => null)]);
+      assert.deepEqual(exit, { code: 143, sig: null }, `server ended badly: ${c.stderr()}`);
+      assert.notEqual(await watch.waitGone(5000), null, `left running: ${watch.alive()}`);
+      await c.client.close().catch(() => {});
     });
   });
 }

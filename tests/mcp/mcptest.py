@@ -351,8 +351,12 @@ def start_http(env=None, timeout=10.0):
     raise RuntimeError("could not find a free port for serve --http")
 
 
+# What the server exits with when SIGTERM ends it (mcp/serve.h: 128 + N).
+SIGTERM_EXIT = 128 + signal.SIGTERM
+
+
 def stop_http(proc, timeout=10.0):
-    """SIGTERM, wait; the exit code."""
+    """SIGTERM, wait; the exit code (SIGTERM_EXIT when it ended well)."""
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
         try:

@@ -19,7 +19,8 @@ import subprocess
 
 import pytest
 
-from mcptest import HERE, SBX_BIN, HttpUnavailable, clean_env, start_http, stop_http
+from mcptest import (HERE, SBX_BIN, SIGTERM_EXIT, HttpUnavailable, clean_env, start_http,
+                     stop_http)
 
 NODE_DIR = os.path.join(HERE, "node_modules", "node", "bin")
 NPX = shutil.which("npx", path="/usr/bin:/bin:/usr/local/bin") or "npx"
@@ -118,11 +119,25 @@ def test_tools_list(tmp_path):
 
 def test_tools_list_schemas_are_portable(tmp_path):
     """--strict: the Inspector's schema portability check finds no error
-    (warnings, such as nullable type arrays, are allowed)."""
+    and no warning (a nullable field is an anyOf, never a type array);
+    every tool has an outputSchema, and the annotations tell the truth."""
     rc, out, err = inspector(tmp_path, "--cli", SBX_BIN, "--method", "tools/list", "--strict",
                              "--format", "json")
     assert rc == 0, "portability errors:\n" + err[-4000:]
-    check_tools(json.loads(out)["result"]["tools"])
+    assert "Warning" not in err, "portability warnings:\n" + err[-4000:]
+    tools = json.loads(out)["result"]["tools"]
+    check_tools(tools)
+    by_name = {t["name"]: t for t in tools}
+    for t in tools:
+        assert t.get("outputSchema", {}).get("type") == "object", t["name"]
+    ann = {name: t["annotations"] for name, t in by_name.items()}
+    assert ann["close_session"]["destructiveHint"] is True
+    assert ann["upload_file"]["destructiveHint"] is True  # it replaces a file of that name
+    # libraries are installed from package registries, whatever the network
+    assert ann["execute_code"]["openWorldHint"] is True
+    assert ann["create_session"]["openWorldHint"] is True
+    for name in ("get_supported_languages", "list_sessions", "download_file", "list_files"):
+        assert ann[name]["readOnlyHint"] is True and ann[name]["destructiveHint"] is False
 
 
 def test_execute_code_json(tmp_path):
@@ -188,7 +203,7 @@ def http_url():
         yield url
         assert proc.poll() is None, "serve --http died during the tests"
     finally:
-        assert stop_http(proc) == 0
+        assert stop_http(proc) == SIGTERM_EXIT
 
 
 def test_http_tools_list(tmp_path, http_url):

@@ -24,8 +24,8 @@ import urllib.parse
 
 import pytest
 
-from mcptest import (SBX_BIN, HttpUnavailable, ProcWatch, Server, clean_env, start_http,
-                     stop_http)
+from mcptest import (SIGTERM_EXIT, SBX_BIN, HttpUnavailable, ProcWatch, Server, clean_env,
+                     start_http, stop_http)
 
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
 
@@ -128,7 +128,8 @@ def test_unknown_method(server):
 
 
 def test_ids_are_echoed_exactly(server):
-    for id in ["x", "", "ü\u2028\u0000end", -1, 0, 2**53 + 1, 2**63 - 1, -2**63]:
+    # (an id with a NUL byte is refused, still echoed exactly: test_edges.py)
+    for id in ["x", "", "ü\u2028\u0001end", -1, 0, 2**53 + 1, 2**63 - 1, -2**63]:
         r = server.response(server.request_async("ping", id=id), timeout=10)
         assert r == {"jsonrpc": "2.0", "id": id, "result": {}}
 
@@ -640,28 +641,38 @@ def test_end_of_input_ends_the_server_and_its_runs():
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_signal_ends_the_server_and_its_runs(sig):
+    """A signal ends the server gracefully: the call in flight is answered
+    (a cancelled result, not silence) before the server exits, its
+    sandbox is gone, and the exit code says which signal it was
+    (128 + N, as a shell reports a process a signal ended)."""
     s = Server()
     try:
         s.initialize()
-        watch, _ = start_endless(s)
+        watch, id = start_endless(s)
         t0 = time.monotonic()
         s.proc.send_signal(sig)
         rc = s.proc.wait(10)
         took = time.monotonic() - t0
         watch.stop()
-        assert rc == 0, s.stderr.decode(errors="replace")
+        assert rc == 128 + sig, (rc, s.stderr.decode(errors="replace"))
         assert took < 3, "the server took %.2f s to end" % took
         assert watch.wait_gone(1.0) is not None, "left running: %s" % watch.alive()
+        answer = s.response(id, timeout=5)
+        result = answer["result"]
+        assert result["isError"] is True, answer
+        assert result["structuredContent"]["status"] == "cancelled", answer
+        assert s.bad_lines == []
     finally:
         s.kill()
 
 
 @pytest.mark.parametrize("first,second", [(2**63 - 1, 12345678901234567890),
-                                          ("id\u0000one", "id\u0000two")],
-                         ids=["above-int64", "nul-in-string"])
+                                          ("id\u0001one", "id\u0001two")],
+                         ids=["above-int64", "control-in-string"])
 def test_cancel_matches_ids_exactly(server, first, second):
     """Two ids that differ only above what int64 holds, or only after a
-    NUL, are two ids: cancelling the second leaves the first running."""
+    control character, are two ids (an id with a NUL is refused:
+    test_edges.py): cancelling the second leaves the first running."""
     watch = ProcWatch(server.pid)
     endless = {"name": "execute_code", "arguments": {"code": "while True: pass", "timeout": 120}}
 
@@ -950,7 +961,7 @@ def http_url():
         yield url
         assert proc.poll() is None, "serve --http died during the tests"
     finally:
-        assert stop_http(proc) == 0
+        assert stop_http(proc) == SIGTERM_EXIT
 
 
 def post(url, msg, headers):

@@ -19,7 +19,7 @@ import urllib.parse
 
 import pytest
 
-from mcptest import SBX_BIN, HttpUnavailable, ProcWatch, start_http, stop_http
+from mcptest import SBX_BIN, SIGTERM_EXIT, HttpUnavailable, ProcWatch, start_http, stop_http
 
 PROTOCOL = "2025-06-18"
 
@@ -37,7 +37,7 @@ def http_server():
         yield proc, url
         assert proc.poll() is None, "serve --http died during the test"
     finally:
-        assert stop_http(proc) == 0
+        assert stop_http(proc) == SIGTERM_EXIT
 
 
 def request(url, method, path_headers=None, body=None):
@@ -167,3 +167,24 @@ def test_ending_the_mcp_session_closes_its_sandbox_sessions(http_server):
         assert watch.wait_gone(30) is not None, watch.alive()
     finally:
         watch.stop()
+
+
+def test_run_artifacts_belong_to_the_client_that_made_them(http_server):
+    """A one-shot run's kept files (sandbox://runs/ID/files/PATH) are the
+    client's that ran it: another client's resources/read gets exactly the
+    answer a run id that never existed gets. Run ids carry 128 bits."""
+    _proc, url = http_server
+    a, b = Client(url), Client(url)
+    ran = a.tool("execute_code", {"code": "open('secret.txt', 'w').write('mine')"})
+    assert not ran["isError"], ran
+    uri = ran["structuredContent"]["artifacts"][0]["uri"]
+    m = re.fullmatch(r"sandbox://runs/([0-9a-f]+)/files/secret\.txt", uri)
+    assert m and len(m.group(1)) >= 32, uri
+    mine = a.rpc("resources/read", {"uri": uri})
+    assert mine["result"]["contents"][0]["text"] == "mine", mine
+    absent = uri.replace(m.group(1), "0" * len(m.group(1)))
+    theirs = b.rpc("resources/read", {"uri": uri})
+    never = b.rpc("resources/read", {"uri": absent})
+    assert "error" in theirs, theirs
+    strip = lambda msg, u: json.dumps({k: v for k, v in msg.items() if k != "id"}).replace(u, "U")
+    assert strip(theirs, uri) == strip(never, absent), (theirs, never)

@@ -263,10 +263,10 @@ int sbx_session_download(struct sbx_runtime *rt, const struct sbx_session_ref *r
  * relative to the workspace, NULL-terminated. */
 int sbx_session_files(struct sbx_runtime *rt, const struct sbx_session_ref *ref, const char *path,
         char ***ret_files, struct sbx_error **err);
-/* An artifact's bytes by its uri (ref->id), a session's only for
- * ref->owner: 0; 1 when there is none (a run's expired, a session closed,
- * busy for seconds or another owner's); or < 0 on an error. *ret_mime is
- * static. */
+/* An artifact's bytes by its uri (ref->id), a session's or a run's only
+ * for ref->owner (the owner of the request that made it): 0; 1 when
+ * there is none (a run's expired, a session closed, busy for seconds or
+ * another owner's); or < 0 on an error. *ret_mime is static. */
 int sbx_artifact_read(struct sbx_runtime *rt, const struct sbx_session_ref *ref, char **ret,
         size_t *ret_len, const char **ret_mime, struct sbx_error **err);
 /* The largest file sbx_session_upload and _download move. */

@@ -40,11 +40,12 @@
 #include "runtime_state.h"
 
 #define STORE_MAX    (256u << 20) /* every kept run's bytes together */
-#define RUN_ID_BYTES 12           /* a kept run's random id */
+#define RUN_ID_BYTES 16           /* a kept run's random id: 128 bits, as a session's */
 
 struct stored {
     struct stored *next;
     char id[2 * RUN_ID_BYTES + 1];
+    char *owner; /* the request's (NULL: ""): only its owner reads the files */
     int64_t expires_ms;
     struct sbx_artifact *a;
     size_t n;
@@ -125,6 +126,7 @@ void artifacts_free(struct sbx_artifact *a, size_t n)
 static void stored_free(struct stored *s)
 {
     artifacts_free(s->a, s->n);
+    free(s->owner);
     free(s);
 }
 
@@ -304,13 +306,16 @@ static void keep_run(struct run *r, const char *id, struct sbx_artifact *a, size
     struct artifact_store *st = r->rt->artifacts;
     struct stored *s = calloc(1, sizeof(*s));
     struct sbx_artifact *copy = calloc(n, sizeof(*copy));
+    char *owner = strdup(r->req->owner ? r->req->owner : "");
     uint64_t bytes = 0;
 
-    if (!s || !copy) {
+    if (!s || !copy || !owner) {
         free(s);
         free(copy);
+        free(owner);
         return;
     }
+    s->owner = owner;
     for (size_t i = 0; i < n; i++) {
         copy[i] = a[i];
         copy[i].path = strdup(a[i].path);
@@ -405,8 +410,8 @@ void artifacts_collect(struct run *r, const struct agentc_entry *before, size_t 
 
 /* ---- reading ------------------------------------------------------------ */
 
-int artifacts_read_run(struct sbx_runtime *rt, const char *rest, char **ret, size_t *ret_len,
-        const char **ret_mime, struct sbx_error **err)
+int artifacts_read_run(struct sbx_runtime *rt, const char *owner, const char *rest, char **ret,
+        size_t *ret_len, const char **ret_mime, struct sbx_error **err)
 {
     struct artifact_store *st = rt->artifacts;
     const char *slash = strchr(rest, '/');
@@ -419,7 +424,9 @@ int artifacts_read_run(struct sbx_runtime *rt, const char *rest, char **ret, siz
     pthread_mutex_lock(&st->lock);
     store_trim(st, 0);
     for (struct stored *s = st->head; s && rc == 1; s = s->next) {
-        if (strncmp(s->id, rest, 2 * RUN_ID_BYTES) != 0)
+        /* another owner's run is one that never existed */
+        if (strncmp(s->id, rest, 2 * RUN_ID_BYTES) != 0 ||
+                strcmp(s->owner, owner ? owner : "") != 0)
             continue;
         for (size_t i = 0; i < s->n && rc == 1; i++) {
             if (strcmp(s->a[i].path, path) != 0 || !s->a[i].data)

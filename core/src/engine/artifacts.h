@@ -29,9 +29,10 @@ void artifacts_collect(struct run *r, const struct agentc_entry *before, size_t 
  * malformed or out of memory. (transfer full) */
 char *artifact_uri_path(const char *s);
 /* A kept one-shot run's file by the rest of its URI after
- * "sandbox://runs/" ("ID/files/PATH"): 0 with a copy, 1 when there is
- * none (expired, never kept), or < 0. *ret_mime is static. */
-int artifacts_read_run(struct sbx_runtime *rt, const char *rest, char **ret, size_t *ret_len,
-        const char **ret_mime, struct sbx_error **err);
+ * "sandbox://runs/" ("ID/files/PATH"), for the owner of the run's request
+ * (NULL is ""): 0 with a copy, 1 when there is none (expired, never kept,
+ * another owner's), or < 0. *ret_mime is static. */
+int artifacts_read_run(struct sbx_runtime *rt, const char *owner, const char *rest, char **ret,
+        size_t *ret_len, const char **ret_mime, struct sbx_error **err);
 
 #endif

@@ -19,6 +19,7 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -27,6 +28,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -243,6 +246,36 @@ static int set_endpoint(CURL *c, const struct sbx_http *req, bool *ret_tls, stru
     return 0;
 }
 
+/* Why nothing answers on the unix socket at path, in our words: curl
+ * speaks of "localhost port 80" even for a socket. */
+static void unix_why(const char *path, char *out, size_t len)
+{
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    struct stat st;
+    int fd, e = 0;
+
+    if (stat(path, &st) < 0) {
+        snprintf(out, len, "the socket '%s' does not exist (%s)", path, strerror(errno));
+        return;
+    }
+    if (!S_ISSOCK(st.st_mode)) {
+        snprintf(out, len, "'%s' is not a socket", path);
+        return;
+    }
+    snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0)
+        e = errno;
+    if (fd >= 0)
+        close(fd);
+    if (e == EACCES || e == EPERM)
+        snprintf(out, len, "the socket '%s' exists but this user may not connect to it (%s)", path,
+                strerror(e));
+    else
+        snprintf(out, len, "nothing listens on the socket '%s' (%s)", path,
+                e ? strerror(e) : "it accepted, then closed");
+}
+
 /* why: curl's error buffer (its detail, such as which certificate did not
  * verify), or "" for curl's generic text of rc. */
 static int curl_fail(
@@ -252,6 +285,12 @@ static int curl_fail(
 
     if (rc == CURLE_ABORTED_BY_CALLBACK && cancelled(req->cancel_fd))
         return sbx_err_fill(err, SBX_E_CANCELLED, ECANCELED, "cancelled");
+    if (rc == CURLE_COULDNT_CONNECT && strncmp(req->endpoint, "unix://", 7) == 0) {
+        char mine[PATH_MAX + 128];
+
+        unix_why(req->endpoint + 7, mine, sizeof(mine));
+        return sbx_err_fill(err, SBX_E_UNAVAILABLE, ECONNREFUSED, "%s", mine);
+    }
     if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST)
         return sbx_err_fill(err, SBX_E_UNAVAILABLE, ECONNREFUSED, "cannot connect to '%s': %s",
                 req->endpoint, text);

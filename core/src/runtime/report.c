@@ -28,6 +28,7 @@
 #include "policy/config.h"
 #include "policy/policy.h"
 #include "policy/settings.h"
+#include "runtime/bwrap_floor.h"
 #include "runtime_state.h"
 
 static const char *const state_names[] = {"ok", "broken", "shadowed", "disabled", "unloaded"};
@@ -377,6 +378,22 @@ static void check_defaults(struct sbx_runtime *rt, struct json_object *a)
     check(a, "defaults", "ok", detail, NULL);
 }
 
+/* The bubblewrap version floor (runtime/bwrap_floor.c), when the bwrap
+ * backend is installed. */
+static void check_bwrap_floor(struct sbx_runtime *rt, struct json_object *a)
+{
+    const struct plugin *pl = registry_find_any(rt, SBX_KIND_BACKEND, "bwrap");
+    char where[PATH_MAX], detail[1024], fix[256];
+    struct stat st;
+    int r;
+
+    if (!pl || pl->state != PLUGIN_OK ||
+            manifest_which(pl->m, "bwrap", where, sizeof(where), &st) < 0)
+        return;
+    r = bwrap_floor_check(where, NULL, detail, sizeof(detail), fix, sizeof(fix));
+    check(a, "bwrap_version", r == 1 ? "ok" : "warn", detail, fix[0] ? fix : NULL);
+}
+
 struct json_object *sbx_runtime_doctor_json(struct sbx_runtime *rt)
 {
     struct json_object *o = json_object_new_object(), *a = json_object_new_array();
@@ -390,6 +407,7 @@ struct json_object *sbx_runtime_doctor_json(struct sbx_runtime *rt)
     check_seccomp(a);
     check_runtimes(rt, a);
     check_defaults(rt, a);
+    check_bwrap_floor(rt, a);
     for (size_t i = 0; i < rt->n_plugins; i++) {
         struct plugin *pl = rt->plugins[i];
         char name[96], detail[320];

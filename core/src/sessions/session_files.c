@@ -193,7 +193,8 @@ int sbx_artifact_read(struct sbx_runtime *rt, const struct sbx_session_ref *ref,
     int rc = 1;
 
     if (strncmp(uri, runs, sizeof(runs) - 1) == 0) {
-        rc = artifacts_read_run(rt, uri + sizeof(runs) - 1, ret, ret_len, ret_mime, err);
+        rc = artifacts_read_run(
+                rt, ref->owner, uri + sizeof(runs) - 1, ret, ret_len, ret_mime, err);
     } else if (strncmp(uri, sessions, sizeof(sessions) - 1) == 0) {
         const char *rest = uri + sizeof(sessions) - 1, *slash = strchr(rest, '/');
         cleanup_free char *id = slash ? strndup(rest, (size_t)(slash - rest)) : NULL;
