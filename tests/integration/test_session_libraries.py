@@ -1,0 +1,130 @@
+# SPDX-License-Identifier: MIT
+"""Libraries into a live session, through the real MCP server (stdio,
+raw JSON-RPC) on the backend under test: create_session (no libraries),
+set a variable, then execute_code with `libraries` naming a package the
+host does not have (pyfiglet, from PyPI through the core's filtering
+proxy into a fresh dependency cache): it imports from the set copied into
+the session's sandbox, and the variable is still set. Then the union:
+a second set added on top, the same list again (nothing installed), a
+conflicting pin (the install fails, the session keeps what it had), the
+copied files read-only to the program, a session created with libraries
+taking more, and a language that cannot take a set while it runs
+refused with what to do instead.
+"""
+import os
+import shutil
+import sys
+import tempfile
+
+import pytest
+
+from conftest import BACKEND, backend_controls
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_sessions import Client  # noqa: E402  (the session-friendly MCP client)
+
+pytestmark = pytest.mark.contract
+
+PYFIGLET = "pyfiglet==1.0.2"
+SIX = "six==1.16.0"
+
+
+@pytest.fixture
+def client():
+    ctl = backend_controls()
+    if not all(ctl[c]["level"] == "full" for c in ("network_registries", "host_mounts")):
+        pytest.skip("backend %s cannot install libraries (test_backend_without_installs)"
+                    % BACKEND)
+    d = tempfile.mkdtemp(prefix="llm-sandbox-test-livelibs-", dir="/var/tmp")
+    os.chmod(d, 0o755)
+    c = Client({"LLM_SANDBOX_CACHE_DIR": d})
+    yield c
+    c.finish()
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def ok(sc):
+    assert sc["status"] == "ok", sc
+    return sc
+
+
+def test_python_library_into_a_live_session(client):
+    assert __import__("importlib").util.find_spec("pyfiglet") is None, \
+        "the host must not have pyfiglet for this test to mean anything"
+    sid = client.create("python")
+    ok(client.run(sid, "x = 41\nimport sys\nbefore = list(sys.path)"))
+    r = ok(client.run(sid, "import pyfiglet\nprint(pyfiglet.__file__)\n"
+                           "print(x + 1)\nprint(bool(pyfiglet.figlet_format('hi').strip()))",
+                      libraries=[PYFIGLET]))
+    assert r["stdout"] == "/tmp/.sbx/libs/1/python/pyfiglet/__init__.py\n42\nTrue\n", r
+    assert r["install"]["cached"] is False, r
+    # the files are read-only to the program; a subprocess (fresh
+    # interpreter, the session's environment) finds the set too
+    r = ok(client.run(sid, "import os, pyfiglet, subprocess, sys\n"
+                           "p = pyfiglet.__file__\n"
+                           "print(oct(os.stat(p).st_mode & 0o777))\n"
+                           "try:\n    open(p, 'a')\nexcept PermissionError:\n    print('denied')\n"
+                           "print(subprocess.run([sys.executable, '-c', 'import pyfiglet'])"
+                           ".returncode)\n"
+                           "print(x)"))
+    assert r["stdout"] == "0o444\ndenied\n0\n41\n", r
+    # the same list again, and a subset: nothing to install or copy
+    r = ok(client.run(sid, "print(x)", libraries=[PYFIGLET]))
+    assert r["stdout"] == "41\n" and "install" not in r, r
+    # a second set: the union, resolved together, first on the path
+    r = ok(client.run(sid, "import six, pyfiglet\nprint(six.__file__)\n"
+                           "print(pyfiglet.__file__)\nprint(x)", libraries=[SIX]))
+    assert r["stdout"] == ("/tmp/.sbx/libs/2/python/six.py\n"
+                           "/tmp/.sbx/libs/1/python/pyfiglet/__init__.py\n41\n"), r
+    # a conflicting pin: the union does not resolve, the install fails,
+    # the session keeps its libraries and variables
+    sc, err = client.call("execute_code", dict(session_id=sid, code="print(x)",
+                                               libraries=["pyfiglet==0.8.post1"]))
+    assert err and sc["status"] == "error" and "install" in sc["message"], sc
+    assert any("keeps the libraries and variables" in w for w in sc["warnings"]), sc
+    assert "pyfiglet==0.8.post1" in sc["install"]["log"] \
+        or "conflict" in sc["install"]["log"].lower(), sc
+    r = ok(client.run(sid, "import six, pyfiglet\nprint(x)"))
+    assert r["stdout"] == "41\n", r
+    listed = client.ok("list_sessions", {})
+    mine = [s for s in listed["sessions"] if s["session_id"] == sid]
+    assert mine and mine[0]["libraries"] == [PYFIGLET, SIX], listed
+
+
+def test_interpreter_restart_keeps_the_libraries(client):
+    """An interpreter that ended starts again with the session's sets on its
+    path (the environment was pointed at the newest)."""
+    sid = client.create("python")
+    ok(client.run(sid, "import six", libraries=[SIX]))
+    r = client.run(sid, "import os\nos._exit(3)")
+    assert r["exit_code"] == 3, r
+    r = ok(client.run(sid, "import six\nprint(six.__file__)"))
+    assert r["stdout"] == "/tmp/.sbx/libs/1/python/six.py\n", r
+
+
+def test_session_created_with_libraries_takes_more(client):
+    sid = client.create("python", libraries=[SIX])
+    ok(client.run(sid, "import six\ny = six.__file__"))
+    r = ok(client.run(sid, "import pyfiglet\nprint(y)\nprint(pyfiglet.__file__)",
+                      libraries=[PYFIGLET]))
+    assert r["stdout"] == ("/deps/python/six.py\n"
+                           "/tmp/.sbx/libs/1/python/pyfiglet/__init__.py\n"), r
+
+
+def test_javascript_library_into_a_live_session(client):
+    sid = client.create("javascript")
+    ok(client.run(sid, "let x = 41"))
+    r = ok(client.run(sid, "const leftPad = require('left-pad');\n"
+                           "console.log(require.resolve('left-pad'));\n"
+                           "console.log(leftPad(String(x + 1), 5, '0'));",
+                      libraries=["left-pad@1.3.0"]))
+    assert r["stdout"] == "/tmp/.sbx/libs/1/node_modules/left-pad/index.js\n00042\n", r
+
+
+def test_language_that_builds_against_deps_is_refused(client):
+    sid = client.create("java")
+    sc, err = client.call("execute_code", dict(
+        session_id=sid, libraries=["com.google.code.gson:gson:2.10.1"],
+        code="public class Main { public static void main(String[] a) {} }"))
+    assert err and sc["status"] == "refused", sc
+    assert "cannot take new libraries" in sc["message"] and "create_session" in sc["message"], sc
