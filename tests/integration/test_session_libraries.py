@@ -18,9 +18,10 @@ import tempfile
 
 import pytest
 
-from conftest import BACKEND, backend_controls
+from conftest import BACKEND, CONTAINER, backend_controls
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_installs import local_repos  # noqa: E402,F401  (a CRAN-like repository, a gem source)
 from test_sessions import Client  # noqa: E402  (the session-friendly MCP client)
 
 pytestmark = pytest.mark.contract
@@ -30,17 +31,29 @@ SIX = "six==1.16.0"
 
 
 @pytest.fixture
-def client():
+def make_client():
+    """A server with a fresh dependency cache (and the given environment)."""
     ctl = backend_controls()
     if not all(ctl[c]["level"] == "full" for c in ("network_registries", "host_mounts")):
         pytest.skip("backend %s cannot install libraries (test_backend_without_installs)"
                     % BACKEND)
     d = tempfile.mkdtemp(prefix="llm-sandbox-test-livelibs-", dir="/var/tmp")
     os.chmod(d, 0o755)
-    c = Client({"LLM_SANDBOX_CACHE_DIR": d})
-    yield c
-    c.finish()
+    made = []
+
+    def make(extra=None):
+        c = Client(dict(extra or {}, LLM_SANDBOX_CACHE_DIR=d))
+        made.append(c)
+        return c
+    yield make
+    for c in made:
+        c.finish()
     shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture
+def client(make_client):
+    return make_client()
 
 
 def ok(sc):
@@ -121,7 +134,43 @@ def test_javascript_library_into_a_live_session(client):
     assert r["stdout"] == "/tmp/.sbx/libs/1/node_modules/left-pad/index.js\n00042\n", r
 
 
+def test_ruby_gem_into_a_live_session(make_client, local_repos):
+    client = make_client({"LLM_SANDBOX_RUBY_INSTALL_ENV": "GEM_SOURCE=" + local_repos["gems"]})
+    sid = client.create("ruby")
+    ok(client.run(sid, "x = 41"))
+    r = ok(client.run(sid, 'require "hellorb"\nputs Hellorb.hello\nputs x + 1',
+                      libraries=["hellorb"]))
+    assert r["stdout"] == "hello from hellorb\n42\n", r
+    r = ok(client.run(sid, 'puts Gem.loaded_specs["hellorb"].full_gem_path'))
+    assert r["stdout"] == "/tmp/.sbx/libs/1/ruby/gems/hellorb-0.1.0\n", r
+
+
+def test_r_package_into_a_live_session(make_client, local_repos):
+    if CONTAINER:
+        pytest.skip("the %s test image has no R" % BACKEND)
+    client = make_client({"R_REPO": local_repos["cran"]})
+    sid = client.create("r")
+    ok(client.run(sid, "x <- 41"))
+    r = ok(client.run(sid, 'library(hellor)\ncat(hello(), x + 1, "\\n")\n'
+                           'cat(find.package("hellor"), "\\n")', libraries=["hellor"]))
+    assert r["stdout"] == "hello from hellor 42 \n/tmp/.sbx/libs/1/r/hellor \n", r
+
+
+def test_go_session_takes_libraries_at_its_next_build(client):
+    if CONTAINER:
+        pytest.skip("the %s test image has no Go toolchain" % BACKEND)
+    sid = client.create("go")
+    src = ('package main\n\nimport (\n\t"fmt"\n\n\t"github.com/google/uuid"\n)\n\n'
+           'func main() {\n\tfmt.Println(uuid.NewSHA1(uuid.NameSpaceDNS, []byte("x")).Version())\n}\n')
+    r = ok(client.run(sid, src, libraries=["github.com/google/uuid@v1.6.0"], timeout=120))
+    assert r["stdout"] == "VERSION_5\n", r
+    r = ok(client.run(sid, src, timeout=120))
+    assert r["stdout"] == "VERSION_5\n" and "install" not in r, r
+
+
 def test_language_that_builds_against_deps_is_refused(client):
+    if CONTAINER:
+        pytest.skip("the %s test image has no Java" % BACKEND)
     sid = client.create("java")
     sc, err = client.call("execute_code", dict(
         session_id=sid, libraries=["com.google.code.gson:gson:2.10.1"],

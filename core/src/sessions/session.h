@@ -36,7 +36,7 @@ struct sbx_session {
     char *language, *backend;
     char **libs;           /* the union of every call's libraries */
     struct deps_set *live; /* the newest set copied in (session_libs.c), or NULL */
-    unsigned libs_gen;     /* how many sets were copied in */
+    unsigned libs_gen;     /* how many sets were copied in (or began to be) */
     /* the warm interpreter, or repl_argv NULL */
     char **repl_argv, **repl_env;
     char head[8 + 2 * NONCE_BYTES];

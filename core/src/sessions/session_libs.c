@@ -8,7 +8,7 @@
  *
  * A running box cannot take a new mount on any backend, so the set is
  * copied into it through the agent instead: every regular file beneath
- * /tmp/.sbx/libs/N (N counts the session's sets), with the agent's own
+ * /tmp/.sbx/libs/N (N counts the session's copies), with the agent's own
  * checks (PUT with AGENT_PUT_TMP: relative paths without "." or "..",
  * created O_EXCL beneath /tmp without following a link, the agent's file
  * size limit). The host walks the set with openat(O_NOFOLLOW) and never
@@ -53,17 +53,17 @@
 #include "runtime_state.h"
 #include "sessions/session.h"
 
-#define LIBS_DIR      "/tmp/.sbx/libs"
-#define LIBS_FILES    200000 /* files one set may stage */
-#define LIBS_DEPTH    64
+#define LIBS_DIR   "/tmp/.sbx/libs"
+#define LIBS_FILES 200000 /* files one set may stage */
+#define LIBS_DEPTH 64
 
 struct stager {
     struct run *r;
     char path[PATH_MAX]; /* beneath /tmp: ".sbx/libs/N/..." */
     uint64_t bytes, files, links;
     int64_t deadline;
-    int end;     /* 0, an enum agentc_end, or SBX_E_IO (the agent refused) */
-    int errno_;  /* the host could not read the set */
+    int end;    /* 0, an enum agentc_end, or SBX_E_IO (the agent refused) */
+    int errno_; /* the host could not read the set */
 };
 
 /* A whole regular file, read through its descriptor. */
@@ -229,8 +229,8 @@ static char *snippet(const char *tmpl, const char *root)
 }
 
 /* Run the language's code in the live interpreter: 0, or 1 when decided. */
-static int tell_interpreter(struct sbx_session *s, struct run *r, const char *root,
-        struct sbx_error **err)
+static int tell_interpreter(
+        struct sbx_session *s, struct run *r, const char *root, struct sbx_error **err)
 {
     struct agentc_sink sink = {0};
     struct agentc_exit ex = {0};
@@ -242,8 +242,8 @@ static int tell_interpreter(struct sbx_session *s, struct run *r, const char *ro
         return sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
     capture_init(&sink.out, 4096);
     capture_init(&sink.err, 4096);
-    end = agentc_converse(r->ac, s->head, buf, strlen(buf), now_ms() + SETUP_TIMEOUT_MS, &sink,
-            &status, &ex);
+    end = agentc_converse(
+            r->ac, s->head, buf, strlen(buf), now_ms() + SETUP_TIMEOUT_MS, &sink, &status, &ex);
     if (end == AGENTC_MARKED && status == 0) {
         capture_done(&sink.out);
         capture_done(&sink.err);
@@ -265,7 +265,9 @@ static int tell_interpreter(struct sbx_session *s, struct run *r, const char *ro
             "the libraries are in the sandbox, but the %s interpreter could not put them on its "
             "search path (%s)%s%.300s",
             s->language,
-            end == AGENTC_MARKED ? "its code failed" : end < 0 ? "error" : agentc_last_error(r->ac),
+            end == AGENTC_MARKED ? "its code failed"
+            : end < 0            ? "error"
+                                 : agentc_last_error(r->ac),
             sink.err.buf.len > 1 ? ": " : "", sink.err.buf.buf ? sink.err.buf.buf : "");
     if (!s->repl_alive)
         strv_push(&r->ex->warnings, "the interpreter was stopped: the session's variables are "
@@ -278,8 +280,8 @@ static int tell_interpreter(struct sbx_session *s, struct run *r, const char *ro
 
 /* The union of the session's libraries and the call's, the session's
  * first; NULL when the call adds none. *ret_n: its length. */
-static int lib_union(const struct sbx_session *s, const struct sbx_request *q, char ***ret,
-        size_t *ret_n)
+static int lib_union(
+        const struct sbx_session *s, const struct sbx_request *q, char ***ret, size_t *ret_n)
 {
     char **u = NULL;
     bool adds = false;
@@ -335,7 +337,7 @@ int session_add_libraries(struct sbx_session *s, struct run *r, struct sbx_error
     char root[64], **libs = NULL, **env = NULL, **repl_env = NULL, **old;
     size_t n = 0;
     uint64_t size;
-    int rc;
+    int rc, fd;
 
     if (lib_union(s, r->req, &libs, &n) < 0)
         return sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
@@ -388,11 +390,15 @@ int session_add_libraries(struct sbx_session *s, struct run *r, struct sbx_error
     }
     /* copy it in */
     engine_phase(r, "installing");
-    snprintf(root, sizeof(root), LIBS_DIR "/%u", s->libs_gen + 1);
+    /* a fresh directory for every copy, even after one that failed half-way */
+    snprintf(root, sizeof(root), LIBS_DIR "/%u", ++s->libs_gen);
     snprintf(st.path, sizeof(st.path), "%s", root);
     st.deadline = now_ms() + (int64_t)r->rt->settings->install_timeout_ms;
-    stage_tree(&st, open(ir.deps->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC),
-            strlen(root), 0);
+    fd = open(ir.deps->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        st.errno_ = errno;
+    else
+        stage_tree(&st, fd, strlen(root), 0);
     if (st.end != 0 || st.errno_ != 0) {
         ir.deps = deps_close(ir.deps);
         strv_free(libs);
@@ -410,18 +416,20 @@ int session_add_libraries(struct sbx_session *s, struct run *r, struct sbx_error
                                              : agentc_last_error(r->ac));
         return 1;
     }
-    s->libs_gen++;
-    log_msg(SBX_LOG_INFO, s->language, "session %s: %zu libraries at %s (%" PRIu64 " files, %" PRIu64
-            " bytes)", s->id, n, root, st.files, st.bytes);
+    log_msg(SBX_LOG_INFO, s->language,
+            "session %s: %zu libraries at %s (%" PRIu64 " files, %" PRIu64 " bytes)", s->id, n,
+            root, st.files, st.bytes);
     if (st.links)
         (void)!strv_pushf(&r->ex->warnings,
                 "%" PRIu64 " symbolic links or special files of the dependency set were not "
                 "copied into the running session",
                 st.links);
     /* point the environment at it, then the live interpreter */
-    if (strv_dup(s->base.env, &env) < 0 || env_point(&env, r->lang->m->lang->install->run_env, root) < 0 ||
-            (s->repl_env && (strv_dup(s->repl_env, &repl_env) < 0 ||
-                                    env_point(&repl_env, r->lang->m->lang->install->run_env, root) < 0))) {
+    if (strv_dup(s->base.env, &env) < 0 ||
+            env_point(&env, r->lang->m->lang->install->run_env, root) < 0 ||
+            (s->repl_env &&
+                    (strv_dup(s->repl_env, &repl_env) < 0 ||
+                            env_point(&repl_env, r->lang->m->lang->install->run_env, root) < 0))) {
         strv_free(env);
         strv_free(repl_env);
         strv_free(libs);
