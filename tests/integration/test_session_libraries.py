@@ -134,6 +134,39 @@ def test_javascript_library_into_a_live_session(client):
     assert r["stdout"] == "/tmp/.sbx/libs/1/node_modules/left-pad/index.js\n00042\n", r
 
 
+def test_links_in_a_set_are_not_copied(client):
+    """npm links a package's commands into node_modules/.bin: the copy
+    leaves links out (and says so); require() does not need them."""
+    sid = client.create("javascript")
+    r = ok(client.run(sid, "const fs = require('fs');\n"
+                           "console.log(require('semver').valid('1.2.3'));\n"
+                           "console.log(fs.existsSync('/tmp/.sbx/libs/1/node_modules/.bin/semver'))",
+                      libraries=["semver@7.6.0"]))
+    assert r["stdout"] == "1.2.3\nfalse\n", r
+    assert any("symbolic links" in w and "not copied" in w for w in r["warnings"]), r
+
+
+def test_the_copy_never_follows_a_link_the_program_planted(client):
+    """The program owns /tmp: a link where the next copy would go (to the
+    workspace, or to /etc) makes that copy fail, writes nothing through
+    it, and the next call copies into a fresh directory."""
+    sid = client.create("python")
+    ok(client.run(sid, "import os\nx = 41\nos.makedirs('/tmp/.sbx/libs', exist_ok=True)\n"
+                       "os.symlink('/workspace', '/tmp/.sbx/libs/1')\n"
+                       "os.makedirs('/tmp/.sbx/libs/2')\n"
+                       "os.symlink('/etc', '/tmp/.sbx/libs/2/python')"))
+    for n in (1, 2):
+        sc, err = client.call("execute_code", dict(session_id=sid, code="print(x)",
+                                                   libraries=[SIX]))
+        assert err and sc["status"] == "error", sc
+        assert sc["message"].startswith("copying the libraries into the session's sandbox "
+                                        "failed at /tmp/.sbx/libs/%d/" % n), sc
+    r = ok(client.run(sid, "import os, six\nprint(six.__file__)\nprint(x)\n"
+                           "print(sorted(os.listdir('/workspace')))\n"
+                           "print(os.path.exists('/etc/six.py'))", libraries=[SIX]))
+    assert r["stdout"] == "/tmp/.sbx/libs/3/python/six.py\n41\n[]\nFalse\n", r
+
+
 def test_ruby_gem_into_a_live_session(make_client, local_repos):
     client = make_client({"LLM_SANDBOX_RUBY_INSTALL_ENV": "GEM_SOURCE=" + local_repos["gems"]})
     sid = client.create("ruby")

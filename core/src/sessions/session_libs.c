@@ -136,7 +136,8 @@ static void stage_entry(struct stager *st, int dfd, const char *name, size_t ple
         free(data);
     }
     close(fd);
-    st->path[plen] = '\0';
+    if (st->end == 0 && st->errno_ == 0) /* else it names what failed */
+        st->path[plen] = '\0';
 }
 
 /* Every regular file beneath dfd (which it closes), st->path its place. */
