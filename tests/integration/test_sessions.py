@@ -321,7 +321,6 @@ def test_refused_calls(client):
     for args, phrase in [
             ({"session_id": "s-nope", "code": "1"}, "no open session"),
             ({"session_id": sid, "code": "1", "language": "ruby"}, "runs python"),
-            ({"session_id": sid, "code": "1", "libraries": ["six"]}, "create_session"),
             ({"session_id": 12, "code": "1"}, "session_id"),
             ({"session_id": sid, "code": "1", "timeout": -1}, "timeout")]:
         sc, err = client.call("execute_code", args)

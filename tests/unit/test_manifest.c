@@ -509,6 +509,26 @@ static void test_prestart_feed(void **state)
 #undef PRE
 }
 
+/* language.session.libraries: optional code for a running session's
+ * interpreter; a prestart driver has none. */
+static void test_session_libraries(void **state)
+{
+    static const char with[] = LHEAD "  session:\n    run: [x, \"{driver}\"]\n    driver: d.x\n"
+                                     "    libraries: \"path.add('{libs}/x')\"\n",
+                      without[] = LHEAD "  session: {run: [x], driver: d.x}\n",
+                      pre[] = LHEAD "  prestart: {run: [x], driver: d.x, libraries: y}\n";
+    struct manifest *m = parse_ok(with, strlen(with));
+
+    (void)state;
+    assert_string_equal(m->lang->session->libraries, "path.add('{libs}/x')");
+    manifest_free(m);
+    m = parse_ok(without, strlen(without));
+    assert_null(m->lang->session->libraries);
+    manifest_free(m);
+    expect_error("libraries on a prestart", pre, sizeof(pre) - 1,
+            "/x/t.yaml:9:", "unknown key 'libraries'");
+}
+
 static void test_malformed(void **state)
 {
     int failures = 0;
@@ -664,6 +684,7 @@ int main(void)
             cmocka_unit_test(test_data_only_language),
             cmocka_unit_test(test_modes_and_address_space),
             cmocka_unit_test(test_prestart_feed),
+            cmocka_unit_test(test_session_libraries),
             cmocka_unit_test(test_size_boundary),
             cmocka_unit_test(test_settings),
             cmocka_unit_test(test_free_null),

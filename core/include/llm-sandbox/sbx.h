@@ -123,7 +123,8 @@ struct sbx_request {
     /* Run in this open session (sbx_session_create) instead of a fresh
      * sandbox: its workspace, and for languages with a warm interpreter its
      * variables, persist. Only limits.wall_time_ms and output_bytes may be
-     * given; libraries must be among the session's. NULL: one-shot. */
+     * given; libraries the session lacks are added to it (with its own,
+     * as one set). NULL: one-shot. */
     const char *session_id;
     /* Who asks (sbx_session_create: who the new session belongs to): a
      * session is found only by the owner that created it, and is "not

@@ -80,6 +80,9 @@ struct manifest_session {
     char **run;       /* argv template, at least one element */
     char *driver;     /* a file name beside the manifest */
     bool feed_source; /* prestart only, feed: source (pool.c) */
+    char *libraries;  /* session only, or NULL: code the interpreter runs to put a
+                         dependency set staged at {libs} on its search path
+                         (sessions/session_libs.c) */
 };
 
 /* A file of the language staged in every sandbox before the program

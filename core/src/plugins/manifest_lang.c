@@ -335,6 +335,7 @@ static int store_build_outputs(struct manifest_ctx *c, const struct yamltree_nod
 static const struct key_desc session_keys[] = {
         {"run", YAMLTREE_SEQ, KEY_REQUIRED | KEY_NONEMPTY, SESSION(run), MR_ANY, NULL},
         {"driver", YAMLTREE_SCALAR, KEY_REQUIRED, SESSION(driver), MR_FILE, NULL},
+        {"libraries", YAMLTREE_SCALAR, 0, SESSION(libraries), MR_ANY, NULL},
 };
 
 static int store_driver(
@@ -513,6 +514,7 @@ void manifest_lang_free(struct manifest_lang *l)
         if (d) {
             strv_free(d->run);
             free(d->driver);
+            free(d->libraries);
             free(d);
         }
     }

@@ -54,6 +54,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "base/util.h"
+#include "cache/deps.h"
 #include "channel/agentc.h"
 #include "engine/engine.h"
 #include "engine/plan.h"
@@ -74,6 +75,7 @@ static void session_destroy(struct sbx_session *s)
         agentc_quit(s->base.ac);
     s->base.sess = NULL;
     engine_release(&s->base); /* closes the box, frees channel, sets, environment */
+    s->live = deps_close(s->live);
     free(s->base_ex.message);
     strv_free(s->base_ex.warnings);
     free(s->base_ex.policy);

@@ -34,7 +34,9 @@ struct sbx_session {
     struct sbx_request req;
     struct sbx_execution base_ex;
     char *language, *backend;
-    char **libs;
+    char **libs;           /* the union of every call's libraries */
+    struct deps_set *live; /* the newest set copied in (session_libs.c), or NULL */
+    unsigned libs_gen;     /* how many sets were copied in (or began to be) */
     /* the warm interpreter, or repl_argv NULL */
     char **repl_argv, **repl_env;
     char head[8 + 2 * NONCE_BYTES];
@@ -72,6 +74,13 @@ void sessions_free(struct sessions *ss);
 /* session_call.c: a call in an open session (r->req->session_id): 0 with
  * r->ex decided or ready for engine_output, or < 0: error of the tool. */
 int session_call(struct run *r, struct sbx_error **err);
+
+/* session_libs.c: the call's libraries that the session lacks, with the
+ * session's, installed (or found) as one set, copied into the box and put
+ * on the language's search path: 0 to go on (r->env and r->deps are the
+ * session's new ones), 1 when decided (refused or failed: r->ex says why),
+ * or < 0. */
+int session_add_libraries(struct sbx_session *s, struct run *r, struct sbx_error **err);
 
 /* session.c: the interpreter's argv and environment (with a fresh nonce),
  * and starting it: 0, 1 when it did not start (r->ex says why), or < 0. */

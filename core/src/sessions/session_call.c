@@ -3,7 +3,8 @@
  * session_call.c: a call in an open session (session.c has the design).
  * It passes the engine's checks as a one-shot does, under the session's
  * policy with the call's timeout, then runs through the session's box:
- * its files replace earlier ones of the same name, and the code goes to
+ * libraries it lacks are added first (session_libs.c), its files replace
+ * earlier ones of the same name, and the code goes to
  * the warm interpreter when the language has one, else is staged, built
  * and run as a one-shot's is. A timeout or cancellation kills the call's
  * processes (and the interpreter, whose state is then lost), never the
@@ -81,14 +82,6 @@ static int repl_call(struct sbx_session *s, struct run *r, int *ret_end, struct 
 
 /* ---- calls -------------------------------------------------------------- */
 
-static bool has_lib(char *const *libs, const char *lib)
-{
-    for (; libs && *libs; libs++)
-        if (strcmp(*libs, lib) == 0)
-            return true;
-    return false;
-}
-
 /* The session's policy with the call's timeout and output cap, if given. */
 static int call_policy(struct sbx_session *s, struct run *r)
 {
@@ -135,12 +128,6 @@ static int call_check(struct sbx_session *s, struct run *r)
                 r, "session %s runs on %s, not '%.60s'", s->id, s->backend, q->backend);
     if (engine_check_request(r))
         return 1;
-    for (size_t i = 0; i < q->n_libraries; i++)
-        if (!has_lib(s->libs, q->libraries[i]))
-            return engine_refuse(r,
-                    "library '%.80s' was not installed when session %s was created; a "
-                    "session's libraries are given to create_session",
-                    q->libraries[i], s->id);
     return call_policy(s, r);
 }
 
@@ -232,21 +219,27 @@ int session_call(struct run *r, struct sbx_error **err)
     }
     r->ex->policy = policy_to_text(&r->policy);
     r->env = s->base.env;
-    r->deps = s->base.deps;
+    r->deps = s->live ? s->live : s->base.deps; /* the newest set: the union */
     r->warm = s->base.warm;
     r->box = s->base.box;
     r->ac = s->base.ac;
     r->seeded = s->seeded;
     rc = plan_make(r->lang, r->req->code, r->req->code_len, &r->plan, err);
-    if (rc == 0 && !engine_check_source_name(r) && (rc = buildcache_open(r, err)) == 0) {
-        capture_init(&r->sink.out, (size_t)r->policy.output_bytes);
-        capture_init(&r->sink.err, (size_t)r->policy.output_bytes);
-        r->sink.on_output = r->req->on_output;
-        r->sink.userdata = r->req->userdata;
+    if (rc == 0 && !engine_check_source_name(r)) {
         agentc_set_cancel(r->ac, r->req->cancel ? r->req->cancel->fd : -1, s->kill->fd);
-        rc = call_run(s, r, err);
+        /* libraries the session lacks: copied in first (session_libs.c) */
+        rc = session_add_libraries(s, r, err);
+        if (rc == 0 && (rc = buildcache_open(r, err)) == 0) {
+            capture_init(&r->sink.out, (size_t)r->policy.output_bytes);
+            capture_init(&r->sink.err, (size_t)r->policy.output_bytes);
+            r->sink.on_output = r->req->on_output;
+            r->sink.userdata = r->req->userdata;
+            rc = call_run(s, r, err);
+            s->calls++;
+        }
         agentc_set_cancel(r->ac, -1, -1);
-        s->calls++;
+        if (rc == 1) /* decided: r->ex says why */
+            rc = 0;
     }
     session_put(ss, s);
     return rc;
