@@ -454,8 +454,9 @@ static const char list_input[] = "{\"type\":\"object\",\"properties\":{" SESSION
 static const struct mcp_tool session_tools[] = {
         {"create_session", "Create a session",
                 "Open a sandbox that lives across calls: pass its session_id to execute_code, and "
-                "variables (python, javascript, r, ruby) and files persist between calls. Close "
-                "it with close_session; unused sessions expire.",
+                "variables (python, javascript, r, ruby) and files persist between calls; as in a "
+                "notebook, a call's last bare expression is shown (`df.head()`). Close it with "
+                "close_session; unused sessions expire.",
                 create_input, NULL, MCP_TOOL_WORKER | MCP_TOOL_OPEN_WORLD, t_create_session},
         {"close_session", "Close a session",
                 "Close a session: its sandbox, processes and files are gone.", id_input, NULL,
