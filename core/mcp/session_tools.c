@@ -491,8 +491,9 @@ static const char files_output[] =
 static const struct mcp_tool session_tools[] = {
         {"create_session", "Create a session",
                 "Open a sandbox that lives across calls: pass its session_id to execute_code, and "
-                "variables (python, javascript, r, ruby) and files persist between calls. Close "
-                "it with close_session; unused sessions expire.",
+                "variables (python, javascript, r, ruby) and files persist between calls; as in a "
+                "notebook, a call's last bare expression is shown (`df.head()`). Close it with "
+                "close_session; unused sessions expire.",
                 create_input, MCP_EXEC_OUTPUT_SCHEMA, MCP_TOOL_WORKER | MCP_TOOL_OPEN_WORLD,
                 t_create_session},
         {"close_session", "Close a session",

@@ -12,6 +12,11 @@
 // dropped and user code must not read process.stdin. Cells are classic
 // scripts: no top-level await (return a promise instead: it is awaited), and
 // a second `let x`/`const x` for the same name is a SyntaxError.
+//
+// Like Node's REPL, a cell shows its completion value (the last expression
+// statement's: `x`, `x = 5`, `arr.map(f)`) with util.inspect on stdout,
+// unless it is undefined (declarations, console.log(...)); a promise is
+// awaited and its value shown the same way.
 (() => {
   'use strict';
   const vm = require('vm'), util = require('util'), path = require('path');
@@ -73,10 +78,11 @@
     const cell = current = { status: 0 };
     try {
       // runInThisContext: var, functions and top-level let/const persist.
-      const v = vm.runInThisContext(code, { filename: `cell ${++n}`,
+      let v = vm.runInThisContext(code, { filename: `cell ${++n}`,
         importModuleDynamically: loader });
       if (v !== null && (typeof v === 'object' || typeof v === 'function') &&
-          typeof v.then === 'function') await v;
+          typeof v.then === 'function') v = await v;
+      if (v !== undefined) process.stdout.write(util.inspect(v) + '\n');
     } catch (e) {
       report(e);
       cell.status = statusOf(e);

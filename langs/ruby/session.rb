@@ -12,6 +12,12 @@
 # <main>): a local that a cell assigns is stored in that binding and the next
 # cell sees it. The driver runs inside a lambda, so the top-level scope has no
 # locals of its own and the driver's locals are not visible to cells.
+#
+# As in irb, a cell shows the value of its last statement (`x`, `arr.sort`)
+# with #inspect on stdout, unless it is nil (puts, print) or the statement
+# is an assignment, a definition (def, class, module), a require or a p/pp
+# (which printed it already), or the cell ends in ";".
+require 'ripper'
 require 'stringio'
 
 lambda do
@@ -38,6 +44,19 @@ lambda do
     data
   end
 
+  quiet = %i[assign opassign massign def defs class module void_stmt].freeze
+  show = lambda do |code, value|
+    return if value.nil?
+    tokens = Ripper.lex(code).reject { |t| %i[on_sp on_nl on_ignored_nl on_comment].include?(t[1]) }
+    return if tokens.empty? || tokens.last[1] == :on_semicolon
+    sexp = Ripper.sexp(code)
+    last = sexp && sexp[1].is_a?(Array) ? sexp[1].last : nil
+    return if !last.is_a?(Array) || quiet.include?(last[0])
+    return if %i[command fcall vcall].include?(last[0]) && last[1].is_a?(Array) &&
+              %w[require require_relative load p pp].include?(last[1][1])
+    $stdout.write("#{value.inspect}\n")
+  end
+
   n = 0
   loop do
     header = ctl.gets("\n", 64)
@@ -49,7 +68,7 @@ lambda do
     n += 1
     $stdin = StringIO.new(data)  # Kernel#gets and ARGF read it too
     status = begin
-      eval(code, TOPLEVEL_BINDING, "cell #{n}", 1)
+      show.call(code, eval(code, TOPLEVEL_BINDING, "cell #{n}", 1))
       0
     rescue SystemExit => e  # exit n, abort (which has printed its message)
       e.status & 255

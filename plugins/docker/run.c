@@ -69,7 +69,9 @@ int dk_box_image_id(
 {
     struct dk_state *st = state;
     const char *image = pick_image(st, spec);
-    struct dk_fetch f = {.cancel_fd = spec->cancel_fd};
+    struct dk_fetch f = {.cancel_fd = spec->cancel_fd,
+            .no_pull = SBX_HAS_FIELD(struct sbx_box_spec, spec, flags) &&
+                       (spec->flags & SBX_BOX_PROBE)};
 
     if (!image || !*image)
         return no_image(spec, err);

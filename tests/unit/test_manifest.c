@@ -90,7 +90,10 @@ static const char language_yaml[] =
         "  package_manager: pip\n"
         "  version_command: [python3, --version]\n"
         "  version_pattern: \"Python ([0-9.]+)\"\n"
-        "  host_paths: [/usr/lib/python3, /usr/bin/python3]\n";
+        "  libraries_command: [python3, -c, \"print('numpy 1.0')\"]\n"
+        "  host_paths: [/usr/lib/python3, /usr/bin/python3]\n"
+        "  docs:\n"
+        "    plot_libraries: [matplotlib, plotly]\n";
 
 static struct manifest *parse_ok(const char *yaml, size_t len)
 {
@@ -173,6 +176,9 @@ static void test_language(void **state)
     assert_string_equal(l->package_manager, "pip");
     assert_strv(l->version_command, (const char *const[]){"python3", "--version", NULL});
     assert_string_equal(l->version_pattern, "Python ([0-9.]+)");
+    assert_strv(l->libraries_command,
+            (const char *const[]){"python3", "-c", "print('numpy 1.0')", NULL});
+    assert_strv(l->docs.plot_libraries, (const char *const[]){"matplotlib", "plotly", NULL});
     assert_strv(l->host_paths, (const char *const[]){"/usr/lib/python3", "/usr/bin/python3", NULL});
     manifest_free(m);
 }
@@ -199,6 +205,8 @@ static void test_data_only_language(void **state)
     assert_null(m->lang->build);
     assert_null(m->lang->version_command);
     assert_null(m->lang->version_pattern);
+    assert_null(m->lang->libraries_command);
+    assert_strv(m->lang->docs.plot_libraries, (const char *const[]){NULL});
     assert_null(m->lang->image);
     assert_null(m->lang->package_manager);
     manifest_free(m);

@@ -53,7 +53,7 @@ SNIPPETS = {
         "utf8": "print('é€😀')",
         "env": "import os, subprocess\nprint(os.environ.get('SBX_SESSION_NONCE', 'unset'))\n"
                "print(subprocess.run(['env'], capture_output=True, text=True).stdout)",
-        "child": "import subprocess\nsubprocess.run(['echo', 'child'])",
+        "child": "import subprocess\nsubprocess.run(['echo', 'child']);",
         "stdin": "import sys\nprint(input(), sys.stdin.read().upper(), end='')",
     },
     "javascript": {
@@ -62,11 +62,11 @@ SNIPPETS = {
         "append": "require('fs').appendFileSync('log.txt', 'line\\n')",
         "raise": "function f() { throw new Error('boom-' + 6 * 7) }\nf()",
         "exit3": "process.exit(3)",
-        "noeol": "process.stdout.write('abc')",
+        "noeol": "void process.stdout.write('abc')",
         "utf8": "console.log('é€😀')",
         "env": "console.log(process.env.SBX_SESSION_NONCE || 'unset')\n"
                "console.log(require('child_process').execFileSync('env').toString())",
-        "child": "require('child_process').execFileSync('echo', ['child'], {stdio: 'inherit'})",
+        "child": "void require('child_process').execFileSync('echo', ['child'], {stdio: 'inherit'})",
     },
     "ruby": {
         "set": "x = 41",
@@ -77,7 +77,7 @@ SNIPPETS = {
         "noeol": "print 'abc'",
         "utf8": "puts 'é€😀'",
         "env": "puts ENV.fetch('SBX_SESSION_NONCE', 'unset')\nputs `env`",
-        "child": "system('echo', 'child')",
+        "child": "system('echo', 'child');",
         "stdin": "print gets.chomp, ' ', $stdin.read.upcase",
     },
     "r": {
@@ -379,7 +379,7 @@ def test_python_traceback_and_fd_writes(start):
     assert r.stderr.startswith("Traceback (most recent call last):\n")
     assert '<cell 1>", line 2' in r.stderr and "1/0" in r.stderr
     assert r.stderr.endswith("ZeroDivisionError: division by zero\n")
-    r = _ok(s.call("import os\nos.write(1, b'raw1'); os.write(2, b'raw2')"))
+    r = _ok(s.call("import os\nos.write(1, b'raw1'); os.write(2, b'raw2');"))
     assert (r.out, r.err) == (b"raw1", b"raw2")
     r = s.call("raise SystemExit('bye')")
     assert (r.status, r.err) == (1, b"bye\n")
@@ -474,3 +474,52 @@ def test_r_namespace_printing_and_errors(start):
     r = _ok(s.call("sink('s.txt'); cat('to sink\\n')"))
     assert r.out == b""
     assert _ok(s.call("cat(readLines('s.txt'), x, '\\n')")).out == b"to sink 1 2 \n"
+
+
+# ---- notebook semantics: a cell's last value is shown ------------------------
+
+# Per language: (cell, what it prints) in order, in one session. A bare
+# value at the end is shown; an assignment, a definition, a nil/None/
+# undefined value and (Python, Ruby) a trailing ";" show nothing extra.
+AUTOPRINT = {
+    "python": [("x = 41", b""), ("x + 1", b"42\n"), ("x", b"41\n"), ("x;", b""),
+               ("print('p')", b"p\n"), ("[].append(1)", b""), ("def f():\n    return 'v'\nf()  # c",
+                                                               b"'v'\n"),
+               ("if x:\n    y = 2\n", b""), ("_ * 2", b"'vv'\n"), ("'é' + 'x'", "'éx'\n".encode())],
+    "javascript": [("let x = 41", b""), ("x + 1", b"42\n"), ("console.log('p')", b"p\n"),
+                   ("function f() { return 'v' }", b""), ("f()", b"'v'\n"),
+                   ("Promise.resolve([1, 2])", b"[ 1, 2 ]\n"), ("undefined", b"")],
+    "ruby": [("x = 41", b""), ("x + 1", b"42\n"), ("x;", b""), ("puts 'p'", b"p\n"),
+             ("def f = 'v'", b""), ("f", b"\"v\"\n"), ("require 'json'", b""),
+             ("p 5", b"5\n"), ("[1, 2].map { |i| i * 2 }", b"[2, 4]\n"), ("x += 1", b"")],
+    "r": [("x <- 41", b""), ("x + 1", b"[1] 42\n"), ("invisible(x)", b""), ("cat('p\\n')", b"p\n")],
+}
+
+
+def test_last_value_is_shown(lang, session):
+    for cell, want in AUTOPRINT[lang]:
+        r = _ok(session.call(cell))
+        assert (cell, r.out) == (cell, want), r
+        assert r.err == b"", r
+
+
+def test_python_display_and_dataframes(start):
+    s = _session("python", start)
+    r = _ok(s.call("display(1, 'a'); display(None)\nclass C:\n    def __repr__(self):\n"
+                   "        return 'C!'\n    def _repr_html_(self):\n        return '<b>C</b>'\n"
+                   "C()"))
+    assert r.out == b"1\n'a'\nC!\n"
+    assert list(s.cwd.iterdir()) == []  # HTML only when asked for
+    _ok(s.call("display(C(), include=['text/html'])"))
+    assert (s.cwd / "display-001.html").read_text() == "<b>C</b>"
+    r = s.call("1 +")
+    assert r.status == 1 and "SyntaxError" in r.stderr and "Traceback" not in r.stderr
+    r = s.call("def g():\n    raise KeyError('k')\ng()")
+    assert r.status == 1 and r.stderr.startswith("Traceback") and '<cell 4>", line 3' in r.stderr
+    assert "<string>" not in r.stderr
+    try:
+        import pandas  # noqa: F401  (the host's, as the session's)
+    except ImportError:
+        pytest.skip("pandas is not installed on this host")
+    r = _ok(s.call("import pandas as pd\ndf = pd.DataFrame({'a': [1, 2], 'b': ['x', 'y']})\ndf"))
+    assert r.out == b"   a  b\n0  1  x\n1  2  y\n"

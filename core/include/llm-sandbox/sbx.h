@@ -273,10 +273,12 @@ int sbx_artifact_read(struct sbx_runtime *rt, const struct sbx_session_ref *ref,
 /* The largest file sbx_session_upload and _download move. */
 uint64_t sbx_runtime_file_max(const struct sbx_runtime *rt);
 
-/* Usable languages: name, aliases, version (probed in a sandbox, or null
- * until the probe ran), package manager, source file, docs (use cases,
- * visualization support, preinstalled libraries, examples). Probing runs
- * code, so do it off latency-critical threads. (transfer full) */
+/* Usable languages: name, aliases, version and preinstalled libraries
+ * ("NAME VERSION", probed in a sandbox of the default backend once per
+ * toolchain; null and empty until then), whether plots come back (a plot
+ * library among them), package manager, source file, docs (use cases,
+ * examples). Probing runs code, so do it off latency-critical threads.
+ * (transfer full) */
 struct json_object *sbx_runtime_languages_json(struct sbx_runtime *rt, bool probe);
 /* Usable backends with what each can enforce here. (transfer full) */
 struct json_object *sbx_runtime_backends_json(struct sbx_runtime *rt);

@@ -360,7 +360,8 @@ void loader_unload_all(struct sbx_runtime *rt)
         manifest_free(pl->m);
         pthread_mutex_destroy(&pl->probe_lock);
         free(pl->dir), free(pl->file), free(pl->name), free(pl->error), free(pl->probe_error);
-        free(pl->version);
+        free(pl->version), free(pl->details_key), free(pl->paths);
+        strv_free(pl->libraries);
         free(pl);
     }
     free(rt->plugins);

@@ -281,7 +281,7 @@ static int fill_defaults(struct manifest_ctx *c, struct manifest *m)
     char ***v[] = {&m->aliases, &m->kernel_features, &m->host_services,
             m->lang ? &m->lang->extensions : NULL, m->lang ? &m->lang->env : NULL,
             m->lang ? &m->lang->host_paths : NULL, m->lang ? &m->lang->docs.use_cases : NULL,
-            m->lang ? &m->lang->docs.preinstalled : NULL};
+            m->lang ? &m->lang->docs.plot_libraries : NULL};
 
     for (size_t i = 0; i < ARRAY_SIZE(v); i++) {
         if (v[i] && !*v[i])

@@ -32,9 +32,10 @@ struct manifest_example {
 };
 
 struct manifest_docs {
-    char **use_cases;    /* NULL-terminated, may be empty */
-    char **preinstalled; /* libraries available without installing, may be empty */
-    bool visualization;  /* plots are captured (matplotlib, R devices) */
+    char **use_cases; /* NULL-terminated, may be empty */
+    /* libraries whose presence (by the libraries probe) means plots come
+     * back as images (matplotlib, R's grDevices); may be empty */
+    char **plot_libraries;
     struct manifest_example *examples;
     size_t n_examples;
 };
@@ -103,7 +104,10 @@ struct manifest_lang {
     char *package_manager;  /* "pip", ..., or NULL */
     char **version_command; /* argv, or NULL */
     char *version_pattern;  /* POSIX ERE with one group, or NULL */
-    char **host_paths;      /* absolute paths bound read-only by local backends */
+    /* argv printing "NAME VERSION" per library importable without an
+     * install, and the absolute directories they were found in, or NULL */
+    char **libraries_command;
+    char **host_paths; /* absolute paths bound read-only by local backends */
     struct manifest_docs docs;
     uint64_t address_space;      /* language.address_space: virtual memory the runtime reserves
                                     beyond what it uses (the RLIMIT_AS fallback adds it), or 0 */

@@ -98,24 +98,10 @@ static int store_examples(struct manifest_ctx *c, const struct yamltree_node *se
     return 0;
 }
 
-static int store_visualization(struct manifest_ctx *c, const struct yamltree_node *n, void *obj)
-{
-    struct manifest_docs *d = obj;
-
-    if (strcmp(n->value, "true") == 0)
-        d->visualization = true;
-    else if (strcmp(n->value, "false") == 0)
-        d->visualization = false;
-    else
-        return fail_at(c, n, "key 'visualization' must be true or false");
-    return 0;
-}
-
 #define DOCS(field) offsetof(struct manifest_docs, field)
 static const struct key_desc docs_keys[] = {
         {"use_cases", YAMLTREE_SEQ, 0, DOCS(use_cases), MR_DESCRIPTION, NULL},
-        {"preinstalled", YAMLTREE_SEQ, 0, DOCS(preinstalled), MR_DESCRIPTION, NULL},
-        {"visualization", YAMLTREE_SCALAR, 0, 0, MR_ANY, store_visualization},
+        {"plot_libraries", YAMLTREE_SEQ, 0, DOCS(plot_libraries), MR_DESCRIPTION, NULL},
         {"examples", YAMLTREE_SEQ, 0, 0, MR_ANY, store_examples},
 };
 
@@ -430,6 +416,7 @@ static const struct key_desc lang_keys[] = {
         {"package_manager", YAMLTREE_SCALAR, 0, LANG(package_manager), MR_NAME, NULL},
         {"version_command", YAMLTREE_SEQ, KEY_NONEMPTY, LANG(version_command), MR_ANY, NULL},
         {"version_pattern", YAMLTREE_SCALAR, 0, LANG(version_pattern), MR_REGEX, NULL},
+        {"libraries_command", YAMLTREE_SEQ, KEY_NONEMPTY, LANG(libraries_command), MR_ANY, NULL},
         {"host_paths", YAMLTREE_SEQ, 0, LANG(host_paths), MR_PATH, NULL},
         {"docs", YAMLTREE_MAP, 0, 0, MR_ANY, store_docs},
         {"modes", YAMLTREE_MAP, 0, 0, MR_ANY, store_modes},
@@ -484,9 +471,10 @@ void manifest_lang_free(struct manifest_lang *l)
     free(l->package_manager);
     strv_free(l->version_command);
     free(l->version_pattern);
+    strv_free(l->libraries_command);
     strv_free(l->host_paths);
     strv_free(l->docs.use_cases);
-    strv_free(l->docs.preinstalled);
+    strv_free(l->docs.plot_libraries);
     for (size_t i = 0; i < l->docs.n_examples; i++) {
         free(l->docs.examples[i].title);
         free(l->docs.examples[i].description);

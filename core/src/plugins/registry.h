@@ -53,9 +53,14 @@ struct plugin {
     char *probe_error;
     struct sbx_caps caps;
     bool agent_filter; /* the backend applies no seccomp policy: the agent applies ours */
-    /* languages: the toolchain's version, probed once in a sandbox */
+    /* languages: the toolchain's version and its libraries, probed in a
+     * sandbox of the default backend once per toolchain (runtime/details.c),
+     * under probe_lock */
     bool version_probed;
     char *version;
+    char **libraries;  /* "NAME VERSION", sorted, or NULL */
+    char *details_key; /* the toolchain they were probed for, or NULL */
+    char *paths;       /* the directories they came from, with their stamps */
 };
 
 /* Is name the plugin's name or one of its aliases? */

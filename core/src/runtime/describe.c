@@ -1,16 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * describe.c: what the runtime offers, as JSON for front ends: usable
- * languages (from their manifests, with the toolchain version probed once
- * in a real sandbox, never typed by hand), usable backends with their
+ * languages (from their manifests, with the toolchain's version and its
+ * preinstalled libraries probed in a real sandbox, never typed by hand:
+ * details.c), usable backends with their
  * capabilities, and the effective policy. Front ends never read manifests
  * themselves; everything here is generated from the loaded plugins.
  */
 #include <json-c/json.h>
-#include <regex.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
@@ -21,7 +23,7 @@
 #include "plugins/registry.h"
 #include "policy/policy.h"
 #include "policy/settings.h"
-#include "runtime/run.h"
+#include "runtime/details.h"
 #include "runtime_state.h"
 
 static struct json_object *strv_json(char *const *v)
@@ -38,49 +40,18 @@ static struct json_object *str_or_null(const char *s)
     return s ? json_object_new_string(s) : NULL;
 }
 
-/* The version from a probe's output: the pattern's first group, else the
- * first line. (transfer full) */
-static char *version_from(const char *pattern, const char *text)
+/* Plots come back as images when one of the manifest's plot libraries is
+ * among the probed ones ("matplotlib 3.6.3"). */
+static bool plots_captured(const struct manifest_docs *d, char *const *libs)
 {
-    regmatch_t m[2];
-    regex_t re;
-    size_t n;
+    for (size_t i = 0; d->plot_libraries[i]; i++) {
+        size_t n = strlen(d->plot_libraries[i]);
 
-    if (pattern && regcomp(&re, pattern, REG_EXTENDED) == 0) {
-        char *v = NULL;
-
-        if (regexec(&re, text, 2, m, 0) == 0 && m[1].rm_so >= 0)
-            v = strndup(text + m[1].rm_so, (size_t)(m[1].rm_eo - m[1].rm_so));
-        regfree(&re);
-        if (v)
-            return v;
+        for (size_t j = 0; libs && libs[j]; j++)
+            if (strncasecmp(libs[j], d->plot_libraries[i], n) == 0 && libs[j][n] == ' ')
+                return true;
     }
-    n = strcspn(text, "\n");
-    return n ? strndup(text, n > 80 ? 80 : n) : NULL;
-}
-
-/* Run the language's version command once, in a sandbox of the default
- * backend, and keep the answer (or the lack of one) for this runtime. */
-static void probe_version(struct sbx_runtime *rt, struct plugin *pl)
-{
-    const struct manifest_lang *ml = pl->m->lang;
-    struct sbx_execution *ex = NULL;
-    struct sbx_error *e = NULL;
-
-    pthread_mutex_lock(&pl->probe_lock);
-    if (!pl->version_probed && ml->version_command) {
-        if (run_probe(rt, pl->name, ml->version_command, &ex, &e) == 0 &&
-                (ex->status == SBX_STATUS_OK || ex->status == SBX_STATUS_ERROR)) {
-            cleanup_free char *text = NULL;
-
-            if (asprintf(&text, "%s%s", ex->stdout_buf, ex->stderr_buf) >= 0)
-                pl->version = version_from(ml->version_pattern, text);
-        }
-        sbx_execution_free(ex);
-        sbx_error_free(e);
-    }
-    pl->version_probed = true;
-    pthread_mutex_unlock(&pl->probe_lock);
+    return false;
 }
 
 static struct json_object *examples_json(const struct manifest_docs *d)
@@ -102,13 +73,15 @@ static struct json_object *language_json(struct sbx_runtime *rt, struct plugin *
 {
     const struct manifest_lang *ml = pl->m->lang;
     struct json_object *o = json_object_new_object();
-    const char *version;
 
     if (probe)
-        probe_version(rt, pl);
+        details_refresh(rt, pl);
     pthread_mutex_lock(&pl->probe_lock);
-    version = pl->version;
-    json_object_object_add(o, "version", str_or_null(version));
+    json_object_object_add(o, "version", str_or_null(pl->version));
+    /* the reference server's fields, probed where programs run */
+    json_object_object_add(o, "preinstalled_libraries", strv_json(pl->libraries));
+    json_object_object_add(o, "visualization_support",
+            json_object_new_boolean(plots_captured(&ml->docs, pl->libraries)));
     pthread_mutex_unlock(&pl->probe_lock);
     json_object_object_add(o, "name", json_object_new_string(pl->name));
     json_object_object_add(o, "description", json_object_new_string(pl->m->description));
@@ -117,11 +90,7 @@ static struct json_object *language_json(struct sbx_runtime *rt, struct plugin *
     json_object_object_add(o, "source_file", json_object_new_string(ml->source_file));
     json_object_object_add(o, "extensions", strv_json(ml->extensions));
     json_object_object_add(o, "image", str_or_null(ml->image));
-    /* the reference server's fields, from the manifest's docs */
-    json_object_object_add(o, "preinstalled_libraries", strv_json(ml->docs.preinstalled));
     json_object_object_add(o, "use_cases", strv_json(ml->docs.use_cases));
-    json_object_object_add(
-            o, "visualization_support", json_object_new_boolean(ml->docs.visualization));
     json_object_object_add(o, "examples", examples_json(&ml->docs));
     return o;
 }

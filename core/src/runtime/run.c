@@ -272,12 +272,12 @@ int sbx_run(struct sbx_runtime *rt, const struct sbx_request *req, struct sbx_ex
     return run_one(rt, req, NULL, ret, err);
 }
 
-int run_probe(struct sbx_runtime *rt, const char *language, char **argv, struct sbx_execution **ret,
-        struct sbx_error **err)
+int run_probe(struct sbx_runtime *rt, const char *language, char **argv, size_t output_bytes,
+        struct sbx_execution **ret, struct sbx_error **err)
 {
     struct sbx_request req = {.language = language, .code = "", .code_len = 0};
 
     req.limits.set = SBX_REQ_OUTPUT;
-    req.limits.output_bytes = 4096;
+    req.limits.output_bytes = output_bytes;
     return run_one(rt, &req, argv, ret, err);
 }

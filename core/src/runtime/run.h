@@ -10,9 +10,9 @@
 struct sbx_runtime;
 
 /* Run argv (instead of a program) in a fresh sandbox of the default
- * backend with the language's environment; output capped at 4 KiB (a
- * language's version probe). */
-int run_probe(struct sbx_runtime *rt, const char *language, char **argv, struct sbx_execution **ret,
-        struct sbx_error **err);
+ * backend with the language's environment; output capped at output_bytes
+ * per stream (a language's version and libraries probes). */
+int run_probe(struct sbx_runtime *rt, const char *language, char **argv, size_t output_bytes,
+        struct sbx_execution **ret, struct sbx_error **err);
 
 #endif
