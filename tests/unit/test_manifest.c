@@ -537,6 +537,25 @@ static void test_session_libraries(void **state)
             "/x/t.yaml:9:", "unknown key 'libraries'");
 }
 
+/* The hand-written docs keys that the libraries probe replaced still load
+ * (a third-party manifest written for them keeps working), checked. */
+static void test_old_docs_keys(void **state)
+{
+    static const char old[] = LHEAD "  docs:\n    preinstalled: [numpy, pandas]\n"
+                                    "    visualization: true\n",
+                      bad[] = LHEAD "  docs:\n    visualization: maybe\n",
+                      nested[] = LHEAD "  docs:\n    preinstalled: [[numpy]]\n";
+    struct manifest *m = parse_ok(old, strlen(old));
+
+    (void)state;
+    assert_strv(m->lang->docs.plot_libraries, (const char *const[]){NULL});
+    manifest_free(m);
+    expect_error("visualization not a boolean", bad, sizeof(bad) - 1, "/x/t.yaml:",
+            "key 'visualization' must be true or false");
+    expect_error("preinstalled not strings", nested, sizeof(nested) - 1, "/x/t.yaml:",
+            "key 'preinstalled' must list strings");
+}
+
 static void test_malformed(void **state)
 {
     int failures = 0;
@@ -693,6 +712,7 @@ int main(void)
             cmocka_unit_test(test_modes_and_address_space),
             cmocka_unit_test(test_prestart_feed),
             cmocka_unit_test(test_session_libraries),
+            cmocka_unit_test(test_old_docs_keys),
             cmocka_unit_test(test_size_boundary),
             cmocka_unit_test(test_settings),
             cmocka_unit_test(test_free_null),

@@ -98,10 +98,33 @@ static int store_examples(struct manifest_ctx *c, const struct yamltree_node *se
     return 0;
 }
 
+/* docs.preinstalled and docs.visualization were written by hand before
+ * language.libraries_command probed what is there: a manifest that still
+ * has them loads (they are checked and not used). */
+static int ignore_preinstalled(struct manifest_ctx *c, const struct yamltree_node *n, void *obj)
+{
+    (void)obj;
+    for (const struct yamltree_node *e = n->first; e; e = e->next) {
+        if (e->type != YAMLTREE_SCALAR)
+            return fail_at(c, e, "key 'preinstalled' must list strings");
+    }
+    return 0;
+}
+
+static int ignore_visualization(struct manifest_ctx *c, const struct yamltree_node *n, void *obj)
+{
+    (void)obj;
+    if (strcmp(n->value, "true") != 0 && strcmp(n->value, "false") != 0)
+        return fail_at(c, n, "key 'visualization' must be true or false");
+    return 0;
+}
+
 #define DOCS(field) offsetof(struct manifest_docs, field)
 static const struct key_desc docs_keys[] = {
         {"use_cases", YAMLTREE_SEQ, 0, DOCS(use_cases), MR_DESCRIPTION, NULL},
         {"plot_libraries", YAMLTREE_SEQ, 0, DOCS(plot_libraries), MR_DESCRIPTION, NULL},
+        {"preinstalled", YAMLTREE_SEQ, 0, 0, MR_ANY, ignore_preinstalled},
+        {"visualization", YAMLTREE_SCALAR, 0, 0, MR_ANY, ignore_visualization},
         {"examples", YAMLTREE_SEQ, 0, 0, MR_ANY, store_examples},
 };
 
