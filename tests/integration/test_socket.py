@@ -333,6 +333,19 @@ def test_sigterm_answers_and_cancels_calls_removes_the_socket_and_exits_143(tmp_
     assert answered["result"]["structuredContent"]["status"] == "cancelled", answered
 
 
+def test_2024_11_05_is_negotiated_on_the_socket(server):
+    """As on stdio: a 2024-11-05 client gets its version, and tools/list
+    without what that revision lacks."""
+    c = Conn(server.path)
+    r = c.request("initialize", {"protocolVersion": "2024-11-05", "capabilities": {},
+                                 "clientInfo": {"name": "old", "version": "1"}})
+    assert r["result"]["protocolVersion"] == "2024-11-05", r
+    c.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    tools = c.request("tools/list")["result"]["tools"]
+    assert tools and all(set(t) == {"name", "description", "inputSchema"} for t in tools), tools
+    c.close()
+
+
 def test_sigint_stops_it_too(tmp_path):
     s = Server(tmp_path / "s.sock")
     assert s.stop(signal.SIGINT) == 128 + signal.SIGINT
