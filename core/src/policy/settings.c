@@ -60,8 +60,17 @@ void settings_init_defaults(struct settings *s)
             .open_files_max = 1024,
             .read_only_system = 1,
     };
+    /* Each numeric ceiling sits above its default, so a request may ask
+     * for more than the default out of the box (README, "Limits"); the
+     * network and the read-only system stay at the operator's setting. */
     s->ceilings = s->defaults;
     s->ceilings.wall_time_ms = 300000;
+    s->ceilings.memory_bytes = 2048 * MIB;
+    s->ceilings.cpu_millicores = 4000;
+    s->ceilings.pids_max = 1024;
+    s->ceilings.output_bytes = 8 * MIB;
+    s->ceilings.file_size_bytes = 1024 * MIB;
+    s->ceilings.workspace_bytes = 2048 * MIB;
     s->ceilings.read_only_system = 1;
     s->sandbox_uid = 1879048192u; /* 0x70000000: a uid no host user has */
     s->sandbox_gid = 1879048192u;
