@@ -171,7 +171,7 @@ static int t_create_session(
     if (sbx_session_create(mcp_call_runtime(call), &req, &ex, &err) < 0)
         ex = sbx_execution_from_error(err);
     if (ex) {
-        *ret = mcp_structured_result(sbx_execution_to_json(ex), ex->status == SBX_STATUS_OK);
+        *ret = mcp_execution_result(call, ex);
         rc = *ret ? 0 : -1;
     }
     sbx_execution_free(ex);

@@ -150,9 +150,7 @@ done:
         return -1;
     }
     audit(rt, "execute_code", ex);
-    *ret = mcp_structured_result(sbx_execution_to_json(ex), ex->status == SBX_STATUS_OK);
-    if (*ret)
-        artifact_blocks(call, *ret, ex);
+    *ret = mcp_execution_result(call, ex);
     sbx_execution_free(ex);
     sbx_error_free(err);
     exec_args_done(&a);
@@ -343,6 +341,8 @@ static const char exec_output[] =
         "\"build\":{\"type\":\"object\",\"properties\":{"
         "\"cached\":{\"type\":\"boolean\"}}},"
         "\"session_id\":{\"type\":\"string\"},"
+        "\"images_held_back\":{\"type\":\"integer\",\"description\":\"Images past the "
+        "inline cap (LLM_SANDBOX_INLINE_IMAGES), returned as resource links instead.\"},"
         "\"warm\":{\"type\":\"boolean\",\"description\":\"It ran in a fresh sandbox made "
         "before the call (never one used before).\"}},"
         "\"required\":[\"status\",\"exit_code\",\"limit\",\"stdout\",\"stderr\","
