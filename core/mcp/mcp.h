@@ -174,6 +174,10 @@ bool mcp_call_wants_progress(const struct mcp_call *call);
 /* notifications/message at level ("debug" ... "emergency"), when the
  * connection's logging level lets it through. (data: transfer full) */
 void mcp_call_log(struct mcp_call *call, const char *level, struct json_object *data);
+/* sbx_request.on_notice: each notice as notifications/message ("info",
+ * "warning"), when the logging level lets it through. userdata's first
+ * member is the struct mcp_call pointer. */
+void mcp_call_notice(void *userdata, enum sbx_notice level, const char *msg);
 
 /* ---- CallToolResult helpers (results.c) -------------------------------- */
 

@@ -26,7 +26,7 @@
 /* ---- execute_code ------------------------------------------------------ */
 
 struct live {
-    struct mcp_call *call;
+    struct mcp_call *call; /* first: mcp_call_notice */
     double progress;
     long long last_ms;
     char tail[PROGRESS_TAIL + 1];
@@ -133,6 +133,7 @@ static int t_execute_code(struct mcp_call *call, struct json_object *args, struc
             .libraries = a.libs,
             .n_libraries = a.n_libs,
             .userdata = &live,
+            .on_notice = mcp_call_notice,
             .cancel = mcp_call_cancel(call)};
     if (mcp_call_wants_progress(call)) {
         req.on_phase = on_phase;

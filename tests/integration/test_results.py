@@ -13,9 +13,12 @@ no matplotlib: tests/integration/test_artifacts.py draws real figures).
 import base64
 import json
 import re
+import shutil
+import uuid
 
 import pytest
 
+from conftest import CONTAINER, MXC, run_cli
 from test_sessions import Client
 
 pytestmark = pytest.mark.contract
@@ -191,3 +194,39 @@ def test_inline_cap_is_configurable():
         assert [l["name"] for l in blocks(r, "resource_link")] == ["big2.png"]
     finally:
         c.finish()
+
+
+@pytest.mark.skipif(CONTAINER or MXC, reason="the limits a local jail enforces without cgroups "
+                    "(a container engine enforces them itself)")
+def test_weak_limit_warnings_are_logged():
+    """A limit held only by a fallback is a warning message while the run
+    starts (and stays in the result's warnings); logging/setLevel error
+    silences it."""
+    c = Client({"LLM_SANDBOX_CGROUP": "off"})
+    try:
+        r, sc = call(c, {"code": "print(1)"})
+        assert sc["status"] == "ok" and sc["warnings"], sc
+        msgs = [m["params"] for m in c.s.pending if m.get("method") == "notifications/message"]
+        assert [(m["level"], m["data"]) for m in msgs] == \
+            [("warning", w) for w in sc["warnings"]], msgs
+        assert "".join("warning: %s\n" % w for w in sc["warnings"]) in r["content"][0]["text"]
+        c.s.pending.clear()
+        assert c.s.request("logging/setLevel", {"level": "error"})["result"] == {}
+        _, sc = call(c, {"code": "print(2)"})
+        assert sc["warnings"] and not [m for m in c.s.pending
+                                       if m.get("method") == "notifications/message"]
+    finally:
+        c.finish()
+
+
+@pytest.mark.skipif(CONTAINER or MXC or not shutil.which("g++"),
+                    reason="g++ on this host (the container test image has none)")
+def test_cli_says_it_compiles():
+    """A build shows on stderr while it runs: a plain line on a pipe."""
+    src = "#include <cstdio>\nint main() { std::puts(\"built\"); } // %s\n" % uuid.uuid4().hex
+    r = run_cli(["run", "--language", "cpp", "--code", src], timeout=120)
+    assert r.rc == 0 and r.out == b"built\n", r
+    assert r.err == b"llm-sandbox: compiling\n", r
+    # the same program again: the compile cache has it, nothing to say
+    r = run_cli(["run", "--language", "cpp", "--code", src], timeout=120)
+    assert r.rc == 0 and r.out == b"built\n" and r.err == b"", r

@@ -102,6 +102,8 @@ struct sbx_file {
 
 #define SBX_MAX_FILES 64
 
+enum sbx_notice { SBX_NOTICE_INFO, SBX_NOTICE_WARNING };
+
 struct sbx_request {
     const char *language; /* NULL: the configured default */
     const char *backend;  /* NULL: the configured backend */
@@ -132,6 +134,12 @@ struct sbx_request {
     /* Fetch the artifacts' bytes and keep a one-shot run's for reading by
      * uri (sbx_artifact_read); false: only list them (path, size, type). */
     bool keep_artifacts;
+    /* Notices while it runs, for a person or a model to follow (called
+     * from the running thread): each install step (SBX_NOTICE_INFO), a
+     * limit enforced only by a fallback, a ready sandbox that failed and
+     * was replaced (SBX_NOTICE_WARNING). Warnings stay in the result's
+     * warnings too. NULL: none. */
+    void (*on_notice)(void *userdata, enum sbx_notice level, const char *msg);
 };
 
 /* A file the run left in its workspace (new or changed, not an input). */
