@@ -121,7 +121,7 @@ static void files_text(FILE *f, struct json_object *exec, size_t held_back)
 {
     struct json_object *arts;
     size_t n = json_object_object_get_ex(exec, "artifacts", &arts) ? json_object_array_length(arts)
-                                                                    : 0;
+                                                                   : 0;
 
     for (size_t i = 0; i < n; i++)
         fprintf(f, "%s%s", i ? ", " : "--- files ---\n",
@@ -256,9 +256,8 @@ struct json_object *mcp_execution_result(struct mcp_call *call, const struct sbx
                 json_object_new_string(json_object_to_json_string_ext(
                         exec, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)));
     else
-        json_object_object_add(t, "text", json_object_new_string((text = readable(exec, held))
-                                                                         ? text
-                                                                         : "status: unknown\n"));
+        json_object_object_add(t, "text",
+                json_object_new_string((text = readable(exec, held)) ? text : "status: unknown\n"));
     free(text);
     json_object_object_add(r, "content", c);
     json_object_object_add(r, "structuredContent", exec);

@@ -134,8 +134,8 @@ void mcp_call_notice(void *userdata, enum sbx_notice level, const char *msg)
 {
     struct mcp_call *call = *(struct mcp_call **)userdata;
 
-    mcp_call_log(call, level == SBX_NOTICE_WARNING ? "warning" : "info",
-            json_object_new_string(msg));
+    mcp_call_log(
+            call, level == SBX_NOTICE_WARNING ? "warning" : "info", json_object_new_string(msg));
 }
 
 static void call_free(struct mcp_call *call)

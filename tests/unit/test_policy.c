@@ -270,8 +270,9 @@ static void test_resolve_refusals(void **state)
             "LLM_SANDBOX_MAX_TIMEOUT");
     /* rounding would hide the gap: the exact values */
     r.wall_time_ms = 300001;
-    refused(&r, SBX_E_UNSUPPORTED, "wall_time", "wall_time 300001 ms is above the ceiling of "
-                                                "300000 ms");
+    refused(&r, SBX_E_UNSUPPORTED, "wall_time",
+            "wall_time 300001 ms is above the ceiling of "
+            "300000 ms");
     r.set = SBX_REQ_WALL_TIME, r.wall_time_ms = 0;
     refused(&r, SBX_E_INVALID, "wall_time", "greater than 0");
     r.set = SBX_REQ_MEMORY, r.memory_bytes = 4ull << 30;

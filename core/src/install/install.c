@@ -199,8 +199,8 @@ static void install_notice(const struct run *r)
     size_t len = 0;
 
     for (size_t i = 0; i < r->req->n_libraries && len < sizeof(libs); i++) {
-        int n = snprintf(libs + len, sizeof(libs) - len, "%s%s", i ? ", " : "",
-                r->req->libraries[i]);
+        int n = snprintf(
+                libs + len, sizeof(libs) - len, "%s%s", i ? ", " : "", r->req->libraries[i]);
 
         len += n > 0 ? (size_t)n : 0;
     }

@@ -86,8 +86,10 @@ static const struct req_field req_fields[] = {
 };
 
 /* The unit of the stored value (messages that must be exact). */
-static const char *const base_units[] = {
-        [RK_SECONDS] = "ms", [RK_CORES] = "millicores", [RK_SIZE] = "bytes", [RK_COUNT] = "processes"};
+static const char *const base_units[] = {[RK_SECONDS] = "ms",
+        [RK_CORES] = "millicores",
+        [RK_SIZE] = "bytes",
+        [RK_COUNT] = "processes"};
 
 /* A value in the units a person reads: "4 GiB", "1.5 s", "0.5 cores",
  * "300 processes" (at most 2 decimals, trailing zeros dropped). */

@@ -74,7 +74,7 @@ struct settings {
     uint64_t inline_images_max;  /* LLM_SANDBOX_INLINE_IMAGES: per result, default 8 */
     uint64_t inline_image_bytes; /* LLM_SANDBOX_INLINE_IMAGE_BYTES: their bytes, default 4M */
     bool result_text_json;       /* LLM_SANDBOX_RESULT_TEXT=json: the text block is the JSON */
-    struct config *config; /* the config file read, or NULL */
+    struct config *config;       /* the config file read, or NULL */
 };
 
 /* Built-in defaults only (no environment). */
