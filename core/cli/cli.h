@@ -37,4 +37,14 @@ int cli_save_artifacts(struct sbx_runtime *rt, const struct sbx_execution *ex, c
  * (the reader went away). */
 void cli_write_all(int fd, const char *buf, size_t len);
 
+/* Progress on stderr while a run installs, compiles or warms up
+ * (progress.c): a status line on a terminal, plain lines on a pipe.
+ * _phase and _notice are sbx_request's on_phase and on_notice; _clear
+ * erases the status line before the program's own output. */
+void cli_progress_start(void);
+void cli_progress_stop(void);
+void cli_progress_clear(void);
+void cli_progress_phase(void *userdata, const char *phase);
+void cli_progress_notice(void *userdata, enum sbx_notice level, const char *msg);
+
 #endif

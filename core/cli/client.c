@@ -127,6 +127,23 @@ static struct json_object *request(
     return m;
 }
 
+/* The server's info notices (libraries being installed for a session) on
+ * stderr, one line each, as `run` prints them on a pipe; its warnings come
+ * with the result. */
+static void say_notice(struct json_object *msg)
+{
+    struct json_object *m, *p, *lv, *data;
+
+    if (json_object_object_get_ex(msg, "method", &m) &&
+            strcmp(json_object_get_string(m), "notifications/message") == 0 &&
+            json_object_object_get_ex(msg, "params", &p) &&
+            json_object_object_get_ex(p, "level", &lv) &&
+            strcmp(json_object_get_string(lv), "info") == 0 &&
+            json_object_object_get_ex(p, "data", &data) &&
+            json_object_is_type(data, json_type_string))
+        fprintf(stderr, "llm-sandbox: %s\n", json_object_get_string(data));
+}
+
 /* Send a request and wait for its answer: 0 and *ret_result (transfer
  * full), or -1 after saying why. An error with a null id is the server
  * turning the connection away (too many clients, another user): it is the
@@ -152,6 +169,7 @@ static int roundtrip(struct mcp_client *c, const char *method, const char *what,
         json_object_object_get_ex(msg, "error", &err);
         /* (json-c holds a JSON null as NULL) */
         if (!ours && !(err && has_id && json_object_is_type(id, json_type_null))) {
+            say_notice(msg);
             json_object_put(msg); /* a notification (progress, log), or another id */
             continue;
         }

@@ -244,6 +244,7 @@ static int parse(struct opts *o, int argc, char **argv)
 static void on_output(void *ud, enum sbx_stream stream, const char *buf, size_t len)
 {
     (void)ud;
+    cli_progress_clear();
     cli_write_all(stream == SBX_STREAM_STDOUT ? STDOUT_FILENO : STDERR_FILENO, buf, len);
 }
 
@@ -302,10 +303,14 @@ int cmd_run(int argc, char **argv)
         ex = sbx_execution_from_error(err);
     } else {
         o.req.cancel = g_cancel;
+        o.req.on_phase = cli_progress_phase;
+        o.req.on_notice = cli_progress_notice;
         sigaction(SIGINT, &sa, NULL);
         sigaction(SIGTERM, &sa, NULL);
+        cli_progress_start();
         if (sbx_run(rt, &o.req, &ex, &err) < 0)
             ex = sbx_execution_from_error(err);
+        cli_progress_stop();
     }
     rc = ex ? exit_code_of(ex) : EXIT_TOOL;
     if (ex && o.artifacts_dir && cli_save_artifacts(rt, ex, o.artifacts_dir) < 0 && rc == 0)

@@ -193,6 +193,10 @@ bool mcp_call_wants_progress(const struct mcp_call *call);
 /* notifications/message at level ("debug" ... "emergency"), when the
  * connection's logging level lets it through. (data: transfer full) */
 void mcp_call_log(struct mcp_call *call, const char *level, struct json_object *data);
+/* sbx_request.on_notice: each notice as notifications/message ("info",
+ * "warning"), when the logging level lets it through. userdata's first
+ * member is the struct mcp_call pointer. */
+void mcp_call_notice(void *userdata, enum sbx_notice level, const char *msg);
 
 /* ---- CallToolResult helpers (results.c) -------------------------------- */
 
@@ -202,9 +206,12 @@ struct json_object *mcp_error_result(const char *fmt, ...) __attribute__((format
 /* structured as structuredContent, mirrored as compact text; isError
  * unless ok. (structured: transfer full) */
 struct json_object *mcp_structured_result(struct json_object *structured, bool ok);
-/* The run's images inline and its other artifacts as resource links,
- * appended to a CallToolResult's content. */
-void artifact_blocks(
-        struct mcp_call *call, struct json_object *result, const struct sbx_execution *ex);
+/* A run's CallToolResult: its readable text (status line, message and
+ * warnings, stdout, stderr, files), or the JSON under
+ * LLM_SANDBOX_RESULT_TEXT=json; its JSON as structuredContent; its images
+ * inline up to LLM_SANDBOX_INLINE_IMAGES and _BYTES and the rest (with
+ * every other file) as resource links; isError unless it ended ok.
+ * NULL when out of memory. (transfer full) */
+struct json_object *mcp_execution_result(struct mcp_call *call, const struct sbx_execution *ex);
 
 #endif

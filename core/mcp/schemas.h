@@ -39,6 +39,8 @@
     "\"build\":{\"type\":\"object\",\"properties\":{"                                              \
     "\"cached\":{\"type\":\"boolean\"}}},"                                                         \
     "\"session_id\":{\"type\":\"string\"},"                                                        \
+    "\"images_held_back\":{\"type\":\"integer\",\"description\":\"Images past the inline "         \
+    "cap (LLM_SANDBOX_INLINE_IMAGES), returned as resource links instead.\"},"                     \
     "\"warm\":{\"type\":\"boolean\",\"description\":\"It ran in a fresh sandbox made "             \
     "before the call (never one used before).\"}},"                                                \
     "\"required\":[\"status\",\"exit_code\",\"limit\",\"stdout\",\"stderr\","                      \

@@ -130,6 +130,14 @@ void mcp_call_log(struct mcp_call *call, const char *level, struct json_object *
     server_send(&call->sink, jr_notification("notifications/message", p));
 }
 
+void mcp_call_notice(void *userdata, enum sbx_notice level, const char *msg)
+{
+    struct mcp_call *call = *(struct mcp_call **)userdata;
+
+    mcp_call_log(
+            call, level == SBX_NOTICE_WARNING ? "warning" : "info", json_object_new_string(msg));
+}
+
 static void call_free(struct mcp_call *call)
 {
     json_object_put(call->root);

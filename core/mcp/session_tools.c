@@ -82,7 +82,7 @@ static const char *str_arg(struct json_object *args, const char *key, bool *bad)
 /* ---- create, close, list ------------------------------------------------ */
 
 struct phases {
-    struct mcp_call *call;
+    struct mcp_call *call; /* first: mcp_call_notice */
     double progress;
 };
 
@@ -168,14 +168,14 @@ static int t_create_session(
         return fail(ret, "%s", why);
     }
     req.cancel = mcp_call_cancel(call);
-    if (mcp_call_wants_progress(call)) {
+    req.userdata = &phases;
+    req.on_notice = mcp_call_notice;
+    if (mcp_call_wants_progress(call))
         req.on_phase = phase_progress;
-        req.userdata = &phases;
-    }
     if (sbx_session_create(mcp_call_runtime(call), &req, &ex, &err) < 0)
         ex = sbx_execution_from_error(err);
     if (ex) {
-        *ret = mcp_structured_result(sbx_execution_to_json(ex), ex->status == SBX_STATUS_OK);
+        *ret = mcp_execution_result(call, ex);
         rc = *ret ? 0 : -1;
     }
     sbx_execution_free(ex);

@@ -27,7 +27,7 @@
 /* ---- execute_code ------------------------------------------------------ */
 
 struct live {
-    struct mcp_call *call;
+    struct mcp_call *call; /* first: mcp_call_notice */
     double progress;
     long long last_ms;
     char tail[PROGRESS_TAIL + 1];
@@ -134,6 +134,7 @@ static int t_execute_code(struct mcp_call *call, struct json_object *args, struc
             .libraries = a.libs,
             .n_libraries = a.n_libs,
             .userdata = &live,
+            .on_notice = mcp_call_notice,
             .cancel = mcp_call_cancel(call)};
     if (mcp_call_wants_progress(call)) {
         req.on_phase = on_phase;
@@ -151,9 +152,7 @@ done:
         return -1;
     }
     audit(rt, "execute_code", ex);
-    *ret = mcp_structured_result(sbx_execution_to_json(ex), ex->status == SBX_STATUS_OK);
-    if (*ret)
-        artifact_blocks(call, *ret, ex);
+    *ret = mcp_execution_result(call, ex);
     sbx_execution_free(ex);
     sbx_error_free(err);
     exec_args_done(&a);

@@ -7,6 +7,9 @@
 # never shown are saved when the program ends (one-shot) or the cell ends
 # (a session's driver calls sys._sbx_flush_plots). Each figure is saved
 # exactly once, in order; the numbers continue across a session's cells.
+# A figure the program saved itself into the workspace as an image
+# (savefig('p.png'), .jpg, .gif, .webp, .svg) and did not change since is
+# not saved again: that file is its one image.
 # SBX_PLOT_FORMAT=svg saves SVG instead.
 #
 # plotly: fig.show() writes figure-NNN.html (plotly.js from its CDN), and
@@ -29,6 +32,9 @@ def _sbx_plots():
         count[0] += 1
         return os.path.join(root, "figure-%03d.%s" % (count[0], ext))
 
+    saved = {}  # id(figure) -> figure, saved by the program as an image
+    image_exts = (".png", ".jpg", ".jpeg", ".gif", ".webp", ".svg")
+
     def save_figures():
         plt = sys.modules.get("matplotlib.pyplot")
         if plt is None:
@@ -36,11 +42,29 @@ def _sbx_plots():
         for num in list(plt.get_fignums()):
             fig = plt.figure(num)
             try:
-                fig.savefig(next_path(fmt), format=fmt)
+                if saved.get(id(fig)) is not fig or fig.stale:
+                    fig.savefig(next_path(fmt), format=fmt)
             finally:
                 plt.close(fig)
+        saved.clear()  # every figure it names is closed now
+
+    def patch_savefig(Figure):
+        savefig = Figure.savefig
+
+        def own_savefig(self, fname, *args, **kwargs):
+            result = savefig(self, fname, *args, **kwargs)
+            if isinstance(fname, (str, os.PathLike)):
+                path = os.path.abspath(os.fspath(fname))
+                ext = "." + kwargs["format"] if kwargs.get("format") else \
+                    os.path.splitext(path)[1].lower()
+                if path.startswith(root + os.sep) and ext in image_exts:
+                    saved[id(self)] = self
+            return result
+        own_savefig.__doc__ = savefig.__doc__
+        Figure.savefig = own_savefig
 
     def patch_pyplot(plt):
+        patch_savefig(sys.modules["matplotlib.figure"].Figure)
         def show(*args, **kwargs):
             save_figures()
         show.__doc__ = plt.show.__doc__

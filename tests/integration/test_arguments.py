@@ -93,10 +93,26 @@ def test_timeout_at_ceiling_accepted():
 
 
 def test_memory_above_ceiling_refused():
-    res, _ = refused(["--memory", "513M", "--code", "print(1)"])
-    assert "memory" in res["message"], res["message"]
-    res, _ = refused(["--memory", "1G", "--code", "print(1)"])
-    assert "memory" in res["message"]
+    """The built-in ceiling (2 GiB) is above the default (512 MiB); the
+    refusal speaks human units and names the operator's setting."""
+    res, _ = refused(["--memory", "4G", "--code", "print(1)"])
+    assert res["message"] == "memory 4 GiB is above the ceiling of 2 GiB; the operator raises " \
+        "it with LLM_SANDBOX_MAX_MEMORY", res["message"]
+    # rounded, both would read "2 GiB": the exact sizes then
+    res, _ = refused(["--memory", "2049M", "--code", "print(1)"])
+    assert res["message"].startswith("memory 2148532224 bytes is above the ceiling of "
+                                     "2147483648 bytes;"), res["message"]
+
+
+def test_fresh_install_accepts_more_than_the_defaults():
+    """--memory 1G (and more CPU, processes, output) runs on a fresh
+    install: the ceilings sit above the defaults (issue 23)."""
+    args = ["--memory", "1G", "--pids", "512", "--output-bytes", "4M", "--workspace", "1G",
+            "--file-size", "512M"]
+    if cgroups_enforced():  # a CPU quota needs a cgroup: refused without one
+        args += ["--cpus", "2"]
+    r = sbx(*args, "--code", "print('roomy')")
+    assert r.json["status"] == "ok" and r.json["stdout"] == "roomy\n", r.json
 
 
 def test_memory_out_of_range_is_refused_not_wrapped():
@@ -111,8 +127,9 @@ def test_memory_out_of_range_is_refused_not_wrapped():
 def test_memory_with_a_fraction_runs():
     r = sbx("--memory", "1.5G", "--code", "print(3)", extra_env={"LLM_SANDBOX_MAX_MEMORY": "2G"})
     assert r.json["status"] == "ok" and r.json["stdout"] == "3\n", r.json
-    res, _ = refused(["--memory", "1.5G", "--code", "print(1)"])  # above the default 512M
-    assert "memory" in res["message"], res["message"]
+    res, _ = refused(["--memory", "1.5G", "--code", "print(1)"],
+                     extra_env={"LLM_SANDBOX_MAX_MEMORY": "1G"})
+    assert "memory 1.5 GiB is above the ceiling of 1 GiB" in res["message"], res["message"]
 
 
 def mcp_run(arguments, env=None):
@@ -128,14 +145,15 @@ def mcp_run(arguments, env=None):
 
 @pytest.mark.parametrize("arguments,phrase", [
     ({"memory": "17179869185G"}, "out of range"),
-    ({"memory": "1G"}, "ceiling"),
+    ({"memory": "3G"}, "memory 3 GiB is above the ceiling of 2 GiB; the operator raises it "
+                        "with LLM_SANDBOX_MAX_MEMORY"),
     ({"memory": "lots"}, "not a size"),
     ({"memory": 1.5}, "'memory'"),
-    ({"cpus": "4"}, "cpu"),
+    ({"cpus": "8"}, "cpu 8 cores is above the ceiling of 4 cores"),
     ({"pids": 0}, "greater than 0"),
-    ({"pids": "100000"}, "pids"),
-    ({"network": "on"}, "network"),
-    ({"timeout": 301}, "wall_time")])
+    ({"pids": "100000"}, "pids 100000 processes is above the ceiling of 1024 processes"),
+    ({"network": "on"}, "the operator allows it with LLM_SANDBOX_NETWORK"),
+    ({"timeout": 301}, "wall_time 301 s is above the ceiling of 300 s")])
 def test_mcp_controls_are_the_cli_controls(arguments, phrase):
     """execute_code narrows the policy with the CLI's controls, in its units
     and under the same ceilings (issue 17): what the CLI refuses, it refuses
@@ -169,12 +187,17 @@ def test_mcp_and_cli_share_the_default_language():
 def test_other_ceilings_refused(opt, ctl):
     big = {"--pids": "100000"}.get(opt, "100G")
     res, _ = refused([opt, big, "--code", "print(1)"])
-    assert ctl in res["message"], res["message"]
+    setting = {"output": "LLM_SANDBOX_MAX_OUTPUT_BYTES", "file_size": "LLM_SANDBOX_MAX_FILE_SIZE",
+               "workspace": "LLM_SANDBOX_MAX_WORKSPACE_SIZE", "pids": "LLM_SANDBOX_MAX_PIDS"}[ctl]
+    unit = "processes" if ctl == "pids" else "GiB"
+    assert res["message"].startswith(ctl + " ") and " %s is above the ceiling of " % unit \
+        in res["message"] and res["message"].endswith("raises it with " + setting), res
 
 
 def test_cpus_above_ceiling_refused():
-    res, _ = refused(["--cpus", "4", "--code", "print(1)"])
-    assert "cpu" in res["message"], res["message"]
+    res, _ = refused(["--cpus", "5", "--code", "print(1)"])
+    assert res["message"] == "cpu 5 cores is above the ceiling of 4 cores; the operator " \
+        "raises it with LLM_SANDBOX_MAX_CPUS", res["message"]
 
 
 @pytest.mark.parametrize("opt,value", [("--memory", "0"), ("--memory", "-5M"),
@@ -384,7 +407,7 @@ def test_configuration_ceiling_lowers_and_raises():
     but never widen them."""
     env = {"LLM_SANDBOX_MAX_TIMEOUT": "60"}
     res, _ = refused(["--timeout", "61", "--code", "print(1)"], extra_env=env)
-    assert "wall_time" in res["message"] and "60000" in res["message"], res["message"]
+    assert "wall_time 61 s is above the ceiling of 60 s" in res["message"], res["message"]
     r = sbx("--timeout", "60", "--code", "print(1)", extra_env=env)
     assert r.json["status"] == "ok", r.json
     # a ceiling below the default is a configuration error, not a silent clamp

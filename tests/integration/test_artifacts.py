@@ -134,6 +134,42 @@ def test_matplotlib_figures_each_once_in_order(client):
 
 
 @needs_matplotlib
+def test_savefig_is_the_one_image(client):
+    """A figure the program saved itself is not captured again at exit
+    (issue 23): savefig('p.png') returns one image; a figure changed after
+    its savefig, or saved outside the workspace, is still captured."""
+    r, sc = call(client, {"code": "import matplotlib.pyplot as plt\n"
+                                  "plt.plot([1, 2, 3]); plt.savefig('p.png')"})
+    assert sc["status"] == "ok", sc
+    assert [a["path"] for a in sc["artifacts"]] == ["p.png"], sc
+    assert [c["type"] for c in r["content"]] == ["text", "image"], r["content"]
+    _, sc = call(client, {"code": "import matplotlib.pyplot as plt\n"
+                                  "plt.plot([1]); plt.savefig('a.png'); plt.show()\n"
+                                  "plt.figure(); plt.plot([2]); plt.savefig('b.png')\n"
+                                  "plt.title('changed since')\n"
+                                  "plt.figure(); plt.plot([3]); plt.savefig('/tmp/c.png')"})
+    assert sorted(a["path"] for a in sc["artifacts"]) == \
+        ["a.png", "b.png", "figure-001.png", "figure-002.png"], sc
+
+
+@needs_matplotlib
+def test_forty_figures_cap_the_inline_images(client):
+    """40 figures: 8 inline (LLM_SANDBOX_INLINE_IMAGES), 32 held back as
+    resource links, and the result says how many."""
+    r, sc = call(client, {"code": "import matplotlib.pyplot as plt\n"
+                                  "for i in range(40):\n"
+                                  "    plt.figure(figsize=(1, 1), dpi=30); plt.plot([i, 0])\n",
+                          "timeout": 120})
+    assert sc["status"] == "ok", sc
+    assert [a["path"] for a in sc["artifacts"]] == ["figure-%03d.png" % i for i in range(1, 41)]
+    assert len([c for c in r["content"] if c["type"] == "image"]) == 8
+    links = [c for c in r["content"] if c["type"] == "resource_link"]
+    assert [l["name"] for l in links] == ["figure-%03d.png" % i for i in range(9, 41)], links
+    assert sc["images_held_back"] == 32
+    assert "32 images held back" in r["content"][0]["text"], r["content"][0]["text"]
+
+
+@needs_matplotlib
 def test_matplotlib_in_a_session(client):
     sid = client.create()
     _, sc = call(client, {"session_id": sid, "code": "import matplotlib.pyplot as plt\n"

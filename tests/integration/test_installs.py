@@ -12,6 +12,8 @@ Canaries on this machine's loopback show the install sandbox reaches
 nothing but the allowed registries.
 """
 import os
+import pty
+import re
 import shutil
 import stat
 import subprocess
@@ -20,7 +22,9 @@ import threading
 
 import pytest
 
-from conftest import BACKEND, CONTAINER, ROOT, Result, backend_controls, sbx
+from conftest import (BACKEND, CONTAINER, ROOT, SBX_BIN, Result, backend_controls, clean_env,
+                      run_cli, sbx)
+from test_sessions import Client
 
 pytestmark = pytest.mark.contract
 
@@ -329,3 +333,97 @@ def test_backend_without_installs_refuses_libraries():
     assert res["status"] == "refused", res
     assert "cannot install libraries here" in res["message"], res
     assert "install" not in res, res
+
+
+# ---- progress while installing (issue 23) ---------------------------------
+
+FIGLET = "import pyfiglet\nprint('figlet ok')\n"
+
+
+def run_on_a_terminal(args, env):
+    """The CLI with its stderr on a pseudo-terminal (stdout a pipe): (exit
+    code, stdout, what the terminal got)."""
+    master, slave = pty.openpty()
+    p = subprocess.Popen([SBX_BIN] + args, env=env, stdin=subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=slave, cwd="/")
+    os.close(slave)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # EIO: every writer closed the terminal
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(master)
+    out = p.stdout.read()
+    return p.wait(timeout=120), out, seen
+
+
+def test_cli_progress_on_a_pipe_and_a_terminal(cache):
+    """Plain lines on a pipe, one per step, in order; on a terminal one
+    status line rewritten in place and erased before the program's output
+    (the result is the same)."""
+    env = clean_env({"LLM_SANDBOX_CACHE_DIR": cache})
+    r = run_cli(["run", "--code", FIGLET, "--libraries", "pyfiglet"], env=env, timeout=300)
+    assert r.rc == 0 and r.out == b"figlet ok\n", r
+    lines = r.err.decode().splitlines()
+    assert lines[0] == "llm-sandbox: installing pyfiglet (python) in a sandbox that reaches " \
+        "only the package registries", r.err
+    assert re.fullmatch(r"llm-sandbox: finished installing the libraries after \d+\.\d s",
+                        lines[1]), r.err
+    assert len(lines) == 2 and b"\r" not in r.err and b"\033" not in r.err, r.err
+    # cached now: said so, on a terminal
+    rc, out, tty = run_on_a_terminal(["run", "--code", FIGLET, "--libraries", "pyfiglet"], env)
+    assert rc == 0 and out == b"figlet ok\n", (rc, out, tty)
+    assert tty.startswith(b"\r\033[Kllm-sandbox: libraries pyfiglet (python) from the cache "
+                          b"... 0s"), tty
+    assert tty.endswith(b"\r\033[K"), tty  # erased: the terminal is left clean
+    assert b"\n" not in tty, tty
+    # a fresh install under a terminal: the same words, on the status line
+    fresh = tempfile.mkdtemp(prefix="llm-sandbox-test-cache-", dir="/var/tmp")
+    try:
+        os.chmod(fresh, 0o755)
+        env2 = clean_env({"LLM_SANDBOX_CACHE_DIR": fresh})
+        rc, out, tty = run_on_a_terminal(["run", "--code", FIGLET, "--libraries", "pyfiglet"],
+                                         env2)
+        assert rc == 0 and out == b"figlet ok\n", (rc, out, tty)
+        assert b"\r\033[Kllm-sandbox: installing pyfiglet (python) in a sandbox" in tty, tty
+        assert b"\r\033[Kllm-sandbox: finished installing the libraries after " in tty, tty
+        assert tty.endswith(b"\r\033[K") and b"\n" not in tty, tty
+    finally:
+        shutil.rmtree(fresh, ignore_errors=True)
+
+
+def log_messages(server):
+    """The notifications/message the server sent so far (they wait in
+    pending while a call's answer is awaited)."""
+    got = [m["params"] for m in server.pending if m.get("method") == "notifications/message"]
+    server.pending = [m for m in server.pending if m.get("method") != "notifications/message"]
+    return got
+
+
+def test_mcp_logs_install_steps_at_the_clients_level(cache):
+    """The logging capability is used: each install step is an info
+    message, sent only while logging/setLevel lets info through."""
+    c = Client({"LLM_SANDBOX_CACHE_DIR": cache})
+    try:
+        r = c.s.call_tool("execute_code", {"code": FIGLET, "libraries": ["pyfiglet"]},
+                          timeout=300)
+        assert r["result"]["structuredContent"]["stdout"] == "figlet ok\n", r
+        msgs = log_messages(c.s)
+        assert [(m["level"], m["logger"]) for m in msgs] == [("info", "llm-sandbox")] * 2, msgs
+        assert msgs[0]["data"].startswith("installing pyfiglet (python) in a sandbox"), msgs
+        assert msgs[1]["data"].startswith("finished installing the libraries after "), msgs
+        assert c.s.request("logging/setLevel", {"level": "warning"})["result"] == {}
+        r = c.s.call_tool("execute_code", {"code": FIGLET, "libraries": ["pyfiglet"]},
+                          timeout=300)
+        assert r["result"]["structuredContent"]["install"]["cached"] is True, r
+        assert log_messages(c.s) == []
+        c.s.request("logging/setLevel", {"level": "debug"})
+        c.s.call_tool("execute_code", {"code": FIGLET, "libraries": ["pyfiglet"]}, timeout=300)
+        assert [m["data"] for m in log_messages(c.s)] == \
+            ["libraries pyfiglet (python) from the cache"]
+    finally:
+        c.finish()

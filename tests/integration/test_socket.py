@@ -772,7 +772,8 @@ def test_cli_exec_prints_like_run(scripted, tmp_path):
     r = scli(scripted, "exec", "s1", input=b"implicit stdin")
     assert r.rc == 0 and r.out == b"ran: implicit stdin\n", r
     r = scli(scripted, "exec", "s1", "-c", "exit 3")
-    assert r.rc == 3 and r.out == b"" and r.err.startswith(b"boom\n"), r
+    # the server's info notice (as install steps are) comes first, on its own line
+    assert r.rc == 3 and r.out == b"" and r.err.startswith(b"llm-sandbox: x\nboom\n"), r
     r = scli(scripted, "exec", "s1", "-c", "sleep")
     assert r.rc == EXIT_TIMEOUT and b"timeout (limit: wall_time)" in r.err, r
     r = scli(scripted, "exec", "s1", "-c", "plot")

@@ -257,10 +257,20 @@ const run = (c, args, opts = {}) =>
     ...opts,
   });
 
-// A finished run's structured result, checked against its text mirror.
+// A finished tool call's structured result, checked against its text: a
+// run's is its readable form (a status line, then stdout and stderr as
+// printed), any other result's the JSON of structuredContent.
 function sc(result) {
   assert.ok(result.structuredContent, JSON.stringify(result).slice(0, 500));
-  assert.deepEqual(JSON.parse(result.content[0].text), result.structuredContent);
+  const s = result.structuredContent;
+  const text = result.content[0].text;
+  if (typeof s.stdout === 'string' && typeof s.status === 'string') {
+    assert.ok(text.startsWith(`status: ${s.status}`), text.slice(0, 500));
+    if (s.stdout) assert.ok(text.includes(`--- stdout ---\n${s.stdout}`), text.slice(0, 500));
+    if (s.stderr) assert.ok(text.includes(`--- stderr ---\n${s.stderr}`), text.slice(0, 500));
+  } else {
+    assert.deepEqual(JSON.parse(text), s);
+  }
   assert.equal(result.isError, result.structuredContent.status !== 'ok');
   return result.structuredContent;
 }

@@ -147,6 +147,9 @@ def test_execute_code_json(tmp_path):
                                                              "stdin": "olleh", "timeout": 20})))
     assert r["structuredContent"]["stdout"] == "hello\n", r
     assert r["structuredContent"]["status"] == "ok"
+    # the text block is the readable form, the JSON is structuredContent
+    assert r["content"][0] == {"type": "text",
+                               "text": "status: ok, exit code 0\n--- stdout ---\nhello\n"}, r
 
 
 def test_execute_code_refused(tmp_path):

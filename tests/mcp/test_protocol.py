@@ -453,9 +453,10 @@ def test_output_that_looks_like_jsonrpc(server):
     assert '{"jsonrpc":"2.0","id":424242,"result":{}}' in sc["stdout"]
     assert sc["stdout"].rstrip().endswith("done")
     assert '"id": 424242' in sc["stderr"]
-    # the text mirror carries the same, as a string inside a string
-    mirror = json.loads(r["result"]["content"][0]["text"])
-    assert mirror["stdout"] == sc["stdout"]
+    # the readable text carries the same lines, as printed
+    text = r["result"]["content"][0]["text"]
+    assert text.startswith("status: ok, exit code 0\n--- stdout ---\n" + sc["stdout"]), text
+    assert "--- stderr ---\n" + sc["stderr"] in text, text
     # no message with those ids reached the client: the next ones answer
     # requests that really carry them
     for id in (424242, 424243):

@@ -77,6 +77,16 @@ static void test_defaults(void **state)
     assert_int_equal(s->defaults.network, SBX_NET_OFF);
     assert_int_equal(s->defaults.read_only_system, 1);
     assert_int_equal(s->explicit_mask, 0);
+    /* each numeric ceiling above its default (README, "Limits"); the
+     * network and the read-only system stay where the operator put them */
+    assert_int_equal(s->ceilings.memory_bytes, 2048u << 20);
+    assert_int_equal(s->ceilings.cpu_millicores, 4000);
+    assert_int_equal(s->ceilings.pids_max, 1024);
+    assert_int_equal(s->ceilings.output_bytes, 8u << 20);
+    assert_int_equal(s->ceilings.file_size_bytes, 1024u << 20);
+    assert_int_equal(s->ceilings.workspace_bytes, 2048u << 20);
+    assert_int_equal(s->ceilings.network, SBX_NET_OFF);
+    assert_int_equal(s->ceilings.read_only_system, 1);
     settings_free(s);
 }
 
@@ -93,7 +103,7 @@ static void test_reference_names(void **state)
     s = load_ok();
     assert_string_equal(s->backend, "bubblewrap");
     assert_int_equal(s->defaults.memory_bytes, 1u << 30);
-    assert_int_equal(s->ceilings.memory_bytes, 1u << 30); /* raised with the default */
+    assert_int_equal(s->ceilings.memory_bytes, 2u << 30); /* the default's is above it */
     assert_int_equal(s->defaults.cpu_millicores, 500);
     assert_int_equal(s->defaults.network, SBX_NET_ON);
     assert_int_equal(s->defaults.wall_time_ms, 60000);
@@ -170,6 +180,35 @@ static void test_resolve_narrowing(void **state)
     assert_false(mask & (1u << SBX_CTL_CPU));
 }
 
+/* A fresh install takes requests above the defaults, up to the ceilings:
+ * --memory 1G was refused when the ceilings equalled the defaults. */
+static void test_resolve_above_defaults(void **state)
+{
+    struct settings s;
+    struct sbx_req_limits req = {0};
+    struct sbx_policy p;
+    struct sbx_error *e = NULL;
+    uint32_t mask = 0;
+
+    (void)state;
+    settings_init_defaults(&s);
+    req.set = SBX_REQ_MEMORY | SBX_REQ_CPU | SBX_REQ_PIDS | SBX_REQ_OUTPUT | SBX_REQ_FILE_SIZE |
+              SBX_REQ_WORKSPACE;
+    req.memory_bytes = 1u << 30;
+    req.cpu_millicores = 4000;
+    req.pids_max = 1024;
+    req.output_bytes = 8u << 20;
+    req.file_size_bytes = 1u << 30;
+    req.workspace_bytes = 2u << 30;
+    assert_int_equal(policy_resolve(&s, &req, &p, &mask, &e), 0);
+    assert_int_equal(p.memory_bytes, 1u << 30);
+    assert_int_equal(p.cpu_millicores, 4000);
+    assert_int_equal(p.pids_max, 1024);
+    assert_int_equal(p.output_bytes, 8u << 20);
+    assert_int_equal(p.workspace_bytes, 2u << 30);
+    assert_int_equal(p.tmpfs_bytes, 768u << 20); /* 3/4 of the memory */
+}
+
 /* The tmpfs size every backend mounts is derived once, here: the workspace
  * size, but at most 3/4 of memory (tmpfs is RAM charged to the memory
  * limit: a full workspace must end as ENOSPC, not as an OOM kill). */
@@ -225,16 +264,46 @@ static void test_resolve_refusals(void **state)
     struct sbx_req_limits r = {0};
 
     (void)state;
-    r.set = SBX_REQ_WALL_TIME, r.wall_time_ms = 300001;
-    refused(&r, SBX_E_UNSUPPORTED, "wall_time", "above the configured ceiling");
+    r.set = SBX_REQ_WALL_TIME, r.wall_time_ms = 301000;
+    refused(&r, SBX_E_UNSUPPORTED, "wall_time",
+            "wall_time 301 s is above the ceiling of 300 s; the operator raises it with "
+            "LLM_SANDBOX_MAX_TIMEOUT");
+    /* rounding would hide the gap: the exact values */
+    r.wall_time_ms = 300001;
+    refused(&r, SBX_E_UNSUPPORTED, "wall_time",
+            "wall_time 300001 ms is above the ceiling of "
+            "300000 ms");
     r.set = SBX_REQ_WALL_TIME, r.wall_time_ms = 0;
     refused(&r, SBX_E_INVALID, "wall_time", "greater than 0");
-    r.set = SBX_REQ_MEMORY, r.memory_bytes = 513u << 20;
-    refused(&r, SBX_E_UNSUPPORTED, "memory", "ceiling");
-    r.set = SBX_REQ_CPU, r.cpu_millicores = 2000;
-    refused(&r, SBX_E_UNSUPPORTED, "cpu", "ceiling");
+    r.set = SBX_REQ_MEMORY, r.memory_bytes = 4ull << 30;
+    refused(&r, SBX_E_UNSUPPORTED, "memory",
+            "memory 4 GiB is above the ceiling of 2 GiB; the operator raises it with "
+            "LLM_SANDBOX_MAX_MEMORY");
+    r.memory_bytes = (2ull << 30) + (512u << 20);
+    refused(&r, SBX_E_UNSUPPORTED, "memory", "memory 2.5 GiB is above the ceiling of 2 GiB");
+    r.set = SBX_REQ_CPU, r.cpu_millicores = 4500;
+    refused(&r, SBX_E_UNSUPPORTED, "cpu",
+            "cpu 4.5 cores is above the ceiling of 4 cores; the operator raises it with "
+            "LLM_SANDBOX_MAX_CPUS");
+    r.set = SBX_REQ_PIDS, r.pids_max = 100000;
+    refused(&r, SBX_E_UNSUPPORTED, "pids",
+            "pids 100000 processes is above the ceiling of 1024 processes; the operator raises "
+            "it with LLM_SANDBOX_MAX_PIDS");
+    r.set = SBX_REQ_OUTPUT, r.output_bytes = 9u << 20;
+    refused(&r, SBX_E_UNSUPPORTED, "output",
+            "output 9 MiB is above the ceiling of 8 MiB; the operator raises it with "
+            "LLM_SANDBOX_MAX_OUTPUT_BYTES");
+    r.set = SBX_REQ_FILE_SIZE, r.file_size_bytes = (1ull << 30) + 1;
+    refused(&r, SBX_E_UNSUPPORTED, "file_size",
+            "file_size 1073741825 bytes is above the ceiling of 1073741824 bytes; the operator "
+            "raises it with LLM_SANDBOX_MAX_FILE_SIZE");
+    r.set = SBX_REQ_WORKSPACE, r.workspace_bytes = 3ull << 30;
+    refused(&r, SBX_E_UNSUPPORTED, "workspace",
+            "workspace 3 GiB is above the ceiling of 2 GiB; the operator raises it with "
+            "LLM_SANDBOX_MAX_WORKSPACE_SIZE");
     r.set = SBX_REQ_NETWORK, r.network = "on";
-    refused(&r, SBX_E_UNSUPPORTED, "network", "wider than the configured 'off'");
+    refused(&r, SBX_E_UNSUPPORTED, "network",
+            "wider than the configured 'off'; the operator allows it with LLM_SANDBOX_NETWORK");
     r.network = "sideways";
     refused(&r, SBX_E_INVALID, "network", "must be one of");
     /* a program's box never gets the installs' proxy: refused here, not
@@ -394,6 +463,7 @@ int main(void)
             cmocka_unit_test_setup(test_host_network_override, clear_env),
             cmocka_unit_test_setup(test_env_allow, clear_env),
             cmocka_unit_test_setup(test_resolve_narrowing, clear_env),
+            cmocka_unit_test_setup(test_resolve_above_defaults, clear_env),
             cmocka_unit_test_setup(test_resolve_tmpfs_bytes, clear_env),
             cmocka_unit_test_setup(test_resolve_refusals, clear_env),
             cmocka_unit_test_setup(test_resolve_registries_for_a_program, clear_env),

@@ -102,6 +102,8 @@ struct sbx_file {
 
 #define SBX_MAX_FILES 64
 
+enum sbx_notice { SBX_NOTICE_INFO, SBX_NOTICE_WARNING };
+
 struct sbx_request {
     const char *language; /* NULL: the configured default */
     const char *backend;  /* NULL: the configured backend */
@@ -133,13 +135,19 @@ struct sbx_request {
     /* Fetch the artifacts' bytes and keep a one-shot run's for reading by
      * uri (sbx_artifact_read); false: only list them (path, size, type). */
     bool keep_artifacts;
+    /* Notices while it runs, for a person or a model to follow (called
+     * from the running thread): each install step (SBX_NOTICE_INFO), a
+     * limit enforced only by a fallback, a ready sandbox that failed and
+     * was replaced (SBX_NOTICE_WARNING). Warnings stay in the result's
+     * warnings too. NULL: none. */
+    void (*on_notice)(void *userdata, enum sbx_notice level, const char *msg);
 };
 
 /* A file the run left in its workspace (new or changed, not an input). */
 struct sbx_artifact {
     char *path;            /* relative to the workspace */
     uint64_t size;         /* bytes */
-    const char *mime_type; /* by its name (static) */
+    const char *mime_type; /* by its bytes when fetched, else its name (static) */
     char *uri;             /* sandbox://sessions/ID/files/PATH or sandbox://runs/ID/files/PATH,
                               or NULL (a one-shot run that did not keep them) */
     char *data;            /* images (within the byte budget), or NULL: read by uri */
@@ -309,6 +317,14 @@ int sbx_socket_activation(int *ret_fd, struct sbx_error **err);
  * language. Returns at once; 0 also when pools are off (LLM_SANDBOX_POOL=0).
  * Without it, every run opens its own sandbox when it is asked for. */
 int sbx_runtime_warm(struct sbx_runtime *rt, struct sbx_error **err);
+/* How MCP tool results are written (LLM_SANDBOX_RESULT_TEXT,
+ * LLM_SANDBOX_INLINE_IMAGES, LLM_SANDBOX_INLINE_IMAGE_BYTES). */
+struct sbx_result_options {
+    bool text_json;              /* the text block is structuredContent's JSON */
+    uint64_t inline_images_max;  /* images inline per result; the rest are links */
+    uint64_t inline_image_bytes; /* their bytes together (before base64) */
+};
+void sbx_runtime_result_options(const struct sbx_runtime *rt, struct sbx_result_options *ret);
 /* Tool calls to run at once (LLM_SANDBOX_MAX_CONCURRENT), 0: one per CPU. */
 unsigned sbx_runtime_max_concurrent(const struct sbx_runtime *rt);
 /* True when the configured network lets code reach the outside. */

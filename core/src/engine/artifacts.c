@@ -104,6 +104,35 @@ static bool is_image(const char *mime)
     return strncmp(mime, "image/", 6) == 0;
 }
 
+/* The raster image the bytes are, by their magic, or NULL. */
+static const char *image_magic(const char *data, size_t len)
+{
+    if (len >= 8 && memcmp(data, "\x89PNG\r\n\x1a\n", 8) == 0)
+        return "image/png";
+    if (len >= 3 && memcmp(data, "\xff\xd8\xff", 3) == 0)
+        return "image/jpeg";
+    if (len >= 6 && (memcmp(data, "GIF87a", 6) == 0 || memcmp(data, "GIF89a", 6) == 0))
+        return "image/gif";
+    if (len >= 12 && memcmp(data, "RIFF", 4) == 0 && memcmp(data + 8, "WEBP", 4) == 0)
+        return "image/webp";
+    return NULL;
+}
+
+/* A fetched file's type: a raster image only when its bytes are one (an
+ * HTML page or an ELF named x.png is not, whatever its name says, and is
+ * never shown inline); SVG, having no magic, keeps its name's type and is
+ * never an inline image (results.c). */
+static const char *mime_by_bytes(const char *by_name, const char *data, size_t len)
+{
+    const char *magic = image_magic(data, len);
+
+    if (magic)
+        return magic;
+    if (is_image(by_name) && strcmp(by_name, "image/svg+xml") != 0)
+        return "application/octet-stream";
+    return by_name;
+}
+
 struct artifact_store *artifact_store_new(void)
 {
     struct artifact_store *st = calloc(1, sizeof(*st));
@@ -292,6 +321,7 @@ static void fetch(struct run *r, struct sbx_artifact *a)
     if (end == 0) {
         a->len = len;
         a->size = len;
+        a->mime_type = mime_by_bytes(a->mime_type, a->data, len);
     } else {
         a->data = NULL;
         log_msg(SBX_LOG_DEBUG, NULL, "artifact %s not fetched: %s", a->path,

@@ -79,6 +79,9 @@ void engine_mark(const struct run *r, const char *what);
 int engine_refuse(struct run *r, const char *fmt, ...) SBX_PRINTF(2, 3);
 /* Announce a phase ("installing", "compiling", ...) to the front end. */
 void engine_phase(const struct run *r, const char *name);
+/* A notice to the caller (sbx_request.on_notice), when it wants them. */
+void engine_notice(const struct run *r, enum sbx_notice level, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
 /* Open a box for the run (r->box_policy and r->box_mounts when building a
  * set) and wrap its channel in r->ac. */
 int engine_open_box(struct run *r, struct sbx_error **err);

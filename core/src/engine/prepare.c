@@ -234,6 +234,8 @@ int engine_policy(struct run *r)
             policy_check(&r->policy, r->explicit_mask, &r->backend->caps, r->backend->name,
                     &r->ex->warnings, &e) < 0)
         return engine_refuse_error(r, e);
+    for (char **w = r->ex->warnings; w && *w; w++) /* limits held only by a fallback */
+        engine_notice(r, SBX_NOTICE_WARNING, "%s", *w);
     engine_mark(r, "probed and checked");
     return 0;
 }
@@ -243,4 +245,17 @@ void engine_phase(const struct run *r, const char *name)
     engine_mark(r, name);
     if (r->req->on_phase)
         r->req->on_phase(r->req->userdata, name);
+}
+
+void engine_notice(const struct run *r, enum sbx_notice level, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+
+    if (!r->req->on_notice)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    r->req->on_notice(r->req->userdata, level, msg);
 }

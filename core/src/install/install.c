@@ -192,6 +192,26 @@ static int install_error(struct run *r, struct sbx_error *e, char **hosts, char 
 }
 
 /* A JSON record of what a set holds. (transfer full) */
+/* "installing numpy, pandas (python) ..." or "... from the cache". */
+static void install_notice(const struct run *r)
+{
+    char libs[256] = "";
+    size_t len = 0;
+
+    for (size_t i = 0; i < r->req->n_libraries && len < sizeof(libs); i++) {
+        int n = snprintf(
+                libs + len, sizeof(libs) - len, "%s%s", i ? ", " : "", r->req->libraries[i]);
+
+        len += n > 0 ? (size_t)n : 0;
+    }
+    if (r->deps->ready)
+        engine_notice(r, SBX_NOTICE_INFO, "libraries %s (%s) from the cache", libs, r->lang->name);
+    else
+        engine_notice(r, SBX_NOTICE_INFO,
+                "installing %s (%s) in a sandbox that reaches only the package registries", libs,
+                r->lang->name);
+}
+
 static char *set_record(const struct run *r, const char *tool)
 {
     struct json_object *o = json_object_new_object(), *libs = json_object_new_array();
@@ -273,6 +293,7 @@ int prepare_libraries(struct run *r, struct sbx_error **err)
             0)
         return install_error(r, e, hosts, env, repo);
     r->ex->install_cached = r->deps->ready;
+    install_notice(r);
     if (!r->deps->ready) {
         rc = proxy_start(r->deps->sock, hosts, uid, gid, &px, err);
         if (rc < 0) {
@@ -303,6 +324,8 @@ int prepare_libraries(struct run *r, struct sbx_error **err)
             free(refused);
         }
         px = proxy_stop(px);
+        engine_notice(r, SBX_NOTICE_INFO, "%s installing the libraries after %.1f s",
+                rc == 0 && ok ? "finished" : "failed", (double)(now_ms() - t0) / 1000.0);
         r->ex->install_log_truncated = log.len >= log.cap;
         r->ex->install_log = dynbuf_take(&log, NULL);
         dynbuf_done(&log);

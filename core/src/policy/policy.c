@@ -62,25 +62,66 @@ struct req_field {
     uint32_t bit;
     enum sbx_control ctl;
     size_t req_off, pol_off;
-    const char *unit;   /* how to print values in messages */
-    enum req_kind kind; /* how a front end's text spells it */
+    const char *max_var; /* the operator's setting of the ceiling (settings.c) */
+    enum req_kind kind;  /* how a front end's text spells it, and prints it */
 };
 
 #define ROFF(f) offsetof(struct sbx_req_limits, f)
 #define POFF(f) offsetof(struct sbx_policy, f)
 static const struct req_field req_fields[] = {
-        {SBX_REQ_WALL_TIME, SBX_CTL_WALL_TIME, ROFF(wall_time_ms), POFF(wall_time_ms), "ms",
-                RK_SECONDS},
-        {SBX_REQ_MEMORY, SBX_CTL_MEMORY, ROFF(memory_bytes), POFF(memory_bytes), "bytes", RK_SIZE},
-        {SBX_REQ_CPU, SBX_CTL_CPU, ROFF(cpu_millicores), POFF(cpu_millicores), "millicores",
-                RK_CORES},
-        {SBX_REQ_PIDS, SBX_CTL_PIDS, ROFF(pids_max), POFF(pids_max), "processes", RK_COUNT},
-        {SBX_REQ_OUTPUT, SBX_CTL_OUTPUT, ROFF(output_bytes), POFF(output_bytes), "bytes", RK_SIZE},
+        {SBX_REQ_WALL_TIME, SBX_CTL_WALL_TIME, ROFF(wall_time_ms), POFF(wall_time_ms),
+                "LLM_SANDBOX_MAX_TIMEOUT", RK_SECONDS},
+        {SBX_REQ_MEMORY, SBX_CTL_MEMORY, ROFF(memory_bytes), POFF(memory_bytes),
+                "LLM_SANDBOX_MAX_MEMORY", RK_SIZE},
+        {SBX_REQ_CPU, SBX_CTL_CPU, ROFF(cpu_millicores), POFF(cpu_millicores),
+                "LLM_SANDBOX_MAX_CPUS", RK_CORES},
+        {SBX_REQ_PIDS, SBX_CTL_PIDS, ROFF(pids_max), POFF(pids_max), "LLM_SANDBOX_MAX_PIDS",
+                RK_COUNT},
+        {SBX_REQ_OUTPUT, SBX_CTL_OUTPUT, ROFF(output_bytes), POFF(output_bytes),
+                "LLM_SANDBOX_MAX_OUTPUT_BYTES", RK_SIZE},
         {SBX_REQ_FILE_SIZE, SBX_CTL_FILE_SIZE, ROFF(file_size_bytes), POFF(file_size_bytes),
-                "bytes", RK_SIZE},
+                "LLM_SANDBOX_MAX_FILE_SIZE", RK_SIZE},
         {SBX_REQ_WORKSPACE, SBX_CTL_WORKSPACE, ROFF(workspace_bytes), POFF(workspace_bytes),
-                "bytes", RK_SIZE},
+                "LLM_SANDBOX_MAX_WORKSPACE_SIZE", RK_SIZE},
 };
+
+/* The unit of the stored value (messages that must be exact). */
+static const char *const base_units[] = {[RK_SECONDS] = "ms",
+        [RK_CORES] = "millicores",
+        [RK_SIZE] = "bytes",
+        [RK_COUNT] = "processes"};
+
+/* A value in the units a person reads: "4 GiB", "1.5 s", "0.5 cores",
+ * "300 processes" (at most 2 decimals, trailing zeros dropped). */
+static void human(char *buf, size_t n, enum req_kind k, uint64_t v)
+{
+    static const char *const units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    uint64_t div = 1;
+    const char *unit = "";
+    size_t u = 0;
+    int len;
+
+    switch (k) {
+    case RK_SECONDS: div = 1000, unit = "s"; break;
+    case RK_CORES: div = 1000, unit = v == 1000 ? "core" : "cores"; break;
+    case RK_COUNT: unit = v == 1 ? "process" : "processes"; break;
+    case RK_SIZE:
+        while (u + 1 < sizeof(units) / sizeof(units[0]) && v / div >= 1024)
+            div *= 1024, u++;
+        unit = units[u];
+        break;
+    }
+    len = snprintf(buf, n, "%" PRIu64 ".%02" PRIu64, v / div,
+            (uint64_t)((long double)(v % div) * 100 / (long double)div));
+    while (len > 0 && (size_t)len < n && (buf[len - 1] == '0' || buf[len - 1] == '.')) {
+        bool dot = buf[len - 1] == '.';
+
+        buf[--len] = '\0';
+        if (dot)
+            break;
+    }
+    snprintf(buf + len, n - (size_t)len, " %s", unit);
+}
 
 static uint64_t get_u64(const void *base, size_t off)
 {
@@ -139,7 +180,7 @@ int sbx_req_limit_parse(struct sbx_req_limits *l, enum sbx_req_field field, cons
     r = parse_req_kind(k, text, &v);
     if (r == SBX_E_LIMIT)
         return sbx_error_set_field(err, SBX_E_INVALID, name,
-                "%s '%.40s' is out of range (above 2^64-1 %s)", name, text, f->unit);
+                "%s '%.40s' is out of range (above 2^64-1 %s)", name, text, base_units[k]);
     if (r < 0)
         return sbx_error_set_field(
                 err, SBX_E_INVALID, name, "%s '%.40s' is not %s", name, text, what[k]);
@@ -156,6 +197,25 @@ uint64_t policy_tmpfs_bytes(const struct sbx_policy *p)
     uint64_t cap = p->memory_bytes - p->memory_bytes / 4;
 
     return p->workspace_bytes < cap ? p->workspace_bytes : cap;
+}
+
+/* "memory 4 GiB is above the ceiling of 2 GiB; the operator raises it
+ * with LLM_SANDBOX_MAX_MEMORY": exact units when rounding hides the gap. */
+static int refuse_ceiling(
+        const struct req_field *f, uint64_t v, uint64_t ceiling, struct sbx_error **err)
+{
+    const char *name = control_names[f->ctl];
+    char want[48], max[48];
+
+    human(want, sizeof(want), f->kind, v);
+    human(max, sizeof(max), f->kind, ceiling);
+    if (strcmp(want, max) == 0) {
+        snprintf(want, sizeof(want), "%" PRIu64 " %s", v, base_units[f->kind]);
+        snprintf(max, sizeof(max), "%" PRIu64 " %s", ceiling, base_units[f->kind]);
+    }
+    return sbx_error_set_field(err, SBX_E_UNSUPPORTED, name,
+            "%s %s is above the ceiling of %s; the operator raises it with %s", name, want, max,
+            f->max_var);
 }
 
 int policy_resolve(const struct settings *s, const struct sbx_req_limits *req,
@@ -176,9 +236,7 @@ int policy_resolve(const struct settings *s, const struct sbx_req_limits *req,
         if (v == 0)
             return sbx_error_set_field(err, SBX_E_INVALID, name, "%s must be greater than 0", name);
         if (v > ceiling)
-            return sbx_error_set_field(err, SBX_E_UNSUPPORTED, name,
-                    "%s %" PRIu64 " %s is above the configured ceiling of %" PRIu64 " %s", name, v,
-                    f->unit, ceiling, f->unit);
+            return refuse_ceiling(f, v, ceiling, err);
         set_u64(&p, f->pol_off, v);
         explicit_mask |= 1u << f->ctl;
     }
@@ -198,8 +256,9 @@ int policy_resolve(const struct settings *s, const struct sbx_req_limits *req,
                     req->network, control_names[network_control((uint32_t)net)]);
         if ((uint32_t)net > s->ceilings.network)
             return sbx_error_set_field(err, SBX_E_UNSUPPORTED, "network",
-                    "network '%s' is wider than the configured '%s'", req->network,
-                    network_str(s->ceilings.network));
+                    "network '%s' is wider than the configured '%s'; the operator allows it "
+                    "with LLM_SANDBOX_NETWORK",
+                    req->network, network_str(s->ceilings.network));
         p.network = (uint32_t)net;
         explicit_mask |= 1u << SBX_CTL_NET_OFF;
     }

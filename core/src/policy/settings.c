@@ -60,8 +60,17 @@ void settings_init_defaults(struct settings *s)
             .open_files_max = 1024,
             .read_only_system = 1,
     };
+    /* Each numeric ceiling sits above its default, so a request may ask
+     * for more than the default out of the box (README, "Limits"); the
+     * network and the read-only system stay at the operator's setting. */
     s->ceilings = s->defaults;
     s->ceilings.wall_time_ms = 300000;
+    s->ceilings.memory_bytes = 2048 * MIB;
+    s->ceilings.cpu_millicores = 4000;
+    s->ceilings.pids_max = 1024;
+    s->ceilings.output_bytes = 8 * MIB;
+    s->ceilings.file_size_bytes = 1024 * MIB;
+    s->ceilings.workspace_bytes = 2048 * MIB;
     s->ceilings.read_only_system = 1;
     s->sandbox_uid = 1879048192u; /* 0x70000000: a uid no host user has */
     s->sandbox_gid = 1879048192u;
@@ -77,12 +86,14 @@ void settings_init_defaults(struct settings *s)
     s->session_lifetime_ms = 3600000;
     s->sessions_max = 8;
     s->file_max_bytes = 16 * MIB;
-    s->artifacts_max = 32;
+    s->artifacts_max = 64;
     s->artifacts_bytes = 16 * MIB;
     s->artifact_ttl_ms = 300000;
     s->pool_size = 2;
     s->pool_max = 8;
     s->pool_idle_ms = 300000;
+    s->inline_images_max = 8;
+    s->inline_image_bytes = 4 * MIB;
 }
 
 static int core_kind(const char *key);
@@ -323,10 +334,13 @@ static int load_sessions(struct settings *s, struct sbx_error **err)
             {"LLM_SANDBOX_POOL", K_COUNT, 0, 64, "count from 0 (off) to 64"},
             {"LLM_SANDBOX_POOL_MAX", K_COUNT, 0, 256, "count from 0 to 256"},
             {"LLM_SANDBOX_POOL_IDLE", K_SECONDS, 1000, UINT64_MAX, "number of seconds >= 1"},
+            {"LLM_SANDBOX_INLINE_IMAGES", K_COUNT, 0, 256, "count from 0 to 256"},
+            {"LLM_SANDBOX_INLINE_IMAGE_BYTES", K_SIZE, 0, 64u << 20, "size from 0 to 64M"},
     };
     uint64_t *dst[] = {&s->session_idle_ms, &s->session_lifetime_ms, &s->sessions_max,
             &s->file_max_bytes, &s->artifacts_max, &s->artifacts_bytes, &s->artifact_ttl_ms,
-            &s->pool_size, &s->pool_max, &s->pool_idle_ms};
+            &s->pool_size, &s->pool_max, &s->pool_idle_ms, &s->inline_images_max,
+            &s->inline_image_bytes};
 
     for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
         const char *v = env(s, vars[i].name);
@@ -420,6 +434,12 @@ static int load_server(struct settings *s, struct sbx_error **err)
             return sbx_error_set_field(err, SBX_E_INVALID, "LLM_SANDBOX_MAX_CONCURRENT",
                     "LLM_SANDBOX_MAX_CONCURRENT='%s' must be a count from 1 to 1024", v);
         s->max_concurrent = (unsigned)n;
+    }
+    if ((v = env(s, "LLM_SANDBOX_RESULT_TEXT"))) {
+        if (strcmp(v, "readable") != 0 && strcmp(v, "json") != 0)
+            return sbx_error_set_field(err, SBX_E_INVALID, "LLM_SANDBOX_RESULT_TEXT",
+                    "LLM_SANDBOX_RESULT_TEXT='%s' must be 'readable' or 'json'", v);
+        s->result_text_json = strcmp(v, "json") == 0;
     }
     return 0;
 }
@@ -533,6 +553,9 @@ static const struct {
         {"LLM_SANDBOX_POOL", 0},
         {"LLM_SANDBOX_POOL_MAX", 0},
         {"LLM_SANDBOX_POOL_IDLE", 0},
+        {"LLM_SANDBOX_INLINE_IMAGES", 0},
+        {"LLM_SANDBOX_INLINE_IMAGE_BYTES", 0},
+        {"LLM_SANDBOX_RESULT_TEXT", 0},
         {"SANDBOX_CAP_DROP", ','},
         {"SANDBOX_SECURITY_OPT", ','},
         /* the reference server's, for the R language's installs */

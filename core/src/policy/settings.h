@@ -63,14 +63,18 @@ struct settings {
     uint64_t sessions_max;        /* LLM_SANDBOX_SESSIONS_MAX: open at once, default 8 */
     uint64_t file_max_bytes;      /* LLM_SANDBOX_FILE_MAX: one upload or download, 16M */
     /* Artifacts (artifacts.c) */
-    uint64_t artifacts_max;   /* LLM_SANDBOX_ARTIFACTS_MAX: files per call, default 32 */
+    uint64_t artifacts_max;   /* LLM_SANDBOX_ARTIFACTS_MAX: files per call, default 64 */
     uint64_t artifacts_bytes; /* LLM_SANDBOX_ARTIFACTS_BYTES: fetched per call, 16M */
     uint64_t artifact_ttl_ms; /* LLM_SANDBOX_ARTIFACT_TTL: a run's kept, default 300 s */
     /* Warm one-shot runs (pool.c) */
     uint64_t pool_size;    /* LLM_SANDBOX_POOL: ready sandboxes per kind in use, 0: off; 2 */
     uint64_t pool_max;     /* LLM_SANDBOX_POOL_MAX: ready sandboxes of all kinds, default 8 */
     uint64_t pool_idle_ms; /* LLM_SANDBOX_POOL_IDLE: a kind unused this long is emptied, 300 s */
-    struct config *config; /* the config file read, or NULL */
+    /* MCP tool results (core/mcp/results.c) */
+    uint64_t inline_images_max;  /* LLM_SANDBOX_INLINE_IMAGES: per result, default 8 */
+    uint64_t inline_image_bytes; /* LLM_SANDBOX_INLINE_IMAGE_BYTES: their bytes, default 4M */
+    bool result_text_json;       /* LLM_SANDBOX_RESULT_TEXT=json: the text block is the JSON */
+    struct config *config;       /* the config file read, or NULL */
 };
 
 /* Built-in defaults only (no environment). */

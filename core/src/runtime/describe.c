@@ -166,6 +166,13 @@ const char *sbx_runtime_http_token(const struct sbx_runtime *rt)
     return rt->settings->http_token;
 }
 
+void sbx_runtime_result_options(const struct sbx_runtime *rt, struct sbx_result_options *ret)
+{
+    *ret = (struct sbx_result_options){.text_json = rt->settings->result_text_json,
+            .inline_images_max = rt->settings->inline_images_max,
+            .inline_image_bytes = rt->settings->inline_image_bytes};
+}
+
 unsigned sbx_runtime_max_concurrent(const struct sbx_runtime *rt)
 {
     return rt->settings->max_concurrent;

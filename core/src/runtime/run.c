@@ -170,6 +170,8 @@ static int run_box(struct run *r, struct sbx_error **err)
             /* a ready box that died while it waited: the run opens its own */
             log_msg(SBX_LOG_WARN, r->backend->name, "a ready sandbox was unusable (%s)",
                     (*err)->msg);
+            engine_notice(r, SBX_NOTICE_WARNING,
+                    "a ready sandbox was unusable (%s); the run starts a new one", (*err)->msg);
             *err = sbx_error_free(*err);
             r->backend->desc->backend->box_kill(r->box);
             engine_release_box(r);

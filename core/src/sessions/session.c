@@ -373,6 +373,7 @@ static struct sbx_session *session_new(const struct sbx_request *req, struct sbx
             .n_libraries = req->n_libraries,
             .on_phase = req->on_phase,
             .on_output = req->on_output,
+            .on_notice = req->on_notice,
             .userdata = req->userdata,
             .cancel = req->cancel};
     s->base.req = &s->req;
@@ -416,6 +417,7 @@ static int session_open(struct sbx_session *s, struct sbx_error **err)
     s->req.cancel = NULL;
     s->req.on_phase = NULL;
     s->req.on_output = NULL;
+    s->req.on_notice = NULL;
     s->req.userdata = NULL;
     capture_init(&r->sink.out, START_OUTPUT);
     capture_init(&r->sink.err, START_OUTPUT);
