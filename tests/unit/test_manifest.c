@@ -550,10 +550,10 @@ static void test_old_docs_keys(void **state)
     (void)state;
     assert_strv(m->lang->docs.plot_libraries, (const char *const[]){NULL});
     manifest_free(m);
-    expect_error("visualization not a boolean", bad, sizeof(bad) - 1, "/x/t.yaml:",
-            "key 'visualization' must be true or false");
-    expect_error("preinstalled not strings", nested, sizeof(nested) - 1, "/x/t.yaml:",
-            "key 'preinstalled' must list strings");
+    expect_error("visualization not a boolean", bad, sizeof(bad) - 1,
+            "/x/t.yaml:", "key 'visualization' must be true or false");
+    expect_error("preinstalled not strings", nested, sizeof(nested) - 1,
+            "/x/t.yaml:", "key 'preinstalled' must list strings");
 }
 
 static void test_malformed(void **state)
