@@ -120,7 +120,8 @@ void jail_spawn_ids(const struct sbx_box_spec *spec, struct sbx_spawn *sp)
 }
 
 int jail_attach_pasta(const struct sbx_host *h, const char *pasta, int pid,
-        const struct sbx_box_spec *spec, struct sbx_cgroup *cg, struct sbx_proc **ret_pasta, struct sbx_err *err)
+        const struct sbx_box_spec *spec, struct sbx_cgroup *cg, struct sbx_proc **ret_pasta,
+        struct sbx_err *err)
 {
     char path[64];
     int netns, userns, r;

@@ -90,7 +90,8 @@ void jail_spawn_ids(const struct sbx_box_spec *spec, struct sbx_spawn *sp);
  * the namespace. *ret_pasta is the running pasta (kill and free it with the
  * box). */
 int jail_attach_pasta(const struct sbx_host *h, const char *pasta, int pid,
-        const struct sbx_box_spec *spec, struct sbx_cgroup *cg, struct sbx_proc **ret_pasta, struct sbx_err *err);
+        const struct sbx_box_spec *spec, struct sbx_cgroup *cg, struct sbx_proc **ret_pasta,
+        struct sbx_err *err);
 
 /* A probe's proof: open a real box with a small policy through ops, wait
  * for the agent's first byte, close it. The jail's own words on failure. */

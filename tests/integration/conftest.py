@@ -98,6 +98,15 @@ def host_account_ids():
     return ids
 
 
+def inside_ids(uid, gid):
+    """Are these the ids a sandboxed program sees for itself? INSIDE_UID
+    and INSIDE_GID, but in a container of a box with a host uid of its own
+    (Docker, Podman: no user namespace), that uid: one of the range."""
+    if CONTAINER and ROOT and BACKEND in OWN_UIDS:
+        return uid == gid and uid in UID_RANGE
+    return (uid, gid) == (INSIDE_UID, INSIDE_GID)
+
+
 def is_sandbox_host_uid(uid):
     """Could uid be a sandbox's, seen from the host? Unprivileged: the
     server's own. As root: one of the range (or SANDBOX_UID), never 0."""
@@ -127,6 +136,7 @@ def assert_box_ids(uids, gids, where=""):
 # containers have no user namespace, so the sandbox uid is the same inside;
 # MXC's bwrap maps the host uid to itself.
 if CONTAINER:
+    # Docker and Podman (as root only): the box's own, see inside_ids
     INSIDE_UID, INSIDE_GID = SANDBOX_UID, SANDBOX_GID
 elif MXC:
     INSIDE_UID, INSIDE_GID = (SANDBOX_UID, SANDBOX_GID) if ROOT else (os.geteuid(), os.getegid())

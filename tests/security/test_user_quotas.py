@@ -18,7 +18,7 @@ import subprocess
 
 import pytest
 
-from conftest import (BACKEND, HOLD, OWN_UIDS, ROOT, UID_RANGE, assert_box_ids, live_run,
+from conftest import (BACKEND, HOLD, OWN_UIDS, ROOT, UID_RANGE, assert_box_ids, itest, live_run,
                       proc_status, run_lang)
 
 if BACKEND not in ("bwrap", "nsjail", "docker", "podman"):
@@ -135,3 +135,20 @@ def test_one_sandbox_cannot_drain_the_quotas_of_others():
     else:
         # shared with the server's uid: the hog took what was left
         assert took["inotify_errno"] == 24, took
+
+
+def test_doctor_reports_the_uids():
+    """doctor names the range in use as root, and what stays shared when
+    there is none (an ordinary user, or the range turned off)."""
+    def uids_check(extra=None):
+        out = subprocess.run([itest.SBX_BIN, "doctor", "--json"], capture_output=True,
+                             text=True, timeout=120, env=itest.clean_env(extra)).stdout
+        return next(c for c in json.loads(out)["checks"] if c["check"] == "sandbox_uids")
+
+    c = uids_check()
+    if ROOT:
+        first, last = UID_RANGE[0], UID_RANGE[-1]
+        assert c["status"] == "ok" and "%d-%d" % (first, last) in c["detail"], c
+        c = uids_check({"LLM_SANDBOX_UID_RANGE": "off"})
+    assert c["status"] == "warn" and "inotify instances" in c["detail"], c
+    assert "stay shared" in c["detail"] and c["fix"], c

@@ -95,8 +95,8 @@ int uidrange_new(uint32_t first, uint32_t count, const char *lock_dir, const cha
     int r;
 
     if (count == 0 || first == 0 || (uint64_t)first + count > UINT32_MAX)
-        return sbx_error_set(err, SBX_E_INVALID, 0, "the uid range %u:%u is empty or too high",
-                first, count);
+        return sbx_error_set(
+                err, SBX_E_INVALID, 0, "the uid range %u:%u is empty or too high", first, count);
     u = calloc(1, sizeof(*u));
     if (!u || !(u->lock_dir = strdup(lock_dir))) {
         free(u);
@@ -216,8 +216,8 @@ int uidrange_take(struct uidrange *u, struct uid_lease **ret, struct sbx_error *
             continue;
         if (fd < 0) {
             free(l);
-            return sbx_error_set(err, SBX_E_IO, -fd, "locking %s/%u: %s", u->lock_dir, id,
-                    strerror(-fd));
+            return sbx_error_set(
+                    err, SBX_E_IO, -fd, "locking %s/%u: %s", u->lock_dir, id, strerror(-fd));
         }
         *l = (struct uid_lease){.uid = id, .gid = id, .lock_fd = fd};
         *ret = l;

@@ -312,8 +312,7 @@ static int load_uid_range(struct settings *s, struct sbx_error **err)
     return 0;
 bad:
     return sbx_error_set_field(err, SBX_E_INVALID, "LLM_SANDBOX_UID_RANGE",
-            "LLM_SANDBOX_UID_RANGE='%s' must be FIRST:COUNT (non-zero ids below 2^32-1) or off",
-            v);
+            "LLM_SANDBOX_UID_RANGE='%s' must be FIRST:COUNT (non-zero ids below 2^32-1) or off", v);
 }
 
 static int load_ids(struct settings *s, struct sbx_error **err)

@@ -38,10 +38,6 @@ struct settings {
     char **env_pass;            /* "K=V" of those names found in our environment */
     uint32_t sandbox_uid;       /* LLM_SANDBOX_UID, when running as root */
     uint32_t sandbox_gid;       /* LLM_SANDBOX_GID */
-    /* LLM_SANDBOX_UID_RANGE "FIRST:COUNT" (or "off": count 0, every sandbox
-     * is sandbox_uid): as root each sandbox runs as its own uid (and gid of
-     * the same number) of the range */
-    uint32_t uid_range_first, uid_range_count;
     bool cgroup_v1;             /* LLM_SANDBOX_CGROUP=auto|v1|v2|off */
     bool cgroup_v2;
     int log_level;            /* LLM_SANDBOX_LOG_LEVEL */
@@ -53,6 +49,10 @@ struct settings {
     char *audit_log;          /* LLM_SANDBOX_AUDIT_LOG: file for one JSON line per call */
     unsigned max_concurrent;  /* LLM_SANDBOX_MAX_CONCURRENT: tool calls at once, 0: CPUs */
     char **languages;         /* LLM_SANDBOX_LANGUAGES: the only ones offered, or NULL: all */
+    /* LLM_SANDBOX_UID_RANGE "FIRST:COUNT" (or "off": count 0, every sandbox
+     * is sandbox_uid): as root each sandbox runs as its own uid (and gid of
+     * the same number) of the range */
+    uint32_t uid_range_first, uid_range_count;
     /* Dependency installs (deps.c) */
     char *cache_dir;             /* LLM_SANDBOX_CACHE_DIR, default /var/cache/llm-sandbox as
                                     root, else $XDG_CACHE_HOME/llm-sandbox (~/.cache/...) */

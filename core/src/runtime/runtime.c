@@ -72,10 +72,10 @@ static int uid_range_open(struct sbx_runtime *rt, struct sbx_error **err)
     if (geteuid() != 0 || s->uid_range_count == 0)
         return 0;
     if (mkdir(UIDRANGE_PARENT, 0755) < 0 && errno != EEXIST)
-        return sbx_error_set(err, SBX_E_IO, errno, "cannot make %s: %s", UIDRANGE_PARENT,
-                strerror(errno));
-    if (uidrange_new(s->uid_range_first, s->uid_range_count, UIDRANGE_DIR, "/etc", &rt->uids,
-                err) < 0)
+        return sbx_error_set(
+                err, SBX_E_IO, errno, "cannot make %s: %s", UIDRANGE_PARENT, strerror(errno));
+    if (uidrange_new(s->uid_range_first, s->uid_range_count, UIDRANGE_DIR, "/etc", &rt->uids, err) <
+            0)
         return sbx_error_wrap(err, "LLM_SANDBOX_UID_RANGE");
     return 0;
 }
