@@ -265,7 +265,7 @@ static bool add_file(struct archive *a, struct archive_entry *e, const char *pat
  * which getpwuid finds and getpwnam does not need) and nobody. */
 static int id_files(uint32_t uid, uint32_t gid, uint32_t block, char **ret_passwd, char **ret_group)
 {
-    size_t n = block ? DK_UID_BLOCK : 0, pcap = 160 + 48 * (n + 1), gcap = 64 + 32 * (n + 1);
+    size_t n = block ? DK_UID_BLOCK : 0, pcap = 160 + 64 * (n + 1), gcap = 64 + 32 * (n + 1);
     char *p = malloc(pcap), *g = malloc(gcap);
     size_t po = 0, go = 0;
 
