@@ -957,6 +957,9 @@ static int agent_resource(uint32_t r)
     case AGENT_RLIMIT_CORE: return RLIMIT_CORE;
     case AGENT_RLIMIT_AS: return RLIMIT_AS;
     case AGENT_RLIMIT_NPROC: return RLIMIT_NPROC;
+    case AGENT_RLIMIT_MSGQUEUE: return RLIMIT_MSGQUEUE;
+    case AGENT_RLIMIT_MEMLOCK: return RLIMIT_MEMLOCK;
+    case AGENT_RLIMIT_SIGPENDING: return RLIMIT_SIGPENDING;
     default: return -1;
     }
 }

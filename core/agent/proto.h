@@ -147,8 +147,11 @@ enum agent_rlimit {
     AGENT_RLIMIT_CORE = 3,
     AGENT_RLIMIT_AS = 4,
     AGENT_RLIMIT_NPROC = 5,
+    AGENT_RLIMIT_MSGQUEUE = 6,
+    AGENT_RLIMIT_MEMLOCK = 7,
+    AGENT_RLIMIT_SIGPENDING = 8,
 };
-#define AGENT_LIMITS_MAX      8
+#define AGENT_LIMITS_MAX      12
 #define AGENT_RELAY_CONNS     16 /* connections relayed at once; more wait in the backlog */
 #define AGENT_LIST_MAX        4096
 #define AGENT_RLIMIT_INFINITY UINT64_MAX

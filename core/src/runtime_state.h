@@ -20,6 +20,7 @@ struct cg_service;
 struct sessions;
 struct artifact_store;
 struct pools;
+struct uidrange;
 
 struct sbx_runtime {
     struct settings *settings;
@@ -36,6 +37,7 @@ struct sbx_runtime {
     struct sessions *sessions;        /* sessions/session.c's registry */
     struct artifact_store *artifacts; /* engine/artifacts.c: one-shot runs' files, for a while */
     struct pools *pools;              /* sessions/pool.c: ready boxes for one-shot runs */
+    struct uidrange *uids;            /* as root: each box's own host uid, or NULL */
 };
 
 #endif

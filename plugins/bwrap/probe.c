@@ -65,7 +65,8 @@ int bwrap_probe(void *state, struct sbx_caps *caps, struct sbx_err *err)
         uint32_t uid, gid;
 
         h->sandbox_ids(h, &uid, &gid);
-        snprintf(note, sizeof(note), "root drops to host uid %u before bwrap", uid);
+        snprintf(note, sizeof(note), "root drops to the box's host uid (probe: %u) before bwrap",
+                uid);
         sbx_caps_set(caps, SBX_CTL_UNPRIVILEGED, SBX_ENF_FULL, note);
     } else {
         snprintf(note, sizeof(note), "runs as host uid %u", (unsigned)geteuid());

@@ -135,7 +135,7 @@ static int attach_pasta(struct bwrap_box *b, struct box_fds *f, const struct sbx
         struct sbx_err *err)
 {
     int r = jail_attach_pasta(
-            b->jb.h, b->st->pasta, b->agent_pid, spec->envp, b->jb.cg, &b->jb.pasta, err);
+            b->jb.h, b->st->pasta, b->agent_pid, spec, b->jb.cg, &b->jb.pasta, err);
 
     if (r < 0)
         return r;
@@ -186,6 +186,7 @@ static int spawn_bwrap(struct bwrap_box *b, const struct sbx_box_spec *spec, str
                 .cgroup = b->jb.cg,
                 .flags = SBX_SPAWN_DROP_PRIVS | SBX_SPAWN_PDEATHSIG};
 
+        jail_spawn_ids(spec, &sp);
         r = h->proc_spawn(h, &sp, &b->jb.proc, err);
     }
     free(argv);

@@ -111,8 +111,17 @@ static bool ns_has_route(int pid)
  * the foreground, so we watch for the route it installs: a bounded poll
  * (at most 5 s), the one deliberate wait-by-polling of the local jails.
  */
-int jail_attach_pasta(const struct sbx_host *h, const char *pasta, int pid, const char *const *envp,
-        struct sbx_cgroup *cg, struct sbx_proc **ret_pasta, struct sbx_err *err)
+void jail_spawn_ids(const struct sbx_box_spec *spec, struct sbx_spawn *sp)
+{
+    if (SBX_HAS_FIELD(struct sbx_box_spec, spec, host_gid) && spec->host_uid && spec->host_gid) {
+        sp->uid = spec->host_uid;
+        sp->gid = spec->host_gid;
+    }
+}
+
+int jail_attach_pasta(const struct sbx_host *h, const char *pasta, int pid,
+        const struct sbx_box_spec *spec, struct sbx_cgroup *cg, struct sbx_proc **ret_pasta,
+        struct sbx_err *err)
 {
     char path[64];
     int netns, userns, r;
@@ -135,7 +144,7 @@ int jail_attach_pasta(const struct sbx_host *h, const char *pasta, int pid, cons
     struct sbx_spawn sp = {.size = sizeof(sp),
             .path = pasta,
             .argv = argv,
-            .envp = envp,
+            .envp = spec->envp,
             .stdin_fd = SBX_FD_NULL,
             .stdout_fd = SBX_FD_NULL,
             .stderr_fd = SBX_FD_NULL,
@@ -144,6 +153,7 @@ int jail_attach_pasta(const struct sbx_host *h, const char *pasta, int pid, cons
             .cgroup = cg,
             .flags = SBX_SPAWN_DROP_PRIVS | SBX_SPAWN_PDEATHSIG};
 
+    jail_spawn_ids(spec, &sp); /* the owner of the box's user namespace */
     r = h->proc_spawn(h, &sp, ret_pasta, err);
     close(netns);
     close(userns);

@@ -80,13 +80,18 @@ void jail_inspect_tops(struct jail_tops *t);
 /* Can the sandbox uid open /dev/net/tun (pasta needs it)? */
 bool jail_tun_usable(const struct sbx_host *h);
 
+/* The box's own host ids (spec host_uid, ABI 1.5) into a spawn of its
+ * launcher or helpers; left 0 (sandbox_ids') when the core gave none. */
+void jail_spawn_ids(const struct sbx_box_spec *spec, struct sbx_spawn *sp);
+
 /* Attach pasta (user-mode NAT, no port forwarding either way, no access to
  * the host's loopback) to the network namespace of process pid, run as the
- * sandbox uid in cgroup cg, and wait (at most 5 s) until it has configured
+ * box's host uid (jail_spawn_ids) in cgroup cg, and wait (at most 5 s) until it has configured
  * the namespace. *ret_pasta is the running pasta (kill and free it with the
  * box). */
-int jail_attach_pasta(const struct sbx_host *h, const char *pasta, int pid, const char *const *envp,
-        struct sbx_cgroup *cg, struct sbx_proc **ret_pasta, struct sbx_err *err);
+int jail_attach_pasta(const struct sbx_host *h, const char *pasta, int pid,
+        const struct sbx_box_spec *spec, struct sbx_cgroup *cg, struct sbx_proc **ret_pasta,
+        struct sbx_err *err);
 
 /* A probe's proof: open a real box with a small policy through ops, wait
  * for the agent's first byte, close it. The jail's own words on failure. */

@@ -25,7 +25,7 @@
 #define PULL_TIMEOUT   (30 * 60 * 1000)
 #define API_TIMEOUT_MS 60000
 /* Bump when agent_tar's layout changes: derived images are named by it. */
-#define DK_IMAGE_LAYOUT 2u
+#define DK_IMAGE_LAYOUT 3u
 
 bool dk_escape(const char *s, char *out, size_t len)
 {
@@ -260,24 +260,54 @@ static bool add_file(struct archive *a, struct archive_entry *e, const char *pat
            archive_write_data(a, data, len) == (la_ssize_t)len;
 }
 
+/* The image's /etc/passwd and /etc/group: root, sandbox (the core's
+ * sandbox ids, then each id of block, when not 0: the same name for each,
+ * which getpwuid finds and getpwnam does not need) and nobody. */
+static int id_files(uint32_t uid, uint32_t gid, uint32_t block, char **ret_passwd, char **ret_group)
+{
+    size_t n = block ? DK_UID_BLOCK : 0, pcap = 160 + 64 * (n + 1), gcap = 64 + 32 * (n + 1);
+    char *p = malloc(pcap), *g = malloc(gcap);
+    size_t po = 0, go = 0;
+
+    if (!p || !g) {
+        free(p);
+        free(g);
+        return -1;
+    }
+    po += (size_t)snprintf(p, pcap, "root:x:0:0:root:/root:/usr/sbin/nologin\n");
+    go += (size_t)snprintf(g, gcap, "root:x:0:\n");
+    for (size_t i = 0; i <= n; i++) {
+        uint32_t u = i == 0 ? uid : block + (uint32_t)(i - 1);
+        uint32_t gg = i == 0 ? gid : u;
+
+        if (i > 0 && (u == uid || u == gid))
+            continue;
+        po += (size_t)snprintf(p + po, pcap - po, "sandbox:x:%u:%u:sandbox:/tmp:/bin/sh\n", u, gg);
+        go += (size_t)snprintf(g + go, gcap - go, "sandbox:x:%u:\n", gg);
+    }
+    snprintf(p + po, pcap - po, "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n");
+    snprintf(g + go, gcap - go, "nogroup:x:65534:\n");
+    *ret_passwd = p;
+    *ret_group = g;
+    return 0;
+}
+
 /* A tar holding .sbx/ (0755) and .sbx/agent (0555), both root's, an
  * /etc/passwd and /etc/group naming the sandbox uid "sandbox" (replacing
- * the image's: as in the local jails, only root, sandbox and nobody), and
- * an empty /deps owned by the sandbox uid: a new volume mounted there (a
- * set's install) takes that owner from the image. */
-static int agent_tar(struct dk_state *st, const char *data, size_t len, char **ret, size_t *ret_len,
-        struct sbx_err *err)
+ * the image's: as in the local jails, only root, sandbox and nobody; a box
+ * of its own host uid runs unnamed), and an empty /deps, mode 1777: a new
+ * volume mounted there (a set's install, one box's alone) takes that mode
+ * from the image, so whichever uid the box has may write it. */
+static int agent_tar(struct dk_state *st, const char *data, size_t len, uint32_t block, char **ret,
+        size_t *ret_len, struct sbx_err *err)
 {
-    char passwd[256], group[160];
+    char *passwd = NULL, *group = NULL;
     uint32_t uid, gid;
 
     st->h->sandbox_ids(st->h, &uid, &gid);
-    snprintf(passwd, sizeof(passwd),
-            "root:x:0:0:root:/root:/usr/sbin/nologin\nsandbox:x:%u:%u:sandbox:/tmp:/bin/sh\n"
-            "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
-            uid, gid);
-    snprintf(group, sizeof(group), "root:x:0:\nsandbox:x:%u:\nnogroup:x:65534:\n", gid);
-    size_t cap = len + 16384, used = 0;
+    if (id_files(uid, gid, block, &passwd, &group) < 0)
+        return sbx_err_fill(err, SBX_E_NOMEM, ENOMEM, "out of memory");
+    size_t cap = len + strlen(passwd) + strlen(group) + 16384, used = 0;
     char *out = malloc(cap);
     struct archive *a = archive_write_new();
     struct archive_entry *e = archive_entry_new();
@@ -296,7 +326,7 @@ static int agent_tar(struct dk_state *st, const char *data, size_t len, char **r
         archive_entry_clear(e);
         archive_entry_set_pathname(e, "deps");
         archive_entry_set_filetype(e, AE_IFDIR);
-        archive_entry_set_perm(e, 0755);
+        archive_entry_set_perm(e, 01777);
         archive_entry_set_uid(e, uid);
         archive_entry_set_gid(e, gid);
         ok = archive_write_header(a, e) == ARCHIVE_OK;
@@ -311,6 +341,8 @@ static int agent_tar(struct dk_state *st, const char *data, size_t len, char **r
     archive_entry_free(e);
     if (a)
         archive_write_free(a);
+    free(passwd);
+    free(group);
     if (!ok) {
         free(out);
         return err->rc;
@@ -322,7 +354,7 @@ static int agent_tar(struct dk_state *st, const char *data, size_t len, char **r
 /* Create a stopped container from base, put the agent in, commit it as
  * ref (labelled), remove the container. */
 static int make_agent_image(struct dk_state *st, const char *base, const char *tag,
-        const char *data, size_t len, struct sbx_err *err)
+        const char *data, size_t len, uint32_t block, struct sbx_err *err)
 {
     struct json_object *body = json_object_new_object(), *ep = json_object_new_array(), *res = NULL,
                        *v, *labels = json_object_new_object();
@@ -343,7 +375,7 @@ static int make_agent_image(struct dk_state *st, const char *base, const char *t
     json_object_put(res);
     json_object_put(body);
     if (r == 0)
-        r = agent_tar(st, data, len, &tar, &tar_len, err);
+        r = agent_tar(st, data, len, block, &tar, &tar_len, err);
     if (r == 0) {
         snprintf(path, sizeof(path), "/containers/%s/archive?path=%%2F", cid);
         struct dk_call put = {.method = "PUT", .path = path, .raw = tar, .raw_len = tar_len};
@@ -373,9 +405,10 @@ static int make_agent_image(struct dk_state *st, const char *base, const char *t
     return r;
 }
 
-int dk_agent_image(struct dk_state *st, const char *image, struct dk_fetch *f, char *ret_ref,
-        size_t len, struct sbx_err *err)
+int dk_agent_image(struct dk_state *st, const char *image, uint32_t uid, struct dk_fetch *f,
+        char *ret_ref, size_t len, struct sbx_err *err)
 {
+    uint32_t block = uid - uid % DK_UID_BLOCK;
     char id[160], tag[64], ref[128], esc[200], path[300], *agent = NULL;
     const char *hex;
     size_t agent_len = 0;
@@ -389,6 +422,8 @@ int dk_agent_image(struct dk_state *st, const char *image, struct dk_fetch *f, c
         r = read_agent(st, &agent, &agent_len, &hash, err);
     if (r < 0)
         return r;
+    if (block)
+        hash = (hash ^ block) * 1099511628211ull; /* what id_files adds */
     hex = strncmp(id, "sha256:", 7) == 0 ? id + 7 : id;
     snprintf(tag, sizeof(tag), "%.16s-%016" PRIx64, hex, hash);
     snprintf(ref, sizeof(ref), "%s:%s", DK_AGENT_REPO, tag);
@@ -398,7 +433,7 @@ int dk_agent_image(struct dk_state *st, const char *image, struct dk_fetch *f, c
     struct dk_call c = {.method = "GET", .path = path, .missing_ok = true};
     r = dk_api(st, &c, &status, NULL, err);
     if (r == 0 && status == 404)
-        r = make_agent_image(st, image, tag, agent, agent_len, err);
+        r = make_agent_image(st, image, tag, agent, agent_len, block, err);
     pthread_mutex_unlock(&st->lock);
     free(agent);
     if (r == 0)

@@ -76,9 +76,13 @@ int dk_image_id(struct dk_state *st, const char *image, struct dk_fetch *f, char
 /* The image to run for a box: ensure `image` is present (pulled with
  * progress when missing, as f allows), then the derived image holding the
  * agent at DK_AGENT (made once per image and agent; read-only root
- * filesystems cannot receive it at run time). */
-int dk_agent_image(struct dk_state *st, const char *image, struct dk_fetch *f, char *ret_ref,
-        size_t len, struct sbx_err *err);
+ * filesystems cannot receive it at run time), its /etc/passwd naming the
+ * sandbox uid and, when uid (a box's own host uid) is not 0, every uid of
+ * uid's block of DK_UID_BLOCK "sandbox" (one image per block in use: the
+ * core hands out the lowest free uids). */
+#define DK_UID_BLOCK 256u
+int dk_agent_image(struct dk_state *st, const char *image, uint32_t uid, struct dk_fetch *f,
+        char *ret_ref, size_t len, struct sbx_err *err);
 /* Remove containers whose owner instance (label) is a dead process here. */
 void dk_sweep(struct dk_state *st);
 

@@ -111,6 +111,8 @@ static int create(
     if (h->seccomp_rules(h, &rules, err) < 0)
         return err->rc;
     h->sandbox_ids(h, &uid, &gid);
+    if (SBX_HAS_FIELD(struct sbx_box_spec, spec, host_gid) && spec->host_uid && spec->host_gid)
+        uid = spec->host_uid, gid = spec->host_gid; /* the box's own (ABI 1.5) */
     struct dk_input in = {.policy = spec->policy,
             .image = image,
             .envp = spec->envp,
@@ -203,7 +205,8 @@ static int prepare(struct dk_box *b, const struct sbx_box_spec *spec, const char
     struct dk_fetch f = {.cancel_fd = spec->cancel_fd,
             .no_pull = SBX_HAS_FIELD(struct sbx_box_spec, spec, flags) &&
                        (spec->flags & SBX_BOX_PROBE)};
-    int r = dk_agent_image(b->st, image, &f, ref, len, err);
+    uint32_t uid = SBX_HAS_FIELD(struct sbx_box_spec, spec, host_gid) ? spec->host_uid : 0;
+    int r = dk_agent_image(b->st, image, uid, &f, ref, len, err);
 
     if (f.pulled)
         snprintf(b->release[0], sizeof(b->release[0]), "%s", image);

@@ -5,7 +5,8 @@
  * golden-tested (tests/golden/docker/).
  *
  * Mapping (policy field -> JSON path):
- *   identity               User "UID:GID" (the core's sandbox ids, never root);
+ *   identity               User "UID:GID" (the box's own host ids as root, else the
+ *                          core's sandbox ids; never root);
  *                          HostConfig.CapDrop ["ALL"]; SecurityOpt "no-new-privileges"
  *   seccomp                SecurityOpt "seccomp=<profile>": the core's expanded rules,
  *                          default ERRNO(ENOSYS), native architecture only (Podman:

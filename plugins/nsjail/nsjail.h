@@ -24,6 +24,8 @@ struct nsjail_state {
 extern const struct sbx_backend_ops nsjail_ops;
 
 int nsjail_probe(void *state, struct sbx_caps *caps, struct sbx_err *err);
+/* As root: a private /run/user/UID for nsjail's mount tree (run.c). */
+void nsjail_run_dir(const struct sbx_host *h, uint32_t uid, uint32_t gid);
 int nsjail_box_open(
         void *state, const struct sbx_box_spec *spec, void **ret_box, struct sbx_err *err);
 int nsjail_box_kill(void *box);

@@ -47,36 +47,11 @@ static int check_options(struct nsjail_state *st, struct sbx_err *err)
     return r;
 }
 
-/*
- * nsjail builds its mount tree under the first of /run/user/UID/nsjail,
- * /run/user, /tmp, ... it can create (UID: its real uid). As root we give
- * the sandbox uid a private /run/user/UID, so nsjail never falls back to a
- * predictable name in the world-writable /tmp. Best effort: without it
- * nsjail still works.
- */
-static void prepare_run_dir(const struct sbx_host *h)
-{
-    uint32_t uid, gid;
-    char dir[64];
-    struct stat s;
-
-    if (geteuid() != 0)
-        return;
-    h->sandbox_ids(h, &uid, &gid);
-    snprintf(dir, sizeof(dir), "/run/user/%u", uid);
-    if (mkdir("/run/user", 0755) < 0 && errno != EEXIST)
-        return;
-    if (mkdir(dir, 0700) == 0 && chown(dir, uid, gid) < 0)
-        h->log(h, SBX_LOG_WARN, "chown %s: %s", dir, strerror(errno));
-    if (lstat(dir, &s) < 0 || !S_ISDIR(s.st_mode) || s.st_uid != uid || (s.st_mode & 0077))
-        h->log(h, SBX_LOG_WARN,
-                "%s is not a private directory of uid %u: nsjail will use /tmp instead", dir, uid);
-}
-
 int nsjail_probe(void *state, struct sbx_caps *caps, struct sbx_err *err)
 {
     struct nsjail_state *st = state;
     const struct sbx_host *h = st->h;
+    uint32_t uid, gid;
     char note[120];
 
     if (!jail_find_tool(h, "path", "nsjail", st->nsjail, sizeof(st->nsjail)))
@@ -89,7 +64,8 @@ int nsjail_probe(void *state, struct sbx_caps *caps, struct sbx_err *err)
     jail_inspect_tops(&st->tops);
     jail_find_tool(h, "pasta", "pasta", st->pasta, sizeof(st->pasta));
     st->tun_ok = jail_tun_usable(h);
-    prepare_run_dir(h);
+    h->sandbox_ids(h, &uid, &gid);
+    nsjail_run_dir(h, uid, gid);
     if (jail_trial_box(&nsjail_ops, st, h, err) < 0)
         return err->rc;
 
@@ -105,10 +81,8 @@ int nsjail_probe(void *state, struct sbx_caps *caps, struct sbx_err *err)
             "nsjail: no_new_privs, no capabilities; new user, pid, ipc, uts, mount, cgroup, net "
             "ns");
     if (geteuid() == 0) {
-        uint32_t uid, gid;
-
-        h->sandbox_ids(h, &uid, &gid);
-        snprintf(note, sizeof(note), "root drops to host uid %u before nsjail", uid);
+        snprintf(note, sizeof(note), "root drops to the box's host uid (probe: %u) before nsjail",
+                uid);
     } else {
         snprintf(note, sizeof(note), "runs as host uid %u", (unsigned)geteuid());
     }

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "nsjail.h"
@@ -73,6 +74,30 @@ static int make_config(const struct nsjail_state *st, const struct sbx_box_spec 
     return r;
 }
 
+/*
+ * nsjail builds its mount tree under the first of /run/user/UID/nsjail,
+ * /run/user, /tmp, ... it can create (UID: its real uid). As root we give
+ * the sandbox uid (each box's own: run.c) a private /run/user/UID, so nsjail
+ * never falls back to a predictable name in the world-writable /tmp. Best
+ * effort: without it nsjail still works.
+ */
+void nsjail_run_dir(const struct sbx_host *h, uint32_t uid, uint32_t gid)
+{
+    char dir[64];
+    struct stat s;
+
+    if (geteuid() != 0)
+        return;
+    snprintf(dir, sizeof(dir), "/run/user/%u", uid);
+    if (mkdir("/run/user", 0755) < 0 && errno != EEXIST)
+        return;
+    if (mkdir(dir, 0700) == 0 && chown(dir, uid, gid) < 0)
+        h->log(h, SBX_LOG_WARN, "chown %s: %s", dir, strerror(errno));
+    if (lstat(dir, &s) < 0 || !S_ISDIR(s.st_mode) || s.st_uid != uid || (s.st_mode & 0077))
+        h->log(h, SBX_LOG_WARN,
+                "%s is not a private directory of uid %u: nsjail will use /tmp instead", dir, uid);
+}
+
 static int spawn_nsjail(
         struct nsjail_box *b, const struct sbx_box_spec *spec, const int *fd, struct sbx_err *err)
 {
@@ -96,6 +121,9 @@ static int spawn_nsjail(
             .cgroup = b->jb.cg,
             .flags = SBX_SPAWN_DROP_PRIVS | SBX_SPAWN_PDEATHSIG | SBX_SPAWN_NO_NEW_PRIVS};
 
+    jail_spawn_ids(spec, &sp);
+    if (sp.uid) /* the box's own uid: its own run directory */
+        nsjail_run_dir(h, sp.uid, sp.gid);
     return h->proc_spawn(h, &sp, &b->jb.proc, err);
 }
 
@@ -133,7 +161,7 @@ static int attach_network(
     agent = find_agent(h->proc_pid(b->jb.proc));
     if (agent <= 0)
         return sbx_err_fill(err, SBX_E_BACKEND, ESRCH, "nsjail has no running child");
-    return jail_attach_pasta(h, b->st->pasta, agent, spec->envp, b->jb.cg, &b->jb.pasta, err);
+    return jail_attach_pasta(h, b->st->pasta, agent, spec, b->jb.cg, &b->jb.pasta, err);
 }
 
 int nsjail_box_open(

@@ -87,12 +87,67 @@ WSL2_ENV = {k: os.environ.get(k, v) for k, v in (
 # settings.c: the host uid sandboxed code runs as when the server is root.
 SANDBOX_UID = 1879048192
 SANDBOX_GID = 1879048192
-# What a sandboxed process's uid looks like from outside.
+# What a sandboxed process's uid looks like from outside: with the server
+# unprivileged, its own; as root, see is_sandbox_host_uid.
 HOST_UID_OF_SANDBOX = SANDBOX_UID if ROOT else os.geteuid()
+# settings.c: as root, each box (a run's, a session's) runs as a host uid of
+# its own, with the gid of the same number, from LLM_SANDBOX_UID_RANGE;
+# probes and backends without ABI 1.5 (kubernetes, mxc) use SANDBOX_UID.
+UID_RANGE = range(1879113728, 1879113728 + 65536)
+OWN_UIDS = ("bwrap", "nsjail", "docker", "podman")
+
+
+def host_account_ids():
+    """Every uid and gid /etc/passwd or /etc/group names."""
+    ids = set()
+    for path, fields in (("/etc/passwd", (2, 3)), ("/etc/group", (2,))):
+        with open(path) as f:
+            for line in f:
+                parts = line.rstrip("\n").split(":")
+                ids.update(int(parts[i]) for i in fields
+                           if len(parts) > i and parts[i].isdigit())
+    return ids
+
+
+def inside_ids(uid, gid):
+    """Are these the ids a sandboxed program sees for itself? INSIDE_UID
+    and INSIDE_GID, but in a container of a box with a host uid of its own
+    (Docker, Podman: no user namespace), that uid: one of the range."""
+    if CONTAINER and ROOT and BACKEND in OWN_UIDS:
+        return uid == gid and uid in UID_RANGE
+    return (uid, gid) == (INSIDE_UID, INSIDE_GID)
+
+
+def is_sandbox_host_uid(uid):
+    """Could uid be a sandbox's, seen from the host? Unprivileged: the
+    server's own. As root: one of the range (or SANDBOX_UID), never 0."""
+    if not ROOT:
+        return uid == os.geteuid()
+    return uid == SANDBOX_UID or uid in UID_RANGE
+
+
+def assert_box_ids(uids, gids, where=""):
+    """A sandbox process's four uids and four gids (/proc status fields,
+    split) are one host id of the sandbox's own: as root on a backend of
+    ABI 1.5, one of the range that no host account has (uid == gid);
+    otherwise the shared ones. Returns the uid."""
+    assert len(set(uids)) == 1 and len(uids) == 4, (where, uids)
+    uid = int(uids[0])
+    if not ROOT:
+        assert uid == os.geteuid(), (where, uids)
+        return uid
+    assert len(set(gids)) == 1 and len(gids) == 4, (where, gids)
+    if BACKEND in OWN_UIDS:
+        assert uid in UID_RANGE and int(gids[0]) == uid, (where, uids, gids)
+        assert uid not in host_account_ids(), (where, uid)
+    else:
+        assert uid == SANDBOX_UID and int(gids[0]) == SANDBOX_GID, (where, uids, gids)
+    return uid
 # ... and from inside: local jails map it to 1000 in a user namespace;
 # containers have no user namespace, so the sandbox uid is the same inside;
 # MXC's bwrap maps the host uid to itself.
 if CONTAINER:
+    # Docker and Podman (as root only): the box's own, see inside_ids
     INSIDE_UID, INSIDE_GID = SANDBOX_UID, SANDBOX_GID
 elif MXC:
     INSIDE_UID, INSIDE_GID = (SANDBOX_UID, SANDBOX_GID) if ROOT else (os.geteuid(), os.getegid())
@@ -670,7 +725,7 @@ def leftover_processes(before):
         env = proc_environ(pid)
         uid = proc_uid(pid)
         ours = has_mark(env, prefix) or (
-            env is None and uid == HOST_UID_OF_SANDBOX and st[0] in RUN_COMMS)
+            env is None and uid is not None and is_sandbox_host_uid(uid) and st[0] in RUN_COMMS)
         if ours:
             out.append((pid, st[0], uid, st[1]))
     return out
@@ -852,7 +907,7 @@ def tmp_entry_is_ours(name, uid):
     our uid) own it, or when we own it and its name looks like the
     product's (as root: what the server itself leaves). Another user's
     entry is never ours: an unprivileged session may run beside this one."""
-    if uid == HOST_UID_OF_SANDBOX or (ROOT and uid == SANDBOX_UID):
+    if uid == HOST_UID_OF_SANDBOX or (ROOT and is_sandbox_host_uid(uid)):
         return True
     if uid != os.geteuid():
         return False

@@ -12,7 +12,7 @@
 //
 // SBX_BIN names the llm-sandbox binary (ctest sets it). Every sandboxed
 // process is watched from outside through /proc: as root a sandbox runs
-// as the host uid 1879048192 (LLM_SANDBOX_UID), otherwise it is known by
+// as a host uid of its own (LLM_SANDBOX_UID_RANGE), otherwise it is known by
 // its process names; either way it is a descendant of the server.
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync, existsSync } from 'node:fs';
@@ -32,6 +32,10 @@ const HERE = dirname(fileURLToPath(import.meta.url));
 const BIN = process.env.SBX_BIN || join(HERE, '..', '..', 'build', 'bin', 'llm-sandbox');
 const ROOT = process.geteuid() === 0;
 const SANDBOX_UID = Number(process.env.LLM_SANDBOX_UID || 1879048192);
+// As root each sandbox runs as a host uid of its own from LLM_SANDBOX_UID_RANGE
+// (default 1879113728:65536); probes and older plugins as SANDBOX_UID.
+const isSandboxUid = (uid) =>
+  uid === SANDBOX_UID || (uid >= 1879113728 && uid < 1879113728 + 65536);
 const SANDBOX_COMMS = new Set(['bwrap', 'agent', 'sbx-agent', 'python3', 'pasta', 'pasta.avx2']);
 const NO_HTTP = '--http is not available in this build';
 const TOOLS = ['execute_code', 'get_supported_languages', 'get_language_details', 'list_backends'];
@@ -90,7 +94,7 @@ function descendants(rootPid) {
   return out;
 }
 
-const isSandboxed = (s) => (ROOT ? s.uid === SANDBOX_UID : SANDBOX_COMMS.has(s.comm));
+const isSandboxed = (s) => (ROOT ? isSandboxUid(s.uid) : SANDBOX_COMMS.has(s.comm));
 
 // Remembers every sandboxed descendant of the server it ever saw (by pid
 // and start time), so one reparented after its parent died is still ours.
@@ -414,7 +418,7 @@ for (const kind of ['stdio', 'http']) {
       const settled = call.then(() => 'resolved', (e) => e);
       await watch.waitFor('python3');
       if (ROOT) {
-        assert.ok([...watch.seen.values()].every((s) => s.uid === SANDBOX_UID));
+        assert.ok([...watch.seen.values()].every((s) => isSandboxUid(s.uid)));
       }
       const t0 = Date.now();
       ac.abort('test cancels');

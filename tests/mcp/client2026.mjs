@@ -32,6 +32,10 @@ const NO_HTTP = '--http is not available in this build';
 const TOOLS = ['execute_code', 'get_supported_languages', 'get_language_details', 'list_backends'];
 const ROOT = process.geteuid() === 0;
 const SANDBOX_UID = Number(process.env.LLM_SANDBOX_UID || 1879048192);
+// As root each sandbox runs as a host uid of its own from LLM_SANDBOX_UID_RANGE
+// (default 1879113728:65536); probes and older plugins as SANDBOX_UID.
+const isSandboxUid = (uid) =>
+  uid === SANDBOX_UID || (uid >= 1879113728 && uid < 1879113728 + 65536);
 const SANDBOX_COMMS = new Set(['bwrap', 'agent', 'sbx-agent', 'python3', 'pasta', 'pasta.avx2']);
 
 function cleanEnv() {
@@ -77,7 +81,7 @@ function sandboxedUnder(rootPid) {
       }
     }
   }
-  return [...out].filter(([, s]) => (ROOT ? s.uid === SANDBOX_UID : SANDBOX_COMMS.has(s.comm)));
+  return [...out].filter(([, s]) => (ROOT ? isSandboxUid(s.uid) : SANDBOX_COMMS.has(s.comm)));
 }
 
 // Every sandboxed descendant of a pid ever seen, by pid and start time.

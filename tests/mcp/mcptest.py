@@ -89,8 +89,8 @@ def descendants(root_pid, table=None):
 def is_sandboxed(comm, uid):
     """A process of a sandboxed run: as root, one running as the sandbox
     uid; otherwise one of the names a run consists of."""
-    if ROOT:
-        return uid == SANDBOX_UID
+    if ROOT:  # the shared uid, or a box's own (LLM_SANDBOX_UID_RANGE's default)
+        return uid == SANDBOX_UID or 1879113728 <= uid < 1879113728 + 65536
     return comm in SANDBOX_COMMS
 
 

@@ -153,11 +153,13 @@ def read_text(path):
 
 def sandbox_uid_processes():
     """{(pid, starttime): comm} of live processes running as the sandbox's
-    host uid (as root a uid of its own: nothing else runs as it). Found by
-    uid, not by the marker variable or the name, which the code controls."""
+    host uid (as root one of the sandboxes' own uids: nothing else runs as
+    them). Found by uid, not by the marker variable or the name, which the
+    code controls."""
     out = {}
     for pid in itest.all_pids():
-        if pid == os.getpid() or itest.proc_uid(pid) != itest.HOST_UID_OF_SANDBOX:
+        uid = itest.proc_uid(pid)
+        if pid == os.getpid() or uid is None or not itest.is_sandbox_host_uid(uid):
             continue
         st = itest.proc_stat(pid)
         if st and st[1] not in ("Z", "X"):

@@ -13,7 +13,7 @@ import stat
 import pytest
 
 from conftest import (BACKEND, CONTAINER, CONTAINER_NAMESPACES, ENV_BY_LANG, HOLD, MARK_KEY, MIB,
-                      SANDBOX_GID, SANDBOX_UID, engine_container_of, live_run,
+                      assert_box_ids, engine_container_of, is_sandbox_host_uid, live_run,
                       proc_environ, proc_limits, proc_mounts, proc_tasks, read_text, run_lang,
                       task_status, fd_targets)
 
@@ -65,7 +65,9 @@ def test_engine_created_what_the_plugin_promises():
     assert not hc.get("Binds") and not hc.get("Devices") and not ct.get("Mounts"), \
         (hc.get("Binds"), hc.get("Devices"), ct.get("Mounts"))
     assert not hc.get("VolumesFrom") and not (cfg.get("Volumes") or {})
-    assert cfg["User"] == "%d:%d" % (SANDBOX_UID, SANDBOX_GID), cfg["User"]
+    # the box's own host ids (the program's, below), never a host account's
+    user = [int(x) for x in cfg["User"].split(":")]
+    assert assert_box_ids([str(user[0])] * 4, [str(user[1])] * 4, "User") == user[0], user
     assert hc["Memory"] == 200 * MIB and hc["MemorySwap"] == 200 * MIB, hc
     assert hc["PidsLimit"] == 50, hc["PidsLimit"]
     assert hc["NanoCpus"] == 500000000, hc["NanoCpus"]
@@ -104,11 +106,10 @@ def test_own_namespaces_and_every_thread_unprivileged(lang):
             assert st["Seccomp"] == "2", where
             for cap in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
                 assert st[cap] == ZERO_CAPS, (where, cap, st[cap])
-            assert st["Uid"].split() == [str(SANDBOX_UID)] * 4, (where, st["Uid"])
-            assert st["Gid"].split() == [str(SANDBOX_GID)] * 4, (where, st["Gid"])
+            uid = assert_box_ids(st["Uid"].split(), st["Gid"].split(), where)
             # the engine adds the user's own group from the image's
             # /etc/group (the plugin writes it): that gid and no other
-            assert set(st["Groups"].split()) <= {str(SANDBOX_GID)}, (where, st["Groups"])
+            assert set(st["Groups"].split()) <= {str(uid)}, (where, st["Groups"])
     assert live.result["status"] == "ok", live.result
 
 
@@ -201,7 +202,7 @@ def test_rlimits_and_cgroup_limits_from_the_host():
             assert {prog, agent} <= procs, (ctl, procs)
             for f in (d, os.path.join(d, name), d + "/cgroup.procs"):
                 st = os.stat(f)
-                assert st.st_uid != SANDBOX_UID and not st.st_mode & 0o002, f
+                assert not is_sandbox_host_uid(st.st_uid) and not st.st_mode & 0o002, f
         if "memory" in dirs:
             q = int(read_text(os.path.join(dirs[quota[0]], quota[1])))
             p = int(read_text(os.path.join(dirs[period[0]], period[1])))
@@ -236,7 +237,7 @@ def test_every_writable_mount_is_bounded_or_not_the_sandboxs():
             assert owners[point].st_rdev == os.makedev(1, 3), point
             assert point.startswith("/proc/"), point
         elif fstype == "tmpfs" and (point in ("/workspace", "/tmp", "/dev/shm") or
-                                  not (owners[point].st_uid != SANDBOX_UID and
+                                  not (not is_sandbox_host_uid(owners[point].st_uid) and
                                        not owners[point].st_mode & 0o002)):
             assert any(o.startswith("size=") for o in sopts), (point, sopts)
             assert "nosuid" in opts and "nodev" in opts, (point, opts)
@@ -244,7 +245,7 @@ def test_every_writable_mount_is_bounded_or_not_the_sandboxs():
             pass
         else:
             st = owners[point]
-            assert st.st_uid != SANDBOX_UID and not st.st_mode & 0o002, \
+            assert not is_sandbox_host_uid(st.st_uid) and not st.st_mode & 0o002, \
                 "%s (%s) is writable and the sandbox's: %o" % (point, fstype, st.st_mode)
             assert fstype == "tmpfs" or point.startswith("/etc/"), (point, fstype)
 

@@ -8,8 +8,9 @@ import re
 
 import pytest
 
-from conftest import (BACKEND, CONTAINER, ENV_BY_LANG, HOLD, HOST_UID_OF_SANDBOX, MARK_KEY, MIB,
-                      OWNER_RE, ROOT, SANDBOX_GID, SANDBOX_UID, cgroup_version, cgroups_enforced,
+from conftest import (BACKEND, CONTAINER, ENV_BY_LANG, HOLD, MARK_KEY, MIB,
+                      OWNER_RE, ROOT, assert_box_ids, cgroup_version, cgroups_enforced,
+                      is_sandbox_host_uid,
                       live_run, ppid_of, proc_environ,
                       proc_limits, proc_mounts, proc_status, proc_tasks, read_text,
                       task_status, fd_targets)
@@ -45,9 +46,11 @@ def test_new_namespaces_and_one_uid_mapped(lang):
             assert ns(prog, name) != host, "program shares the host's %s namespace" % name
             assert ns(agent, name) == ns(prog, name), "agent and program differ in %s" % name
         # exactly one id mapped: uid/gid 1000 inside is the sandbox's host id
+        st = proc_status(prog)
+        host = assert_box_ids(st["Uid"].split(), st["Gid"].split(), "program")
         for f in ("uid_map", "gid_map"):
             rows = [line.split() for line in read_text("/proc/%d/%s" % (prog, f)).splitlines()]
-            assert rows == [["1000", str(HOST_UID_OF_SANDBOX), "1"]], (f, rows)
+            assert rows == [["1000", str(host), "1"]], (f, rows)
         assert read_text("/proc/%d/setgroups" % prog).strip() == "deny"
         # the agent is pid 1 of the program's pid namespace
         nspid = proc_status(agent)["NSpid"].split()
@@ -72,9 +75,8 @@ def test_every_thread_unprivileged_and_filtered(lang):
             assert int(st.get("Seccomp_filters", "1")) >= 1, where
             for cap in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
                 assert st[cap] == ZERO_CAPS, (where, cap, st[cap])
-            assert st["Uid"].split() == [str(HOST_UID_OF_SANDBOX)] * 4, (where, st["Uid"])
+            assert_box_ids(st["Uid"].split(), st["Gid"].split(), where)
             if ROOT:
-                assert st["Gid"].split() == [str(SANDBOX_GID)] * 4, (where, st["Gid"])
                 assert st["Groups"] == "", (where, st["Groups"])
     assert live.result["status"] == "ok", live.result
 
@@ -182,7 +184,8 @@ def test_rlimits_and_cgroup_are_the_configured_ones():
                 # the sandbox's host uid owns nothing there and cannot write
                 for f in [d] + [os.path.join(d, n) for n in files] + [d + "/cgroup.procs"]:
                     st = os.stat(f)
-                    assert st.st_uid != SANDBOX_UID and st.st_gid != SANDBOX_GID, f
+                    assert not is_sandbox_host_uid(st.st_uid), f
+                    assert not is_sandbox_host_uid(st.st_gid), f
                     assert not st.st_mode & 0o002, (f, oct(st.st_mode))
     assert live.result["status"] == "ok", live.result
 

@@ -67,7 +67,7 @@ def host_state(server_pid):
     engine's), and the cgroups it owns (others on the machine make and
     remove their own meanwhile: test.sh runs the root lane's Docker suites
     beside the unprivileged soak; the autouse fixture checks /tmp)."""
-    where = re.compile(r"nsjail|bwrap|/run/user/%d(/|$)%s"
+    where = re.compile(r"nsjail|bwrap|/run/user/(%d|18791[0-9]{5})(/|$)%s"
                        % (sbx_itest.HOST_UID_OF_SANDBOX, "|llm-sandbox-test/" if CONTAINER else ""))
     with open("/proc/self/mountinfo") as f:
         mounts = sorted(m for m in (line.split()[4] for line in f)

@@ -24,8 +24,8 @@ static const char *const vars[] = {"BACKEND", "SANDBOX_MEMORY", "SANDBOX_MEM_LIM
         "SANDBOX_CPU_COUNT", "SANDBOX_NETWORK_MODE", "SANDBOX_READ_ONLY", "SANDBOX_PRIVILEGED",
         "LLM_SANDBOX_TIMEOUT", "LLM_SANDBOX_MAX_TIMEOUT", "LLM_SANDBOX_MAX_MEMORY",
         "LLM_SANDBOX_PIDS", "LLM_SANDBOX_NETWORK", "LLM_SANDBOX_ALLOW_HOST_NETWORK",
-        "LLM_SANDBOX_ENV_ALLOW", "LLM_SANDBOX_UID", "LLM_SANDBOX_CGROUP", "LLM_SANDBOX_LOG_LEVEL",
-        "LLM_SANDBOX_PLUGIN_PATH", "TZ_TEST"};
+        "LLM_SANDBOX_ENV_ALLOW", "LLM_SANDBOX_UID", "LLM_SANDBOX_UID_RANGE", "LLM_SANDBOX_CGROUP",
+        "LLM_SANDBOX_LOG_LEVEL", "LLM_SANDBOX_PLUGIN_PATH", "TZ_TEST"};
 
 static int clear_env(void **state)
 {
@@ -126,10 +126,36 @@ static void test_bad_values(void **state)
     load_fails("SANDBOX_PRIVILEGED", "true", "never runs code privileged");
     load_fails("SANDBOX_READ_ONLY", "maybe", "true or false");
     load_fails("LLM_SANDBOX_UID", "0", "non-zero");
+    load_fails("LLM_SANDBOX_UID_RANGE", "5", "FIRST:COUNT");
+    load_fails("LLM_SANDBOX_UID_RANGE", "0:10", "FIRST:COUNT");
+    load_fails("LLM_SANDBOX_UID_RANGE", "100:0", "FIRST:COUNT");
+    load_fails("LLM_SANDBOX_UID_RANGE", "4294967000:1000", "FIRST:COUNT");
+    load_fails("LLM_SANDBOX_UID_RANGE", "1x:10", "FIRST:COUNT");
     load_fails("LLM_SANDBOX_ENV_ALLOW", "OK,BAD-NAME", "not a variable name");
     load_fails("LLM_SANDBOX_CGROUP", "v3", "auto, v1, v2 or off");
     setenv("LLM_SANDBOX_TIMEOUT", "60", 1);
     load_fails("LLM_SANDBOX_MAX_TIMEOUT", "10", "below the configured default");
+}
+
+/* LLM_SANDBOX_UID_RANGE: its default, a range, and off. */
+static void test_uid_range(void **state)
+{
+    struct settings *s = load_ok();
+
+    (void)state;
+    assert_int_equal(s->uid_range_first, 1879113728u);
+    assert_int_equal(s->uid_range_count, 65536);
+    settings_free(s);
+    setenv("LLM_SANDBOX_UID_RANGE", "200000:1000", 1);
+    s = load_ok();
+    assert_int_equal(s->uid_range_first, 200000);
+    assert_int_equal(s->uid_range_count, 1000);
+    settings_free(s);
+    setenv("LLM_SANDBOX_UID_RANGE", "off", 1);
+    s = load_ok();
+    assert_int_equal(s->uid_range_count, 0);
+    settings_free(s);
+    unsetenv("LLM_SANDBOX_UID_RANGE");
 }
 
 static void test_host_network_override(void **state)
@@ -460,6 +486,7 @@ int main(void)
             cmocka_unit_test_setup(test_defaults, clear_env),
             cmocka_unit_test_setup(test_reference_names, clear_env),
             cmocka_unit_test_setup(test_bad_values, clear_env),
+            cmocka_unit_test_setup(test_uid_range, clear_env),
             cmocka_unit_test_setup(test_host_network_override, clear_env),
             cmocka_unit_test_setup(test_env_allow, clear_env),
             cmocka_unit_test_setup(test_resolve_narrowing, clear_env),

@@ -33,7 +33,7 @@ extern "C" {
 #endif
 
 #define SBX_ABI_MAJOR           1
-#define SBX_ABI_MINOR           4
+#define SBX_ABI_MINOR           5
 #define SBX_PLUGIN_ENTRY_SYMBOL "sbx_plugin_entry_v1"
 
 #if defined(__GNUC__) || defined(__clang__)
@@ -181,6 +181,9 @@ struct sbx_spawn {
     const struct sbx_fd_map *fds; /* extra fds; every other fd is closed */
     size_t n_fds;
     struct sbx_cgroup *cgroup; /* join before exec, or NULL */
+    /* ABI 1.5: with SBX_SPAWN_DROP_PRIVS as root, run as these host ids (a
+     * box's host_uid and host_gid) instead of sandbox_ids'; 0: those. */
+    uint32_t uid, gid;
 };
 
 /* ABI 1.2: one HTTP/1.1 request through the core's libcurl. */
@@ -307,7 +310,8 @@ struct sbx_host {
             int *ret_fd, struct sbx_err *err);
     /* A fresh fd at offset 0 on the in-sandbox agent binary (static). */
     int (*agent_fd)(const struct sbx_host *h, int *ret_fd, struct sbx_err *err);
-    /* The host uid and gid sandboxes run as when the core is root. */
+    /* The host uid and gid sandboxes run as when the core is root and a box
+     * has no host_uid of its own (probes, plugins before ABI 1.5). */
     void (*sandbox_ids)(const struct sbx_host *h, uint32_t *ret_uid, uint32_t *ret_gid);
     /* This server instance, "p<pid>t<starttime>h<scope>" (at most 63
      * bytes): prefix every name and label with it ("<instance>-<x>") so a
@@ -419,6 +423,12 @@ struct sbx_box_spec {
     /* ABI 1.3 */
     uint32_t flags; /* enum sbx_box_flags */
     uint32_t reserved2;
+    /* ABI 1.5: when the core is root, the host uid and gid this box alone
+     * runs as (no other box shares them while it lives, and no host account
+     * has them), so the kernel's per-user quotas are the box's own: spawn
+     * its launcher with them (sbx_spawn uid, gid), run its container as
+     * them. 0: the core is not root, or predates them (sandbox_ids'). */
+    uint32_t host_uid, host_gid;
 };
 
 enum sbx_box_flags {

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/error.h"
 #include "base/util.h"
@@ -22,10 +23,36 @@
 #include "engine/engine.h"
 #include "engine/plan.h"
 #include "host/seccomp_policy.h"
+#include "host/uidrange.h"
 #include "plugins/manifest.h"
 #include "plugins/registry.h"
+#include "policy/settings.h"
 #include "proto.h"
 #include "runtime_state.h"
+
+int engine_ids(struct run *r, int64_t *ret_uid, int64_t *ret_gid, struct sbx_error **err)
+{
+    const struct settings *s = r->rt->settings;
+
+    if (geteuid() != 0) {
+        *ret_uid = *ret_gid = -1;
+        return 0;
+    }
+    if (!r->rt->uids) { /* LLM_SANDBOX_UID_RANGE=off: every box the same */
+        *ret_uid = s->sandbox_uid;
+        *ret_gid = s->sandbox_gid;
+        return 0;
+    }
+    if (!r->ids) {
+        int rc = uidrange_take(r->rt->uids, &r->ids, err);
+
+        if (rc < 0)
+            return rc;
+    }
+    *ret_uid = r->ids->uid;
+    *ret_gid = r->ids->gid;
+    return 0;
+}
 
 int engine_open_box(struct run *r, struct sbx_error **err)
 {
@@ -33,6 +60,11 @@ int engine_open_box(struct run *r, struct sbx_error **err)
     struct sbx_box_spec spec;
     struct sbx_policy life;
     struct sbx_err perr;
+    int64_t uid, gid;
+    int rc = engine_ids(r, &uid, &gid, err);
+
+    if (rc < 0)
+        return rc;
 
     snprintf(id, sizeof(id), "%s-%" PRIuFAST64, r->rt->owner, atomic_fetch_add(&r->rt->seq, 1));
     memset(&spec, 0, sizeof(spec));
@@ -58,6 +90,10 @@ int engine_open_box(struct run *r, struct sbx_error **err)
     }
     spec.proxy_socket = r->proxy_sock;
     spec.flags = r->probe_argv ? SBX_BOX_PROBE : 0; /* probing pulls no image */
+    if (uid > 0) {
+        spec.host_uid = (uint32_t)uid;
+        spec.host_gid = (uint32_t)gid;
+    }
     sbx_err_init(&perr);
     if (r->backend->desc->backend->box_open(r->backend->pstate, &spec, &r->box, &perr) < 0)
         return sbx_error_from_plugin(err, &perr, r->backend->name);
@@ -69,7 +105,11 @@ int engine_open_box(struct run *r, struct sbx_error **err)
 
 /*
  * The rlimits every program of the run inherits from the agent: the file
- * size limit, open files, no core dumps, and the fallbacks for memory and
+ * size limit, open files, no core dumps, the kernel's per-user quotas a
+ * sandbox could otherwise drain for every other process of its host uid
+ * (POSIX message-queue bytes, locked memory, queued signals: the kernel
+ * charges them to the sandbox's own counter against these limits first,
+ * so one sandbox takes at most this much of its user's), and the fallbacks for memory and
  * processes when the backend has no cgroup to enforce them (weaker: per
  * process and per uid; the result carries a warning).
  */
@@ -81,6 +121,9 @@ size_t engine_limits(const struct run *r, struct agentc_limit *l)
     l[n++] = (struct agentc_limit){AGENT_RLIMIT_FSIZE, r->policy.file_size_bytes};
     l[n++] = (struct agentc_limit){AGENT_RLIMIT_NOFILE, r->policy.open_files_max};
     l[n++] = (struct agentc_limit){AGENT_RLIMIT_CORE, 0};
+    l[n++] = (struct agentc_limit){AGENT_RLIMIT_MSGQUEUE, ENGINE_MSGQUEUE_BYTES};
+    l[n++] = (struct agentc_limit){AGENT_RLIMIT_MEMLOCK, ENGINE_MEMLOCK_BYTES};
+    l[n++] = (struct agentc_limit){AGENT_RLIMIT_SIGPENDING, ENGINE_SIGPENDING_MAX};
     /* Runtimes that reserve address space up front (V8, the JVM, Go's
      * compiler) declare how much beyond what they use: the fallback is
      * weaker for them, but they start. */
@@ -173,6 +216,8 @@ void engine_release(struct run *r)
     r->env = NULL;
     r->build = deps_close(r->build);
     r->plan = plan_free(r->plan);
+    uid_lease_free(r->ids); /* after the box: nothing runs as it now */
+    r->ids = NULL;
     capture_done(&r->sink.out);
     capture_done(&r->sink.err);
 }

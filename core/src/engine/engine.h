@@ -31,6 +31,7 @@ struct sbx_session;
 struct plugin;
 struct sbx_plan;
 struct deps_set;
+struct uid_lease;
 
 /* Everything one run holds; released by engine_release. */
 struct run {
@@ -71,6 +72,9 @@ struct run {
      * backend's own backstop must let it live, or 0: the run's wall time */
     uint64_t box_life_ms;
     bool prestarted; /* a pooled box whose interpreter waits for the go (pool.c) */
+    /* as root: the host uid this run's boxes (and the files they write)
+     * are, its own while the run or the session's box lives; or NULL */
+    struct uid_lease *ids;
 };
 
 /* The phase timings at debug level: where a run's milliseconds go. */
@@ -82,11 +86,21 @@ void engine_phase(const struct run *r, const char *name);
 /* A notice to the caller (sbx_request.on_notice), when it wants them. */
 void engine_notice(const struct run *r, enum sbx_notice level, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
+/* The host ids the run's boxes run as and its staged files belong to:
+ * as root the run's own (taken on first use), else -1 (the server's). 0,
+ * or SBX_E_LIMIT (the range is used up), SBX_E_IO, SBX_E_NOMEM. */
+int engine_ids(struct run *r, int64_t *ret_uid, int64_t *ret_gid, struct sbx_error **err);
 /* Open a box for the run (r->box_policy and r->box_mounts when building a
  * set) and wrap its channel in r->ac. */
 int engine_open_box(struct run *r, struct sbx_error **err);
 /* Close r->box, reporting its stats; err may be NULL. */
 int engine_close_box(struct run *r, struct sbx_box_stats *st, struct sbx_error **err);
+/* The per-user kernel quotas one sandbox may take (the kernel's defaults,
+ * 8 MiB of locked memory and of message queues, and tens of thousands of
+ * queued signals, let one sandbox drain its host user's). */
+#define ENGINE_MSGQUEUE_BYTES (64u * 1024u)
+#define ENGINE_MEMLOCK_BYTES  (64u * 1024u)
+#define ENGINE_SIGPENDING_MAX 256u
 /* The rlimits the agent applies (at most AGENT_LIMITS_MAX). */
 size_t engine_limits(const struct run *r, struct agentc_limit *l);
 

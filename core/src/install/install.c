@@ -261,10 +261,9 @@ int prepare_libraries(struct run *r, struct sbx_error **err)
                     r->backend->name,
                     r->backend->caps.note[c][0] ? r->backend->caps.note[c] : "not supported");
     }
-    if (geteuid() == 0) {
-        uid = s->sandbox_uid;
-        gid = s->sandbox_gid;
-    }
+    rc = engine_ids(r, &uid, &gid, err); /* the staging and the proxy are the box's */
+    if (rc < 0)
+        return rc;
     rc = install_hosts(r, &hosts);
     if (rc == 0)
         rc = install_env(r, &env);

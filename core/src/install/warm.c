@@ -39,8 +39,7 @@ int prepare_warm(struct run *r, struct sbx_error **err)
 {
     const struct settings *s = r->rt->settings;
     const struct manifest_install *w = r->lang->m->lang->warm;
-    int64_t uid = geteuid() == 0 ? (int64_t)s->sandbox_uid : -1;
-    int64_t gid = geteuid() == 0 ? (int64_t)s->sandbox_gid : -1;
+    int64_t uid = -1, gid = -1;
     struct sbx_policy wpol = r->policy;
     struct sbx_execution *saved = r->ex, scratch = {0};
     struct sbx_error *e = NULL;
@@ -59,7 +58,8 @@ int prepare_warm(struct run *r, struct sbx_error **err)
     if (install_key(r, w, tool, NULL, env, key) < 0)
         goto oom;
     snprintf(name, sizeof(name), "warm-%s", r->lang->name);
-    if (deps_open(s, name, key, uid, gid, (int64_t)s->install_timeout_ms, &r->warm, &e) < 0) {
+    if (engine_ids(r, &uid, &gid, &e) < 0 ||
+            deps_open(s, name, key, uid, gid, (int64_t)s->install_timeout_ms, &r->warm, &e) < 0) {
         log_msg(SBX_LOG_WARN, r->lang->name, "no warm build cache: %s", e->msg);
         sbx_error_free(e);
         strv_free(env);

@@ -88,6 +88,14 @@ static int host_proc_spawn(const struct sbx_host *h, const struct sbx_spawn *spe
 
     if (spec->cgroup)
         ctx.cgroup = spec->cgroup->g;
+    if (SBX_HAS_FIELD(struct sbx_spawn, spec, gid) && (spec->uid || spec->gid)) {
+        /* a box's own ids (ABI 1.5): never root's */
+        if (!spec->uid || !spec->gid)
+            return sbx_err_fill(perr, SBX_E_INVALID, 0, "spawn: uid %u and gid %u must both be set",
+                    spec->uid, spec->gid);
+        ctx.uid = spec->uid;
+        ctx.gid = spec->gid;
+    }
     p = calloc(1, sizeof(*p));
     if (!p)
         return sbx_err_fill(perr, SBX_E_NOMEM, ENOMEM, "out of memory");

@@ -74,6 +74,8 @@ void settings_init_defaults(struct settings *s)
     s->ceilings.read_only_system = 1;
     s->sandbox_uid = 1879048192u; /* 0x70000000: a uid no host user has */
     s->sandbox_gid = 1879048192u;
+    s->uid_range_first = 1879113728u; /* 0x70010000: above any account */
+    s->uid_range_count = 65536;
     s->cgroup_v1 = true;
     s->cgroup_v2 = true;
     s->log_level = SBX_LOG_WARN;
@@ -295,6 +297,35 @@ static int load_env_allow(struct settings *s, struct sbx_error **err)
     return 0;
 }
 
+/* LLM_SANDBOX_UID_RANGE: "FIRST:COUNT", or "off". */
+static int load_uid_range(struct settings *s, struct sbx_error **err)
+{
+    const char *v = env(s, "LLM_SANDBOX_UID_RANGE");
+    const char *colon = v ? strchr(v, ':') : NULL;
+    char first_s[16];
+    uint64_t first, count;
+
+    if (!v)
+        return 0;
+    if (strcmp(v, "off") == 0) {
+        s->uid_range_count = 0;
+        return 0;
+    }
+    if (!colon || (size_t)(colon - v) >= sizeof(first_s))
+        goto bad;
+    memcpy(first_s, v, (size_t)(colon - v));
+    first_s[colon - v] = '\0';
+    if (parse_u64(first_s, &first) < 0 || parse_u64(colon + 1, &count) < 0 || first == 0 ||
+            count == 0 || first + count >= UINT32_MAX)
+        goto bad;
+    s->uid_range_first = (uint32_t)first;
+    s->uid_range_count = (uint32_t)count;
+    return 0;
+bad:
+    return sbx_error_set_field(err, SBX_E_INVALID, "LLM_SANDBOX_UID_RANGE",
+            "LLM_SANDBOX_UID_RANGE='%s' must be FIRST:COUNT (non-zero ids below 2^32-1) or off", v);
+}
+
 static int load_ids(struct settings *s, struct sbx_error **err)
 {
     static const char *const names[] = {"LLM_SANDBOX_UID", "LLM_SANDBOX_GID"};
@@ -311,7 +342,7 @@ static int load_ids(struct settings *s, struct sbx_error **err)
                     "%s='%s' must be a non-zero numeric id", names[i], v);
         *dst[i] = (uint32_t)id;
     }
-    return 0;
+    return load_uid_range(s, err);
 }
 
 /* How long sessions live, how many, how big a file moved in or out, and
@@ -532,6 +563,7 @@ static const struct {
         {"LLM_SANDBOX_ENV_ALLOW", ','},
         {"LLM_SANDBOX_UID", 0},
         {"LLM_SANDBOX_GID", 0},
+        {"LLM_SANDBOX_UID_RANGE", 0},
         {"LLM_SANDBOX_CGROUP", 0},
         {"LLM_SANDBOX_LOG_LEVEL", 0},
         {"LLM_SANDBOX_HTTP_TOKEN", 0},

@@ -49,6 +49,10 @@ struct settings {
     char *audit_log;          /* LLM_SANDBOX_AUDIT_LOG: file for one JSON line per call */
     unsigned max_concurrent;  /* LLM_SANDBOX_MAX_CONCURRENT: tool calls at once, 0: CPUs */
     char **languages;         /* LLM_SANDBOX_LANGUAGES: the only ones offered, or NULL: all */
+    /* LLM_SANDBOX_UID_RANGE "FIRST:COUNT" (or "off": count 0, every sandbox
+     * is sandbox_uid): as root each sandbox runs as its own uid (and gid of
+     * the same number) of the range */
+    uint32_t uid_range_first, uid_range_count;
     /* Dependency installs (deps.c) */
     char *cache_dir;             /* LLM_SANDBOX_CACHE_DIR, default /var/cache/llm-sandbox as
                                     root, else $XDG_CACHE_HOME/llm-sandbox (~/.cache/...) */

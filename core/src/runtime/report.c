@@ -19,8 +19,10 @@
 
 #include "base/cleanup.h"
 #include "base/util.h"
+#include "engine/engine.h"
 #include "host/cgroup.h"
 #include "host/seccomp_policy.h"
+#include "host/uidrange.h"
 #include "host/userns.h"
 #include "plugins/host_table.h"
 #include "plugins/manifest.h"
@@ -136,6 +138,48 @@ static void check_userns(struct json_object *a)
 
     userns_check("/proc/sys", geteuid(), &u);
     check(a, "user_namespaces", names[u.status], u.detail, u.fix[0] ? u.fix : NULL);
+}
+
+/*
+ * The host uids sandboxes run as, and so which of the kernel's per-user
+ * quotas they share: the kernel charges a box's processes to the owner of
+ * its user namespace (or its container's user), whatever ids are mapped
+ * inside, so only distinct host uids separate them; subordinate ids
+ * (/etc/subuid) map ids inside a namespace and do not.
+ */
+static void check_uids(const struct sbx_runtime *rt, struct json_object *a)
+{
+    const struct settings *s = rt->settings;
+    char detail[640];
+    uint32_t first, count;
+
+    if (geteuid() == 0 && rt->uids) {
+        uidrange_bounds(rt->uids, &first, &count);
+        snprintf(detail, sizeof(detail),
+                "each sandbox and session runs as a host uid and gid of its own from %u-%u "
+                "(LLM_SANDBOX_UID_RANGE, %u ids, %zu skipped as host accounts use them): kernel "
+                "per-user quotas are not shared; rlimits per sandbox: message queues %u KiB, "
+                "locked memory %u KiB, queued signals %u",
+                first, first + count - 1, count, uidrange_skipped(rt->uids),
+                ENGINE_MSGQUEUE_BYTES / 1024, ENGINE_MEMLOCK_BYTES / 1024, ENGINE_SIGPENDING_MAX);
+        check(a, "sandbox_uids", "ok", detail, NULL);
+        return;
+    }
+    snprintf(detail, sizeof(detail),
+            "every sandbox runs as host uid %u, so the kernel's per-user quotas stay shared "
+            "between sandboxes%s: inotify instances (fs.inotify.max_user_instances) and user "
+            "namespaces; each sandbox takes at most %u KiB of message queues, %u KiB of locked "
+            "memory and %u queued signals (rlimits)",
+            geteuid() == 0 ? s->sandbox_uid : (unsigned)geteuid(),
+            geteuid() == 0 ? "" : " and with this user's own processes",
+            ENGINE_MSGQUEUE_BYTES / 1024, ENGINE_MEMLOCK_BYTES / 1024, ENGINE_SIGPENDING_MAX);
+    check(a, "sandbox_uids", "warn", detail,
+            geteuid() == 0 ? "set LLM_SANDBOX_UID_RANGE=FIRST:COUNT (ids no host account uses)"
+                           : "run llm-sandbox as root (each sandbox then gets a host uid of its "
+                             "own from LLM_SANDBOX_UID_RANGE), or raise the shared quota: "
+                             "sudo sysctl -w fs.inotify.max_user_instances=1024 (and the same "
+                             "line in /etc/sysctl.d/50-llm-sandbox.conf); subordinate ids "
+                             "(/etc/subuid) do not separate these quotas");
 }
 
 /* Append s to out (of len, used o); false when it does not fit. */
@@ -402,6 +446,7 @@ struct json_object *sbx_runtime_doctor_json(struct sbx_runtime *rt)
     if (!o || !a)
         return o;
     check_userns(a);
+    check_uids(rt, a);
     check_cgroups(rt, a, o);
     check_config(rt->settings, a);
     check_seccomp(a);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
@@ -21,6 +22,7 @@
 #include "engine/engine.h"
 #include "host/cgroup.h"
 #include "host/owner.h"
+#include "host/uidrange.h"
 #include "plugins/host_table.h"
 #include "plugins/loader.h"
 #include "plugins/registry.h"
@@ -29,6 +31,9 @@
 #include "runtime_state.h"
 #include "sessions/pool.h"
 #include "sessions/session.h"
+
+#define UIDRANGE_PARENT "/run/llm-sandbox"
+#define UIDRANGE_DIR    UIDRANGE_PARENT "/uids"
 
 const char *sbx_version(void)
 {
@@ -57,6 +62,24 @@ static char *exe_dir(void)
     return strdup(buf);
 }
 
+/* As root, the range each box takes its own host uid from (uidrange.h),
+ * its leases locked under UIDRANGE_DIR so that every instance on the host
+ * shares them. */
+static int uid_range_open(struct sbx_runtime *rt, struct sbx_error **err)
+{
+    const struct settings *s = rt->settings;
+
+    if (geteuid() != 0 || s->uid_range_count == 0)
+        return 0;
+    if (mkdir(UIDRANGE_PARENT, 0755) < 0 && errno != EEXIST)
+        return sbx_error_set(
+                err, SBX_E_IO, errno, "cannot make %s: %s", UIDRANGE_PARENT, strerror(errno));
+    if (uidrange_new(s->uid_range_first, s->uid_range_count, UIDRANGE_DIR, "/etc", &rt->uids, err) <
+            0)
+        return sbx_error_wrap(err, "LLM_SANDBOX_UID_RANGE");
+    return 0;
+}
+
 int sbx_runtime_new(struct sbx_runtime **ret_rt, struct sbx_error **err)
 {
     return sbx_runtime_new_opts(NULL, ret_rt, err);
@@ -67,6 +90,7 @@ int sbx_runtime_new_opts(
 {
     struct sbx_runtime *rt = calloc(1, sizeof(*rt));
     cleanup_free char *dir = NULL;
+    int ids_rc;
     struct cg_options cgo = {.mount_root = "/sys/fs/cgroup", .self_cgroup = "/proc/self/cgroup"};
 
     if (!rt)
@@ -103,6 +127,11 @@ int sbx_runtime_new_opts(
         sbx_runtime_free(rt);
         return sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
     }
+    ids_rc = uid_range_open(rt, err);
+    if (ids_rc < 0) {
+        sbx_runtime_free(rt);
+        return ids_rc;
+    }
     cgo.allow_v1 = rt->settings->cgroup_v1;
     cgo.allow_v2 = rt->settings->cgroup_v2;
     cgo.systemd_dir = "/run/systemd/system";
@@ -128,6 +157,7 @@ struct sbx_runtime *sbx_runtime_free(struct sbx_runtime *rt)
     artifact_store_free(rt->artifacts);
     loader_unload_all(rt);
     cg_service_free(rt->cg);
+    uidrange_free(rt->uids);
     settings_free(rt->settings);
     if (rt->audit_fd >= 0)
         close(rt->audit_fd);

@@ -57,6 +57,7 @@
 #include "channel/agentc.h"
 #include "engine/engine.h"
 #include "engine/plan.h"
+#include "host/uidrange.h"
 #include "plugins/manifest.h"
 #include "plugins/registry.h"
 #include "policy/settings.h"
@@ -510,8 +511,11 @@ bool pool_take(struct run *r)
     r->box = b->r.box;
     r->ac = b->r.ac;
     r->prestarted = b->started;
+    uid_lease_free(r->ids); /* the box's ids come with it */
+    r->ids = b->r.ids;
     b->r.box = NULL;
     b->r.ac = NULL;
+    b->r.ids = NULL;
     agentc_set_cancel(r->ac, r->req->cancel ? r->req->cancel->fd : -1, -1);
     pbox_free(b);
     return true;
