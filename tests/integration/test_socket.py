@@ -895,7 +895,7 @@ def test_session_lifecycle(session_server, tmp_path):
         r = sess(srv, "exec", sid, "-c",
                  "print(open('in.txt').read().strip())\n"
                  "data = open('blob.bin', 'rb').read()\n"
-                 "open('out.bin', 'wb').write(data[::-1])\n")
+                 "n = open('out.bin', 'wb').write(data[::-1])\n")
         assert r.rc == 0 and r.out == b"hello from the host\n", r
         out = tmp_path / "out.bin"
         r = sess(srv, "download", sid, "out.bin", "-o", str(out))
