@@ -361,6 +361,13 @@ def run_on_a_terminal(args, env):
     return p.wait(timeout=120), out, seen
 
 
+# A warning that a limit is held by a fallback or not at all, on a line of
+# its own: every run has them where no cgroup is writable (as nobody here).
+WEAK_LIMIT = re.compile(r"limit (enforced by a fallback|not enforced)")
+WEAK_LIMIT_LINE = re.compile(
+    rb"llm-sandbox: warning: [^\r\n]*limit (enforced by a fallback|not enforced)[^\n]*\n")
+
+
 def test_cli_progress_on_a_pipe_and_a_terminal(cache):
     """Plain lines on a pipe, one per step, in order; on a terminal one
     status line rewritten in place and erased before the program's output
@@ -368,7 +375,7 @@ def test_cli_progress_on_a_pipe_and_a_terminal(cache):
     env = clean_env({"LLM_SANDBOX_CACHE_DIR": cache})
     r = run_cli(["run", "--code", FIGLET, "--libraries", "pyfiglet"], env=env, timeout=300)
     assert r.rc == 0 and r.out == b"figlet ok\n", r
-    lines = r.err.decode().splitlines()
+    lines = [l for l in r.err.decode().splitlines() if not WEAK_LIMIT.search(l)]
     assert lines[0] == "llm-sandbox: installing pyfiglet (python) in a sandbox that reaches " \
         "only the package registries", r.err
     assert re.fullmatch(r"llm-sandbox: finished installing the libraries after \d+\.\d s",
@@ -376,6 +383,7 @@ def test_cli_progress_on_a_pipe_and_a_terminal(cache):
     assert len(lines) == 2 and b"\r" not in r.err and b"\033" not in r.err, r.err
     # cached now: said so, on a terminal
     rc, out, tty = run_on_a_terminal(["run", "--code", FIGLET, "--libraries", "pyfiglet"], env)
+    tty = WEAK_LIMIT_LINE.sub(b"", tty)
     assert rc == 0 and out == b"figlet ok\n", (rc, out, tty)
     assert tty.startswith(b"\r\033[Kllm-sandbox: libraries pyfiglet (python) from the cache "
                           b"... 0s"), tty
@@ -388,6 +396,7 @@ def test_cli_progress_on_a_pipe_and_a_terminal(cache):
         env2 = clean_env({"LLM_SANDBOX_CACHE_DIR": fresh})
         rc, out, tty = run_on_a_terminal(["run", "--code", FIGLET, "--libraries", "pyfiglet"],
                                          env2)
+        tty = WEAK_LIMIT_LINE.sub(b"", tty)
         assert rc == 0 and out == b"figlet ok\n", (rc, out, tty)
         assert b"\r\033[Kllm-sandbox: installing pyfiglet (python) in a sandbox" in tty, tty
         assert b"\r\033[Kllm-sandbox: finished installing the libraries after " in tty, tty
@@ -398,10 +407,12 @@ def test_cli_progress_on_a_pipe_and_a_terminal(cache):
 
 def log_messages(server):
     """The notifications/message the server sent so far (they wait in
-    pending while a call's answer is awaited)."""
+    pending while a call's answer is awaited), but the weak-limit warnings
+    every run has where no cgroup is writable (test_results.py tests
+    those)."""
     got = [m["params"] for m in server.pending if m.get("method") == "notifications/message"]
     server.pending = [m for m in server.pending if m.get("method") != "notifications/message"]
-    return got
+    return [m for m in got if not WEAK_LIMIT.search(str(m.get("data")))]
 
 
 def test_mcp_logs_install_steps_at_the_clients_level(cache):

@@ -63,6 +63,19 @@ def call(client, args):
     return r["result"], r["result"]["structuredContent"]
 
 
+def weak_limit(line):
+    """A warning that a limit is held by a fallback or not at all: where no
+    cgroup is writable (an unprivileged user here) every run has them;
+    test_weak_limit_warnings_are_logged checks them."""
+    return re.search(r"limit (enforced by a fallback|not enforced)", line) is not None
+
+
+def text_of(r):
+    """The result's text block without its weak-limit warning lines."""
+    lines = r["content"][0]["text"].splitlines(keepends=True)
+    return "".join(l for l in lines if not (l.startswith("warning: ") and weak_limit(l)))
+
+
 def blocks(r, kind):
     return [c for c in r["content"] if c["type"] == kind]
 
@@ -72,13 +85,13 @@ def test_text_is_the_readable_form(client):
                                   "print('oops', file=sys.stderr)\nsys.exit(3)"})
     assert sc["status"] == "error" and sc["exit_code"] == 3, sc
     assert r["isError"] is True
-    assert r["content"][0] == {"type": "text", "text":
-                               "status: error, exit code 3\n"
-                               "--- stdout ---\nline one\ntab\there \"q\"\n"
-                               "--- stderr ---\noops\n"}, r["content"][0]
+    assert r["content"][0]["type"] == "text"
+    assert text_of(r) == ("status: error, exit code 3\n"
+                          "--- stdout ---\nline one\ntab\there \"q\"\n"
+                          "--- stderr ---\noops\n"), r["content"][0]
     # a traceback reads as printed, not as one escaped JSON string
     r, sc = call(client, {"code": "def f():\n    raise ValueError('bad value')\nf()"})
-    text = r["content"][0]["text"]
+    text = text_of(r)
     assert text.startswith("status: error, exit code 1\n--- stderr ---\nTraceback"), text
     assert "\n    raise ValueError('bad value')\nValueError: bad value\n" in text, text
     assert "\\n" not in text and "stdout" not in text, text
@@ -89,7 +102,7 @@ def test_text_says_limit_truncation_and_refusal(client):
     assert sc["status"] == "timeout", sc
     # (the exit code of a killed program is the backend's: 137 under bwrap)
     assert re.fullmatch(r"status: timeout(, exit code %s)?, limit hit: wall_time\n"
-                        % sc["exit_code"], r["content"][0]["text"]), r
+                        % sc["exit_code"], text_of(r)), r
     r, sc = call(client, {"code": "print(1)", "memory": "100G"})
     assert sc["status"] == "refused", sc
     assert r["content"][0]["text"] == (
@@ -102,7 +115,7 @@ def test_text_says_truncation():
     try:
         r, sc = call(c, {"code": "import sys\nsys.stdout.write('x' * 5000)"})
         assert sc["stdout_truncated"] is True, sc
-        text = r["content"][0]["text"]
+        text = text_of(r)
         assert text == ("status: ok, exit code 0, stdout truncated (1024 of 5000 bytes kept)\n"
                         "--- stdout ---\n" + "x" * 1024 + "\n"), text[:300]
     finally:
@@ -149,7 +162,7 @@ def test_images_known_by_their_bytes(client):
     assert links == {"e.svg": "image/svg+xml", "page.png": "application/octet-stream",
                      "elf.png": "application/octet-stream"}, links
     assert "images_held_back" not in sc
-    text = r["content"][0]["text"]
+    text = text_of(r)
     assert text.startswith("status: ok, exit code 0\n--- files ---\n"), text
     assert sorted(text.splitlines()[2].split(", ")) == sorted(types), text
 
@@ -225,8 +238,10 @@ def test_cli_says_it_compiles():
     """A build shows on stderr while it runs: a plain line on a pipe."""
     src = "#include <cstdio>\nint main() { std::puts(\"built\"); } // %s\n" % uuid.uuid4().hex
     r = run_cli(["run", "--language", "cpp", "--code", src], timeout=120)
+    err = [l for l in r.err.decode().splitlines() if not weak_limit(l)]
     assert r.rc == 0 and r.out == b"built\n", r
-    assert r.err == b"llm-sandbox: compiling\n", r
+    assert err == ["llm-sandbox: compiling"], r
     # the same program again: the compile cache has it, nothing to say
     r = run_cli(["run", "--language", "cpp", "--code", src], timeout=120)
-    assert r.rc == 0 and r.out == b"built\n" and r.err == b"", r
+    err = [l for l in r.err.decode().splitlines() if not weak_limit(l)]
+    assert r.rc == 0 and r.out == b"built\n" and err == [], r

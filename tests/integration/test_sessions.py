@@ -343,7 +343,9 @@ def test_sigkill_of_the_server_leaves_nothing():
     while not c.sandboxed("sleep") and time.monotonic() < deadline:
         time.sleep(0.05)
     pids = c.sandboxed()
-    assert len(c.sandboxed("sleep")) == 1 and len(pids) >= 4, pids  # agents, interpreters
+    # agents and interpreters; a WSL2 launcher (like wsl.exe) passes none of
+    # our environment on, so there the interpreters and sleep alone are seen
+    assert len(c.sandboxed("sleep")) == 1 and len(pids) >= (3 if BACKEND == "wsl2" else 4), pids
     c.s.proc.kill()
     c.s.proc.wait(10)
     assert c.wait_no_sandboxes() == []
