@@ -352,6 +352,16 @@ for (const kind of ['stdio', 'http']) {
       assert.match(id, /^s-[0-9a-f]{32}$/);
       assert.equal(sc(await run(c, { session_id: id, code: 'x = 41' })).status, 'ok');
       assert.equal(sc(await run(c, { session_id: id, code: 'print(x + 1)' })).stdout, '42\n');
+      // A library the host does not have, into the live session (from its
+      // dependency set); the variable stays. Then a notebook cell: its bare
+      // last expression is shown.
+      const lib = await run(c, {
+        session_id: id, libraries: ['pyfiglet'],
+        code: 'import pyfiglet\nprint(pyfiglet.__file__.startswith("/tmp/.sbx/libs/"), x)',
+      });
+      assert.equal(sc(lib).status, 'ok', JSON.stringify(sc(lib)).slice(0, 600));
+      assert.equal(sc(lib).stdout, 'True 41\n');
+      assert.equal(sc(await run(c, { session_id: id, code: 'y = x + 1\ny' })).stdout, '42\n');
       const up = await tool('upload_file', { session_id: id, path: 'in.csv', content: 'a,b\n1,2\n' });
       assert.equal(up.isError, false, JSON.stringify(up));
       const r = await run(c, {
