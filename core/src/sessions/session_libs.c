@@ -46,6 +46,7 @@
 #include "cache/deps.h"
 #include "channel/agentc.h"
 #include "engine/engine.h"
+#include "host/uidrange.h"
 #include "install/install.h"
 #include "plugins/manifest.h"
 #include "plugins/registry.h"
@@ -365,8 +366,14 @@ int session_add_libraries(struct sbx_session *s, struct run *r, struct sbx_error
             .policy = r->policy,
             .explicit_mask = r->explicit_mask,
             .env = r->env,
-            .t0 = r->t0};
+            .t0 = r->t0,
+            /* the staging belongs to the session box's ids: its lease,
+             * lent (the session releases it when it closes) */
+            .ids = s->base.ids};
     rc = prepare_libraries(&ir, err);
+    if (ir.ids != s->base.ids) /* none to lend: it took its own */
+        uid_lease_free(ir.ids);
+    ir.ids = NULL;
     free(ir.ws_mount_src);
     free(ir.ws_mount_dst);
     if (rc != 0) {
