@@ -42,7 +42,8 @@ static const char *const names[] = {"wsl2", NULL};
 
 static const struct sbx_plugin descriptor = {
         .abi_major = SBX_ABI_MAJOR,
-        .abi_minor = 4, /* as bwrap: box mounts, the proxy socket (1.2); tmpfs_bytes (1.4) */
+        .abi_minor = 5, /* as bwrap: box mounts, the proxy socket (1.2); tmpfs_bytes (1.4);
+                           host_uid (1.5: the launcher starts as the box's own uid) */
         .size = sizeof(struct sbx_plugin),
         .kind = SBX_KIND_BACKEND,
         .name = "wsl2",

@@ -92,9 +92,10 @@ SANDBOX_GID = 1879048192
 HOST_UID_OF_SANDBOX = SANDBOX_UID if ROOT else os.geteuid()
 # settings.c: as root, each box (a run's, a session's) runs as a host uid of
 # its own, with the gid of the same number, from LLM_SANDBOX_UID_RANGE;
-# probes and backends without ABI 1.5 (kubernetes, mxc) use SANDBOX_UID.
+# probes and backends without ABI 1.5 (kubernetes, mxc) use SANDBOX_UID
+# (wsl2 runs bubblewrap's runner, and so the box's own).
 UID_RANGE = range(1879113728, 1879113728 + 65536)
-OWN_UIDS = ("bwrap", "nsjail", "docker", "podman")
+OWN_UIDS = ("bwrap", "nsjail", "docker", "podman", "wsl2")
 
 
 def host_account_ids():
