@@ -95,6 +95,9 @@ HOST_UID_OF_SANDBOX = SANDBOX_UID if ROOT else os.geteuid()
 # probes and backends without ABI 1.5 (kubernetes, mxc) use SANDBOX_UID
 # (wsl2 runs bubblewrap's runner, and so the box's own).
 UID_RANGE = range(1879113728, 1879113728 + 65536)
+# A warning that a limit is held by a fallback or not at all: where no
+# cgroup is writable (an unprivileged user here) every run has them.
+WEAK_LIMIT = re.compile(r"limit (enforced by a fallback|not enforced)")
 OWN_UIDS = ("bwrap", "nsjail", "docker", "podman", "wsl2")
 
 

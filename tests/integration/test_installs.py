@@ -22,8 +22,8 @@ import threading
 
 import pytest
 
-from conftest import (BACKEND, CONTAINER, ROOT, SBX_BIN, Result, backend_controls, clean_env,
-                      run_cli, sbx)
+from conftest import (BACKEND, CONTAINER, ROOT, SBX_BIN, WEAK_LIMIT, Result, backend_controls,
+                      clean_env, run_cli, sbx)
 from test_sessions import Client
 
 pytestmark = pytest.mark.contract
@@ -361,9 +361,7 @@ def run_on_a_terminal(args, env):
     return p.wait(timeout=120), out, seen
 
 
-# A warning that a limit is held by a fallback or not at all, on a line of
-# its own: every run has them where no cgroup is writable (as nobody here).
-WEAK_LIMIT = re.compile(r"limit (enforced by a fallback|not enforced)")
+# conftest.WEAK_LIMIT's warnings as the CLI prints them, each on a line
 WEAK_LIMIT_LINE = re.compile(
     rb"llm-sandbox: warning: [^\r\n]*limit (enforced by a fallback|not enforced)[^\n]*\n")
 

@@ -18,7 +18,7 @@ import uuid
 
 import pytest
 
-from conftest import CONTAINER, MXC, run_cli
+from conftest import CONTAINER, MXC, WEAK_LIMIT, run_cli
 from test_sessions import Client
 
 pytestmark = pytest.mark.contract
@@ -63,17 +63,12 @@ def call(client, args):
     return r["result"], r["result"]["structuredContent"]
 
 
-def weak_limit(line):
-    """A warning that a limit is held by a fallback or not at all: where no
-    cgroup is writable (an unprivileged user here) every run has them;
-    test_weak_limit_warnings_are_logged checks them."""
-    return re.search(r"limit (enforced by a fallback|not enforced)", line) is not None
-
-
 def text_of(r):
-    """The result's text block without its weak-limit warning lines."""
+    """The result's text block without its weak-limit warning lines (every
+    run has them where no cgroup is writable; test_weak_limit_warnings_are_logged
+    checks them)."""
     lines = r["content"][0]["text"].splitlines(keepends=True)
-    return "".join(l for l in lines if not (l.startswith("warning: ") and weak_limit(l)))
+    return "".join(l for l in lines if not (l.startswith("warning: ") and WEAK_LIMIT.search(l)))
 
 
 def blocks(r, kind):
@@ -238,10 +233,10 @@ def test_cli_says_it_compiles():
     """A build shows on stderr while it runs: a plain line on a pipe."""
     src = "#include <cstdio>\nint main() { std::puts(\"built\"); } // %s\n" % uuid.uuid4().hex
     r = run_cli(["run", "--language", "cpp", "--code", src], timeout=120)
-    err = [l for l in r.err.decode().splitlines() if not weak_limit(l)]
+    err = [l for l in r.err.decode().splitlines() if not WEAK_LIMIT.search(l)]
     assert r.rc == 0 and r.out == b"built\n", r
     assert err == ["llm-sandbox: compiling"], r
     # the same program again: the compile cache has it, nothing to say
     r = run_cli(["run", "--language", "cpp", "--code", src], timeout=120)
-    err = [l for l in r.err.decode().splitlines() if not weak_limit(l)]
+    err = [l for l in r.err.decode().splitlines() if not WEAK_LIMIT.search(l)]
     assert r.rc == 0 and r.out == b"built\n" and err == [], r
