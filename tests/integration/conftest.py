@@ -683,6 +683,32 @@ def find_marked(mark_value, comm=None):
     return found
 
 
+def describe_pids(pids):
+    """One line per pid: comm, state, parent (and its comm) and command line,
+    for a failure message that says what was left."""
+    out = []
+    for pid in pids:
+        st = proc_stat(pid)
+        if not st:
+            out.append("%d (gone)" % pid)
+            continue
+        chain, up = [], st[2]
+        while up > 1 and len(chain) < 8:
+            ust = proc_stat(up)
+            if not ust:
+                break
+            chain.append("%d %s" % (up, ust[0]))
+            up = ust[2]
+        try:
+            with open("/proc/%d/cmdline" % pid, "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+        except OSError:
+            cmd = "?"
+        out.append("%d %s state %s, under %s: %s" % (pid, st[0], st[1], " < ".join(chain) or "init",
+                                                     cmd[:120]))
+    return "\n".join(out)
+
+
 def launcher_above(pid):
     """The launcher (comm LAUNCHER, a child of the CLI) among pid's
     ancestors, or None."""

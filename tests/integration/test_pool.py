@@ -22,7 +22,7 @@ import uuid
 
 import pytest
 
-from conftest import (BACKEND, CONTAINER, MXC, SBX_BIN, clean_env, find_marked, new_mark, proc_status,
+from conftest import (BACKEND, CONTAINER, MXC, SBX_BIN, clean_env, describe_pids, find_marked, new_mark, proc_status,
                       skip_unless_warm_sets)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
@@ -551,7 +551,8 @@ def test_ready_sandboxes_end_with_the_server():
     s = Server()
     s.wait_ready("python", 1)
     s.finish()
-    assert find_marked(s.mark) == []
+    left = find_marked(s.mark)
+    assert left == [], describe_pids(left) + "\n" + s.s.stderr.decode(errors="replace")[-2000:]
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
@@ -563,7 +564,8 @@ def test_a_signal_ends_the_server_and_its_ready_sandboxes(sig):
     s.wait_ready("python", 1)
     s.s.proc.send_signal(sig)
     assert s.s.proc.wait(30) == 128 + sig, s.s.stderr.decode(errors="replace")
-    assert find_marked(s.mark) == []
+    left = find_marked(s.mark)
+    assert left == [], describe_pids(left) + "\n" + s.s.stderr.decode(errors="replace")[-2000:]
 
 
 def test_ready_sandboxes_end_when_the_server_is_killed():

@@ -339,6 +339,7 @@ static void prime(struct pools *ps)
 static void *filler(void *arg)
 {
     struct pools *ps = arg;
+    struct pbox *left;
     int64_t trimmed = 0;
 
     pthread_mutex_lock(&ps->lock);
@@ -401,7 +402,27 @@ static void *filler(void *arg)
         p->n_ready++;
         ps->n_ready++;
     }
+    /* Close the ready sandboxes here, before this thread ends: the kernel
+     * sends a launcher's parent-death signal (SBX_SPAWN_PDEATHSIG) when the
+     * thread that spawned it exits, not the process. A launcher killed so
+     * can leave its sandbox starting up behind it (seen with nsjail: an
+     * agent orphaned, with its pre-started interpreter, after the server
+     * had exited). */
+    left = NULL;
+    for (struct pool *p = ps->head; p; p = p->next) {
+        while (p->head) {
+            struct pbox *b = p->head;
+
+            p->head = b->next;
+            b->next = left;
+            left = b;
+        }
+        p->tail = &p->head;
+        p->n_ready = 0;
+    }
+    ps->n_ready = 0;
     pthread_mutex_unlock(&ps->lock);
+    close_all(left);
     return NULL;
 }
 
