@@ -154,6 +154,10 @@ unprivileged_lane() {
             tests/integration/run-unprivileged.sh build-asan
         u "ASan+UBSan: security (bwrap)" env ASAN_OPTIONS=detect_leaks=1 SBX_TEST_SUITE=security \
             tests/integration/run-unprivileged.sh build-asan
+        # nsjail's plugin and the core behind it (the root step keeps the
+        # root-only share: tests/integration/nsjail-root-asan.list)
+        u "ASan+UBSan: integration contract (nsjail)" env ASAN_OPTIONS=detect_leaks=1 \
+            SBX_TEST_BACKEND=nsjail tests/integration/run-unprivileged.sh build-asan -m contract
     else
         echo "(not run under ASan+UBSan: that build failed; the root step shows why)"
         rc=1
@@ -223,8 +227,9 @@ fi
 step "root, ASan+UBSan: integration and security"
 # Each code path once under ASan, not each suite: integration.bwrap and
 # security.bwrap (as nobody, in the unprivileged lane) cover the core
-# (hostile input included); integration.nsjail (the contract suite) the
-# core's paths as root (cgroups, dropping privilege) and its plugin;
+# (hostile input included); integration.nsjail (the contract suite) its
+# plugin and, in its root-only share, the core's paths as root (cgroups,
+# the uid range, dropping privilege);
 # integration.socket the unix-socket transport; integration.docker and
 # integration.mxc their plugins. Not again under ASan: integration.podman
 # (the docker plugin's code, whose Podman dialect is the translator's,
@@ -235,12 +240,24 @@ step "root, ASan+UBSan: integration and security"
 # The kubernetes plugin's code runs under ASan through its unit tests
 # (translator, exec channel, kubeconfig) and fuzzers, not on the cluster.
 # (Run by an ordinary user there is no lane: bwrap's suites run here.)
+# With the lane, nsjail's contract suite runs under ASan there, as nobody,
+# and here only its root-only share (tests/integration/nsjail-root-asan.list:
+# cgroups, the uid range, dropping privilege).
 asan_skip='integration[.]podman|security[.](nsjail|docker|podman)|.*kubernetes.*|.*wsl2'
-[ -z "$lane_pid" ] || asan_skip="integration[.]bwrap|security[.]bwrap|$asan_skip"
+[ -z "$lane_pid" ] || asan_skip="integration[.](bwrap|nsjail)|security[.]bwrap|$asan_skip"
 next_junit
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -L integration \
     -E "^($asan_skip)\$" --output-junit "$J") ||
     root_rc=1
+if [ -n "$lane_pid" ]; then
+    printf '\n==> root, ASan+UBSan: nsjail, the root-only share of its contract suite\n'
+    (cd build-asan && env SBX_BUILD_DIR="$PWD" SBX_SOURCE_DIR="$SRC" \
+        SBX_BIN="$PWD/bin/llm-sandbox" SBX_AGENT="$PWD/libexec/llm-sandbox/sbx-agent" \
+        SBX_TEST_PLUGINS="$PWD/tests/plugins" SBX_TEST_BACKEND=nsjail ASAN_OPTIONS=detect_leaks=1 \
+        python3 -m pytest -q -p no:cacheprovider -m contract \
+        $(grep -v '^#' "$SRC/tests/integration/nsjail-root-asan.list" | sed "s|^|$SRC/|")) ||
+        root_rc=1
+fi
 
 if [ -n "$lane_pid" ]; then
     step "unprivileged suites (what was left of them)"
