@@ -60,8 +60,11 @@ if [ -n "$missing" ]; then
 fi
 
 # --- 2. the dependencies, from Debian sources, cached -------------------
-$SUDO mkdir -p "$CACHE"
+mkdir -p "$CACHE" 2>/dev/null || $SUDO mkdir -p "$CACHE"
 [ -w "$CACHE" ] || $SUDO chown "$(id -u):$(id -g)" "$CACHE"
+# One build of the cache at a time (test.sh and a developer may meet).
+exec 9>"$CACHE/.lock"
+flock 9
 
 # A private apt configuration: deb-src lines for the release this host
 # runs, lists kept in the cache. The system's /etc/apt is not changed.
