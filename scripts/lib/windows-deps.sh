@@ -82,8 +82,9 @@ EOF
         { tail -40 "$cu.log" >&2; die "building curl failed (log: $cu.log)"; }
 
     echo "$VERSIONS" > "$stage/VERSIONS"
-    # Paths inside .pc and .la files name the staging directory.
-    grep -rl "$stage" "$stage" 2>/dev/null | xargs -r sed -i "s|$stage|$PREFIX|g"
+    # Paths inside .pc, .la and script files name the staging directory;
+    # text files only (-I): a path of another length would break a binary.
+    grep -rlI "$stage" "$stage" 2>/dev/null | xargs -r sed -i "s|$stage|$PREFIX|g"
     mv "$stage" "$PREFIX"
     cd "$ROOT"
     rm -rf "$work"
