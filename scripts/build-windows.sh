@@ -124,8 +124,16 @@ fi
 WINEPREFIX_DIR=$CACHE/wineprefix-$(id -u)-$(wine --version 2>/dev/null | tr -c 'a-zA-Z0-9.\n-' _)
 export PKG_CONFIG_LIBDIR="$PREFIX/lib/pkgconfig"
 export PKG_CONFIG_PATH=""
+# CMake keeps what it found (libraries, pkg-config results) in its cache:
+# a tree configured against another dependency prefix starts afresh.
+FRESH=""
+if [ -f "$BUILD_DIR/CMakeCache.txt" ] &&
+    ! grep -q "^SBX_WINDOWS_PREFIX:[A-Z]*=$PREFIX\$" "$BUILD_DIR/CMakeCache.txt"; then
+    say "$BUILD_DIR was configured against other dependencies: configuring it afresh"
+    FRESH=--fresh
+fi
 # shellcheck disable=SC2086
-cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_TOOLCHAIN_FILE="$TOOLCHAIN" \
+cmake $FRESH -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_TOOLCHAIN_FILE="$TOOLCHAIN" \
     -DSBX_WINDOWS_PREFIX="$PREFIX" -DSBX_WINEPREFIX="$WINEPREFIX_DIR" \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSBX_WERROR=ON ${SBX_WINDOWS_CMAKE_ARGS:-} >&2
 cmake --build "$BUILD_DIR" -j "$JOBS" >&2
