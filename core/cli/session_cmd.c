@@ -404,6 +404,8 @@ static int s_exec(struct sopts *o)
         json_object_object_add(args, "stdin", in);
     if (o->files)
         json_object_object_add(args, "files", json_object_get(o->files));
+    if (o->libraries) /* installed into the live session first, as MCP's libraries */
+        json_object_object_add(args, "libraries", json_object_get(o->libraries));
     rc = call(o, "execute_code", args, &result);
     if (rc != 0)
         return rc;
@@ -566,17 +568,19 @@ static const struct subcmd subcmds[] = {
                 "  -t, --timeout SECONDS  wall-clock limit of each call\n"
                 "      --memory MB        memory limit of the session, in MiB\n",
                 s_create},
-        {"exec", "ctiF", 1, 2,
+        {"exec", "ctiFL", 1, 2,
                 "usage: llm-sandbox session exec ID [-c CODE | FILE | -] [--timeout SECONDS]\n"
-                "                                [--stdin FILE] [--file NAME=LOCALPATH ...] "
-                "[--json]\n"
+                "                                [--stdin FILE] [--file NAME=LOCALPATH ...]\n"
+                "                                [--library NAME ...] [--json]\n"
                 "Run code in the session (standard input when neither -c nor FILE is given).\n"
                 "Prints what it printed and exits with its exit code, as 'llm-sandbox run'\n"
                 "does (124: timeout, 125: refused or failed, 130: cancelled).\n"
                 "  -c, --code CODE        the code\n"
                 "  -t, --timeout SECONDS  wall-clock limit of this call\n"
                 "      --stdin FILE       feed FILE (text) to the program's standard input\n"
-                "      --file NAME=PATH   stage the local text file PATH as NAME (repeat)\n",
+                "      --file NAME=PATH   stage the local text file PATH as NAME (repeat)\n"
+                "      --library NAME     install a package into the live session first\n"
+                "                         (repeat, or A,B,C); it stays for later calls\n",
                 s_exec},
         {"close", "", 1, 1,
                 "usage: llm-sandbox session close ID\n"
@@ -627,6 +631,7 @@ static void session_help(FILE *f)
                "Stateful sessions, through a running 'llm-sandbox serve --socket'.\n"
                "  create -l LANGUAGE [--library NAME ...] [--timeout S] [--memory MB]\n"
                "  exec ID [-c CODE | FILE | -] [--timeout S] [--stdin FILE] [--file NAME=PATH]\n"
+               "       [--library NAME ...]\n"
                "  close ID\n"
                "  list\n"
                "  upload ID PATH [LOCALFILE | -]\n"
