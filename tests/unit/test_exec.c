@@ -4,7 +4,10 @@
  * (SBX_SPAWN_KEEPER) with real processes: what a launcher leaves behind
  * when it exits, or when the core that spawned it is SIGKILLed, is killed;
  * the launcher's exit status comes through; a missing program is an error.
- * Takes no arguments.
+ * And the window that needs it, with the real bubblewrap: bwrap's parent
+ * killed after the clone and before it releases the sandbox's first
+ * process (held there by --userns-block-fd) leaves that process blocked on
+ * its eventfd for ever, unless the keeper kills it. Takes no arguments.
  */
 #include <errno.h>
 #include <signal.h>
@@ -165,6 +168,83 @@ static void test_death_of_the_core_ends_everything(void **state)
     assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0), 0);
 }
 
+/* The sandbox's first process as bwrap reports it on --info-fd. */
+static long info_child_pid(int fd)
+{
+    char buf[512];
+    size_t o = 0;
+    ssize_t k;
+    const char *p;
+
+    while (o + 1 < sizeof(buf) && (k = read(fd, buf + o, sizeof(buf) - 1 - o)) > 0)
+        o += (size_t)k;
+    buf[o] = '\0';
+    p = strstr(buf, "\"child-pid\":");
+    return p ? strtol(p + 12, NULL, 10) : -1;
+}
+
+static void test_bwrap_killed_before_release_leaves_nothing(void **state)
+{
+    const char *argv[] = {"/usr/bin/bwrap", "--unshare-user", "--unshare-pid",
+            "--die-with-parent", "--ro-bind", "/", "/", "--info-fd", "3", "--userns-block-fd",
+            "4", "/bin/true", NULL};
+    int info[2], block[2];
+    long child;
+    pid_t core;
+
+    (void)state;
+    if (access(argv[0], X_OK) < 0)
+        skip();
+    assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), 0);
+    /* We hold block's write end: bwrap's parent waits on it, between its
+     * clone and its release of the child, until the core dies. */
+    assert_int_equal(pipe(info), 0);
+    assert_int_equal(pipe(block), 0);
+    core = fork();
+    assert_true(core >= 0);
+    if (core == 0) {
+        struct sbx_fd_map map[] = {{info[1], 3}, {block[0], 4}};
+        struct sbx_spawn sp = {.size = sizeof(sp),
+                .flags = SBX_SPAWN_PDEATHSIG | SBX_SPAWN_KEEPER,
+                .path = argv[0],
+                .argv = argv,
+                .envp = env,
+                .stdin_fd = SBX_FD_NULL,
+                .stdout_fd = SBX_FD_NULL,
+                .stderr_fd = SBX_FD_NULL,
+                .fds = map,
+                .n_fds = 2};
+        struct sbx_error *err = NULL;
+        struct exec_proc *p = NULL;
+
+        close(info[0]), close(block[1]);
+        if (exec_spawn(&sp, NULL, &p, &err) < 0)
+            _exit(1);
+        close(info[1]), close(block[0]);
+        pause();
+        _exit(0);
+    }
+    close(info[1]), close(block[0]);
+    child = info_child_pid(info[0]);
+    close(info[0]);
+    if (child <= 0) { /* no user namespaces here */
+        kill(core, SIGKILL);
+        waitpid(core, NULL, 0);
+        close(block[1]);
+        skip();
+    }
+    kill(core, SIGKILL);
+    assert_int_equal(waitpid(core, NULL, 0), core);
+    if (!gone_within(child, 10000)) {
+        kill((pid_t)child, SIGKILL);
+        fail_msg("bwrap's child %ld, never released, outlived the core", child);
+    }
+    close(block[1]);
+    while (waitpid(-1, NULL, WNOHANG) > 0)
+        ;
+    assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0), 0);
+}
+
 static void test_missing_program_is_an_error(void **state)
 {
     const char *argv[] = {"/nonexistent/launcher", NULL};
@@ -196,6 +276,7 @@ int main(void)
             cmocka_unit_test(test_orphans_of_an_exited_launcher_are_killed),
             cmocka_unit_test(test_signal_ends_launcher_and_what_it_left),
             cmocka_unit_test(test_death_of_the_core_ends_everything),
+            cmocka_unit_test(test_bwrap_killed_before_release_leaves_nothing),
             cmocka_unit_test(test_missing_program_is_an_error),
     };
 
