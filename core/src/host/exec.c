@@ -125,8 +125,10 @@ static void child_place_fds(const struct child_plan *cp)
 }
 
 /* SIGKILL each child of this (single-threaded) process: what the launcher
- * left, reparented to us, and the launcher. Pids stay ours until reaped. */
-static void kill_children(void)
+ * left, reparented to us, and the launcher. Pids stay ours until reaped.
+ * Without /proc's children list (CONFIG_PROC_CHILDREN), the launcher
+ * alone, while it is unreaped (0: it is reaped). */
+static void kill_children(pid_t launcher)
 {
     char buf[512];
     long pid = 0;
@@ -134,8 +136,11 @@ static void kill_children(void)
     int fd = open("/proc/thread-self/children", O_RDONLY | O_CLOEXEC);
     ssize_t n;
 
-    if (fd < 0)
+    if (fd < 0) {
+        if (launcher > 0)
+            kill(launcher, SIGKILL);
         return;
+    }
     while ((n = read(fd, buf, sizeof(buf))) > 0) {
         for (ssize_t i = 0; i < n; i++) {
             if (buf[i] >= '0' && buf[i] <= '9') {
@@ -218,7 +223,7 @@ static __attribute__((noreturn)) void keeper_main(const struct child_plan *cp)
                 continue;
         }
         if (ending)
-            kill_children();
+            kill_children(main_done ? 0 : (pid_t)pid);
         for (;;) {
             memset(&si, 0, sizeof(si));
             if (waitid(P_ALL, 0, &si, WEXITED | (ending ? 0 : WNOHANG)) < 0) {
@@ -235,7 +240,7 @@ static __attribute__((noreturn)) void keeper_main(const struct child_plan *cp)
             if (main_done)
                 ending = true; /* the launcher is gone: end what it left */
             if (ending)
-                kill_children();
+                kill_children(main_done ? 0 : (pid_t)pid);
         }
     }
 }
