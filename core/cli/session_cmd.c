@@ -755,7 +755,10 @@ static int parse(const struct subcmd *sc, struct sopts *o, int argc, char **argv
         if (r < 0) {
             fprintf(stderr, "llm-sandbox session %s: bad value '%s' for '%s'%s%s\n", sc->name,
                     optarg, argv[optind - 1],
-                    e ? ": " : c == 'L' ? " (an empty name)" : " (whole MiB)", e ? e->msg : "");
+                    e          ? ": "
+                    : c == 'L' ? " (an empty name)"
+                               : " (whole MiB)",
+                    e ? e->msg : "");
             sbx_error_free(e);
             return EXIT_USAGE;
         }

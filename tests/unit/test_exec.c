@@ -185,9 +185,8 @@ static long info_child_pid(int fd)
 
 static void test_bwrap_killed_before_release_leaves_nothing(void **state)
 {
-    const char *argv[] = {"/usr/bin/bwrap", "--unshare-user", "--unshare-pid",
-            "--die-with-parent", "--ro-bind", "/", "/", "--info-fd", "3", "--userns-block-fd",
-            "4", "/bin/true", NULL};
+    const char *argv[] = {"/usr/bin/bwrap", "--unshare-user", "--unshare-pid", "--die-with-parent",
+            "--ro-bind", "/", "/", "--info-fd", "3", "--userns-block-fd", "4", "/bin/true", NULL};
     int info[2], block[2];
     long child;
     pid_t core;
