@@ -719,10 +719,11 @@ static int set_number(struct sopts *o, int c, const char *v, struct sbx_error **
 static int parse(const struct subcmd *sc, struct sopts *o, int argc, char **argv)
 {
     struct sbx_error *e = NULL;
-    int c, r;
+    int c, r, li = -1; /* li: the long option's index, or -1 (a short one) */
+    char name[32];
 
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":l:t:c:o:h", long_opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":l:t:c:o:h", long_opts, &li)) != -1) {
         if (c == 'h') {
             fputs(sc->usage, stdout);
             printf("  --socket PATH, --json: see 'llm-sandbox session --help'\n");
@@ -753,8 +754,13 @@ static int parse(const struct subcmd *sc, struct sopts *o, int argc, char **argv
         if (r == -2)
             return EXIT_TOOL;
         if (r < 0) {
+            /* not argv[optind - 1]: that is the value when it came as a word of its own */
+            if (li >= 0)
+                snprintf(name, sizeof(name), "--%s", long_opts[li].name);
+            else
+                snprintf(name, sizeof(name), "-%c", c);
             fprintf(stderr, "llm-sandbox session %s: bad value '%s' for '%s'%s%s\n", sc->name,
-                    optarg, argv[optind - 1],
+                    optarg, name,
                     e          ? ": "
                     : c == 'L' ? " (an empty name)"
                                : " (whole MiB)",
@@ -762,6 +768,7 @@ static int parse(const struct subcmd *sc, struct sopts *o, int argc, char **argv
             sbx_error_free(e);
             return EXIT_USAGE;
         }
+        li = -1;
     }
     o->pos = argv + optind;
     o->n_pos = argc - optind;
