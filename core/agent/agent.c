@@ -949,18 +949,27 @@ static void on_sigchld(void)
 
 /* ---- limits ------------------------------------------------------------- */
 
-static int agent_resource(uint32_t r)
+/* glibc (with _GNU_SOURCE) types getrlimit's resource as an enum, other C
+ * libraries as an int. */
+#ifdef __GLIBC__
+#define RESOURCE_TYPE __rlimit_resource_t
+#else
+#define RESOURCE_TYPE int
+#endif
+
+/* The host resource of one of the protocol's; false if none. */
+static bool agent_resource(uint32_t r, RESOURCE_TYPE *ret)
 {
     switch (r) {
-    case AGENT_RLIMIT_FSIZE: return RLIMIT_FSIZE;
-    case AGENT_RLIMIT_NOFILE: return RLIMIT_NOFILE;
-    case AGENT_RLIMIT_CORE: return RLIMIT_CORE;
-    case AGENT_RLIMIT_AS: return RLIMIT_AS;
-    case AGENT_RLIMIT_NPROC: return RLIMIT_NPROC;
-    case AGENT_RLIMIT_MSGQUEUE: return RLIMIT_MSGQUEUE;
-    case AGENT_RLIMIT_MEMLOCK: return RLIMIT_MEMLOCK;
-    case AGENT_RLIMIT_SIGPENDING: return RLIMIT_SIGPENDING;
-    default: return -1;
+    case AGENT_RLIMIT_FSIZE: *ret = RLIMIT_FSIZE; return true;
+    case AGENT_RLIMIT_NOFILE: *ret = RLIMIT_NOFILE; return true;
+    case AGENT_RLIMIT_CORE: *ret = RLIMIT_CORE; return true;
+    case AGENT_RLIMIT_AS: *ret = RLIMIT_AS; return true;
+    case AGENT_RLIMIT_NPROC: *ret = RLIMIT_NPROC; return true;
+    case AGENT_RLIMIT_MSGQUEUE: *ret = RLIMIT_MSGQUEUE; return true;
+    case AGENT_RLIMIT_MEMLOCK: *ret = RLIMIT_MEMLOCK; return true;
+    case AGENT_RLIMIT_SIGPENDING: *ret = RLIMIT_SIGPENDING; return true;
+    default: return false;
     }
 }
 
@@ -979,11 +988,11 @@ static void on_limits(uint32_t len)
     }
     for (uint32_t i = 0; i < n; i++) {
         const unsigned char *e = g_pay + 4 + 16 * i;
-        int res = agent_resource(agent_get_u32(e));
         uint64_t v = agent_get_u64(e + 8);
+        RESOURCE_TYPE res;
         struct rlimit rl;
 
-        if (res < 0 || getrlimit(res, &rl) < 0) {
+        if (!agent_resource(agent_get_u32(e), &res) || getrlimit(res, &rl) < 0) {
             send_text(AGENT_ERROR, EINVAL, "LIMITS: unknown resource %u", agent_get_u32(e));
             return;
         }

@@ -404,6 +404,8 @@ static int s_exec(struct sopts *o)
         json_object_object_add(args, "stdin", in);
     if (o->files)
         json_object_object_add(args, "files", json_object_get(o->files));
+    if (o->libraries) /* installed into the live session first, as MCP's libraries */
+        json_object_object_add(args, "libraries", json_object_get(o->libraries));
     rc = call(o, "execute_code", args, &result);
     if (rc != 0)
         return rc;
@@ -566,17 +568,19 @@ static const struct subcmd subcmds[] = {
                 "  -t, --timeout SECONDS  wall-clock limit of each call\n"
                 "      --memory MB        memory limit of the session, in MiB\n",
                 s_create},
-        {"exec", "ctiF", 1, 2,
+        {"exec", "ctiFL", 1, 2,
                 "usage: llm-sandbox session exec ID [-c CODE | FILE | -] [--timeout SECONDS]\n"
-                "                                [--stdin FILE] [--file NAME=LOCALPATH ...] "
-                "[--json]\n"
+                "                                [--stdin FILE] [--file NAME=LOCALPATH ...]\n"
+                "                                [--library NAME ...] [--json]\n"
                 "Run code in the session (standard input when neither -c nor FILE is given).\n"
                 "Prints what it printed and exits with its exit code, as 'llm-sandbox run'\n"
                 "does (124: timeout, 125: refused or failed, 130: cancelled).\n"
                 "  -c, --code CODE        the code\n"
                 "  -t, --timeout SECONDS  wall-clock limit of this call\n"
                 "      --stdin FILE       feed FILE (text) to the program's standard input\n"
-                "      --file NAME=PATH   stage the local text file PATH as NAME (repeat)\n",
+                "      --file NAME=PATH   stage the local text file PATH as NAME (repeat)\n"
+                "      --library NAME     install a package into the live session first\n"
+                "                         (repeat, or A,B,C); it stays for later calls\n",
                 s_exec},
         {"close", "", 1, 1,
                 "usage: llm-sandbox session close ID\n"
@@ -627,6 +631,7 @@ static void session_help(FILE *f)
                "Stateful sessions, through a running 'llm-sandbox serve --socket'.\n"
                "  create -l LANGUAGE [--library NAME ...] [--timeout S] [--memory MB]\n"
                "  exec ID [-c CODE | FILE | -] [--timeout S] [--stdin FILE] [--file NAME=PATH]\n"
+               "       [--library NAME ...]\n"
                "  close ID\n"
                "  list\n"
                "  upload ID PATH [LOCALFILE | -]\n"
@@ -714,10 +719,11 @@ static int set_number(struct sopts *o, int c, const char *v, struct sbx_error **
 static int parse(const struct subcmd *sc, struct sopts *o, int argc, char **argv)
 {
     struct sbx_error *e = NULL;
-    int c, r;
+    int c, r, li = -1; /* li: the long option's index, or -1 (a short one) */
+    char name[32];
 
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":l:t:c:o:h", long_opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":l:t:c:o:h", long_opts, &li)) != -1) {
         if (c == 'h') {
             fputs(sc->usage, stdout);
             printf("  --socket PATH, --json: see 'llm-sandbox session --help'\n");
@@ -748,11 +754,21 @@ static int parse(const struct subcmd *sc, struct sopts *o, int argc, char **argv
         if (r == -2)
             return EXIT_TOOL;
         if (r < 0) {
+            /* not argv[optind - 1]: that is the value when it came as a word of its own */
+            if (li >= 0)
+                snprintf(name, sizeof(name), "--%s", long_opts[li].name);
+            else
+                snprintf(name, sizeof(name), "-%c", c);
             fprintf(stderr, "llm-sandbox session %s: bad value '%s' for '%s'%s%s\n", sc->name,
-                    optarg, argv[optind - 1], e ? ": " : " (whole MiB)", e ? e->msg : "");
+                    optarg, name,
+                    e          ? ": "
+                    : c == 'L' ? " (an empty name)"
+                               : " (whole MiB)",
+                    e ? e->msg : "");
             sbx_error_free(e);
             return EXIT_USAGE;
         }
+        li = -1;
     }
     o->pos = argv + optind;
     o->n_pos = argc - optind;

@@ -72,6 +72,39 @@
     if (/USE_MAIN_CONTEXT_DEFAULT_LOADER/.test(String(w && w.message || w))) return;
     return emitWarning.call(this, w, ...rest);
   };
+  // ES modules ignore NODE_PATH, so import() would not find a session's
+  // libraries that require() finds. A resolve hook (module.register: Node
+  // 20.6+, 18.19+; older Node goes without) retries a bare name that the
+  // workspace does not have from the given node_modules folders: those of
+  // NODE_PATH at start (a session's sets), then, newest first, each set
+  // copied into the live session (the manifest's session.libraries calls
+  // the function below). Hooks run in a thread of their own: they get the
+  // folders as data.
+  const esmHook = 'data:text/javascript,' + encodeURIComponent(`
+    let dirs = [];
+    export function initialize(d) { dirs = d; }
+    export async function resolve(spec, ctx, next) {
+      try {
+        return await next(spec, ctx);
+      } catch (e) {
+        if (e?.code !== 'ERR_MODULE_NOT_FOUND' || /^([./]|[a-zA-Z][a-zA-Z0-9+.-]*:)/.test(spec))
+          throw e;
+        for (const d of dirs) {
+          try {
+            return await next(spec, { ...ctx, parentURL: 'file://' + d + '/' });
+          } catch (e2) {
+            if (e2?.code !== 'ERR_MODULE_NOT_FOUND') throw e2;
+          }
+        }
+        throw e;
+      }
+    }`);
+  const esmPaths = (dirs) => {
+    dirs = dirs.filter((d) => d.startsWith('/'));
+    if (dirs.length && typeof Module.register === 'function') Module.register(esmHook, { data: dirs });
+  };
+  esmPaths((process.env.NODE_PATH || '').split(':'));
+  Object.defineProperty(globalThis, Symbol.for('llm-sandbox.esmPaths'), { value: esmPaths });
   const tick = (f) => new Promise((resolve) => f(resolve));
   let n = 0;
   async function runCell(code) {

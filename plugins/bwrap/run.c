@@ -11,6 +11,14 @@
  * without a cgroup. With network "on", bwrap also waits on --block-fd while
  * pasta (user-mode networking, run as the sandbox uid in the sandbox's
  * cgroup) attaches to the new network namespace.
+ *
+ * bwrap runs under the core's keeper (SBX_SPAWN_KEEPER, ABI 1.6): bwrap
+ * clones the sandbox's first process, which then blocks on an eventfd of
+ * its own until bwrap writes it, and only later sets its parent-death
+ * signal. A bwrap killed in between (the core SIGKILLed, bwrap following by
+ * --die-with-parent) would leave it blocked for ever, a child of init; the
+ * keeper, a subreaper, inherits it and kills it. nsjail has no such window:
+ * its child waits on a socketpair whose other end dies with nsjail.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -184,7 +192,8 @@ static int spawn_bwrap(struct bwrap_box *b, const struct sbx_box_spec *spec, str
                 .fds = map,
                 .n_fds = n,
                 .cgroup = b->jb.cg,
-                .flags = SBX_SPAWN_DROP_PRIVS | SBX_SPAWN_PDEATHSIG};
+                .flags = SBX_SPAWN_DROP_PRIVS | SBX_SPAWN_PDEATHSIG |
+                         (h->abi_minor >= 6 ? SBX_SPAWN_KEEPER : 0u)};
 
         jail_spawn_ids(spec, &sp);
         r = h->proc_spawn(h, &sp, &b->jb.proc, err);

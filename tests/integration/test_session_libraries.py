@@ -134,6 +134,29 @@ def test_javascript_library_into_a_live_session(client):
     assert r["stdout"] == "/tmp/.sbx/libs/1/node_modules/left-pad/index.js\n00042\n", r
 
 
+def test_javascript_import_finds_a_live_library(client):
+    """ES modules ignore NODE_PATH: import() of a set copied into the live
+    session is found all the same (the driver's resolve hook), the newest
+    set first, also by an interpreter started again; a name no set has is
+    still not found."""
+    sid = client.create("javascript")
+    ok(client.run(sid, "let x = 41"))
+    cell = "import('left-pad').then((m) => console.log(m.default(String(x + 1), 5, '0')))"
+    r = ok(client.run(sid, cell, libraries=["left-pad@1.3.0"]))
+    assert r["stdout"] == "00042\n", r
+    r = ok(client.run(sid, "import('semver').then((m) => console.log(m.default.valid('1.2.3')))",
+                      libraries=["semver@7.6.0"]))
+    assert r["stdout"] == "1.2.3\n", r
+    r = client.run(sid, "import('no-such-package-here').catch((e) => console.log(e.code))")
+    assert r["stdout"] == "ERR_MODULE_NOT_FOUND\n", r
+    # an interpreter started again (the session's environment names the
+    # newest set) imports it too
+    r = client.run(sid, "process.kill(process.pid, 'SIGKILL')")
+    assert r["status"] != "ok" or r["exit_code"] != 0, r
+    r = ok(client.run(sid, "import('left-pad').then((m) => console.log(m.default('7', 3, '0')))"))
+    assert r["stdout"] == "007\n", r
+
+
 def test_links_in_a_set_are_not_copied(client):
     """npm links a package's commands into node_modules/.bin: the copy
     leaves links out (and says so); require() does not need them."""

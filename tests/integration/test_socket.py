@@ -23,7 +23,8 @@ import time
 import pytest
 
 import conftest
-from conftest import EXIT_TIMEOUT, EXIT_TOOL, ROOT, SBX_BIN, clean_env, run_cli
+from conftest import (BACKEND, EXIT_TIMEOUT, EXIT_TOOL, ROOT, SBX_BIN, backend_controls,
+                      clean_env, run_cli)
 
 PROTOCOL = "2025-06-18"
 EXIT_USAGE = 2
@@ -767,6 +768,16 @@ def test_cli_exec_prints_like_run(scripted, tmp_path):
     assert scripted.calls[-1] == ("execute_code", {
         "session_id": "s1", "code": "from file", "timeout": 5, "stdin": "input\n",
         "files": {"data.csv": "a,b\n"}}), scripted.calls[-1]
+    # --library (repeat, or A,B): execute_code's libraries, for the live session
+    r = scli(scripted, "exec", "s1", "-c", "x = 1", "--library", "six==1.16.0",
+             "--library", "a,b")
+    assert r.rc == 0, r
+    assert scripted.calls[-1] == ("execute_code", {
+        "session_id": "s1", "code": "x = 1",
+        "libraries": ["six==1.16.0", "a", "b"]}), scripted.calls[-1]
+    r = scli(scripted, "exec", "s1", "-c", "x", "--library", "a,,b")
+    assert r.rc == EXIT_USAGE, r
+    assert b"bad value 'a,,b' for '--library' (an empty name)" in r.err, r
     r = scli(scripted, "exec", "s1", "-", input=b"from stdin")
     assert r.rc == 0 and r.out == b"ran: from stdin\n", r
     r = scli(scripted, "exec", "s1", input=b"implicit stdin")
@@ -919,6 +930,34 @@ def test_session_lifecycle(session_server, tmp_path):
     r = sess(srv, "exec", sid, "-c", "print(1)")
     assert r.rc != 0 and r.rc == EXIT_TOOL and r.err.strip(), r
     assert sid not in sess(srv, "list").out.decode()
+
+
+def test_session_exec_installs_a_library_into_the_live_session(session_server):
+    """`session exec --library` installs into the running session, as MCP's
+    execute_code with a session id and libraries does: the variables stay,
+    the library imports, and later calls still have it."""
+    ctl = backend_controls()
+    if not all(ctl[c]["level"] == "full" for c in ("network_registries", "host_mounts")):
+        pytest.skip("backend %s cannot install libraries" % BACKEND)
+    srv = session_server
+    r = sess(srv, "create", "-l", "python")
+    assert r.rc == 0, r
+    sid = r.out.decode().strip()
+    try:
+        assert sess(srv, "exec", sid, "-c", "x = 41").rc == 0
+        r = sess(srv, "exec", sid, "--library", "six==1.16.0", "-c",
+                 "import six\nprint(six.__version__, x + 1)", timeout=300)
+        assert r.rc == 0 and r.out == b"1.16.0 42\n", r
+        r = sess(srv, "exec", sid, "-c", "import six\nprint(six.__file__)")
+        assert r.rc == 0 and r.out.startswith(b"/tmp/.sbx/libs/1/"), r
+        # a set that does not resolve fails the call and leaves the session
+        r = sess(srv, "exec", sid, "--library", "six==0.0.1", "-c", "print(x)",
+                 timeout=300)
+        assert r.rc == EXIT_TOOL, r
+        r = sess(srv, "exec", sid, "-c", "import six\nprint(x)")
+        assert r.rc == 0 and r.out == b"41\n", r
+    finally:
+        sess(srv, "close", sid)
 
 
 def test_session_is_shared_across_connections(session_server):

@@ -33,7 +33,7 @@ extern "C" {
 #endif
 
 #define SBX_ABI_MAJOR           1
-#define SBX_ABI_MINOR           5
+#define SBX_ABI_MINOR           6
 #define SBX_PLUGIN_ENTRY_SYMBOL "sbx_plugin_entry_v1"
 
 #if defined(__GNUC__) || defined(__clang__)
@@ -161,6 +161,12 @@ enum sbx_spawn_flags {
     SBX_SPAWN_DROP_PRIVS = 1u << 0,   /* when the core runs as root: run as the sandbox uid */
     SBX_SPAWN_PDEATHSIG = 1u << 1,    /* SIGKILL the child if the core dies */
     SBX_SPAWN_NO_NEW_PRIVS = 1u << 2, /* ABI 1.1: set no_new_privs before exec */
+    /* ABI 1.6: run the child under a keeper, a subreaper that SIGKILLs
+     * whatever the child leaves behind when the child or the core dies
+     * (with SBX_SPAWN_PDEATHSIG only). sbx_host.proc_pid() is then the
+     * keeper's pid, and any signal sent to the proc ends the child and all
+     * it left: SIGKILL semantics only. */
+    SBX_SPAWN_KEEPER = 1u << 3,
 };
 
 /* One fd the child receives: parent's fd, the number it has in the child. */

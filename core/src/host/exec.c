@@ -14,6 +14,16 @@
  * the identity change, which clears it), execve. Resource limits are the
  * agent's job inside the sandbox, for every backend alike.
  *
+ * With SBX_SPAWN_KEEPER the child stays behind as a keeper (keeper_main)
+ * and a grandchild execs: a launcher such as bwrap clones its sandbox
+ * before it sets that child's parent-death signal and releases it, so a
+ * launcher killed in between (the core SIGKILLed, the launcher following
+ * by its own parent-death signal) leaves the sandbox's first process
+ * blocked for ever on a handshake, a child of init. The keeper is a child
+ * subreaper: what its launcher leaves comes to it, and it kills it. It
+ * learns of the core's death by a caught SIGTERM, not SIGKILL, so it lives
+ * to do that.
+ *
  * On cgroup v2 the child is made with clone3(CLONE_INTO_CGROUP) and starts
  * in its group, so it writes no cgroup.procs (a write migrates a running
  * process under the cgroup locks; bench/spawn_cgroup.c measures both).
@@ -51,7 +61,8 @@ static atomic_bool no_clone3;
 struct exec_proc {
     pid_t pid;
     int pidfd;
-    int fds[3]; /* parent ends of stdio pipes, or -1 */
+    int fds[3];  /* parent ends of stdio pipes, or -1 */
+    bool keeper; /* pid is a keeper: any signal ends its whole tree */
     bool reaped;
     int status;
 };
@@ -113,6 +124,127 @@ static void child_place_fds(const struct child_plan *cp)
     }
 }
 
+/* SIGKILL each child of this (single-threaded) process: what the launcher
+ * left, reparented to us, and the launcher. Pids stay ours until reaped.
+ * Without /proc's children list (CONFIG_PROC_CHILDREN), the launcher
+ * alone, while it is unreaped (0: it is reaped). */
+static void kill_children(pid_t launcher)
+{
+    char buf[512];
+    long pid = 0;
+    bool in = false;
+    int fd = open("/proc/thread-self/children", O_RDONLY | O_CLOEXEC);
+    ssize_t n;
+
+    if (fd < 0) {
+        if (launcher > 0)
+            kill(launcher, SIGKILL);
+        return;
+    }
+    while ((n = read(fd, buf, sizeof(buf))) > 0) {
+        for (ssize_t i = 0; i < n; i++) {
+            if (buf[i] >= '0' && buf[i] <= '9') {
+                pid = pid * 10 + (buf[i] - '0'), in = true;
+                continue;
+            }
+            if (in)
+                kill((pid_t)pid, SIGKILL);
+            pid = 0, in = false;
+        }
+    }
+    if (in)
+        kill((pid_t)pid, SIGKILL);
+    close(fd);
+}
+
+/* End as the launcher ended: its exit code, or its signal. */
+static __attribute__((noreturn)) void keeper_exit(int status_code, int code)
+{
+    struct sigaction sa;
+    sigset_t none;
+
+    if (status_code == CLD_EXITED)
+        _exit(code);
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = SIG_DFL;
+    (void)sigaction(code, &sa, NULL);
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    kill(getpid(), code);
+    _exit(128 + code);
+}
+
+/* The keeper: run the launcher as a grandchild, reap it and what it leaves
+ * (a subreaper inherits its orphans), and on SIGTERM (sent by the core, or
+ * the core's death) kill them all. It exits when nothing is left. */
+static __attribute__((noreturn)) void keeper_main(const struct child_plan *cp)
+{
+    const struct sbx_spawn *spec = cp->spec;
+    int main_code = CLD_KILLED, main_status = SIGKILL;
+    bool main_done = false, ending = false;
+    pid_t self = getpid();
+    sigset_t set, none;
+    long pid;
+
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    sigaddset(&set, SIGTERM);
+    sigemptyset(&none);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0 || prctl(PR_SET_PDEATHSIG, SIGTERM) < 0)
+        child_fail(cp, errno);
+    if (getppid() != cp->parent)
+        _exit(127);
+    /* A raw clone: glibc's fork would run atfork handlers, whose locks
+     * another thread of the core may have held when we were forked. */
+    pid = syscall(SYS_clone, (unsigned long)SIGCHLD, 0, 0, 0, 0);
+    if (pid < 0)
+        child_fail(cp, errno);
+    if (pid == 0) {
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+            child_fail(cp, errno);
+        if (getppid() != self)
+            _exit(127);
+        execve(spec->path, (char *const *)spec->argv, (char *const *)spec->envp);
+        child_fail(cp, errno);
+    }
+    /* The launcher holds the stdio, the passed fds and the error pipe. */
+    close_range(0, ~0U, 0);
+    for (;;) {
+        siginfo_t si;
+
+        if (!ending) {
+            int sig = sigwaitinfo(&set, &si);
+
+            if (sig == SIGTERM)
+                ending = true;
+            if (sig != SIGCHLD && sig != SIGTERM)
+                continue;
+        }
+        if (ending)
+            kill_children(main_done ? 0 : (pid_t)pid);
+        for (;;) {
+            memset(&si, 0, sizeof(si));
+            if (waitid(P_ALL, 0, &si, WEXITED | (ending ? 0 : WNOHANG)) < 0) {
+                if (errno == EINTR)
+                    continue;
+                if (errno == ECHILD && (ending || main_done))
+                    keeper_exit(main_code, main_status);
+                break;
+            }
+            if (si.si_pid == 0)
+                break;
+            if (si.si_pid == (pid_t)pid)
+                main_done = true, main_code = si.si_code, main_status = si.si_status;
+            if (main_done)
+                ending = true; /* the launcher is gone: end what it left */
+            if (ending)
+                kill_children(main_done ? 0 : (pid_t)pid);
+        }
+    }
+}
+
 static __attribute__((noreturn)) void child_main(const struct child_plan *cp)
 {
     const struct sbx_spawn *spec = cp->spec;
@@ -143,6 +275,8 @@ static __attribute__((noreturn)) void child_main(const struct child_plan *cp)
     }
     if ((spec->flags & SBX_SPAWN_NO_NEW_PRIVS) && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
         child_fail(cp, errno);
+    if (spec->flags & SBX_SPAWN_KEEPER)
+        keeper_main(cp);
     if (spec->flags & SBX_SPAWN_PDEATHSIG) {
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
             child_fail(cp, errno);
@@ -201,7 +335,8 @@ static int check_spec(const struct sbx_spawn *spec, struct sbx_error **err)
     if (!spec || !spec->path || spec->path[0] != '/' || !spec->argv || !spec->argv[0] ||
             !spec->envp || spec->n_fds > MAX_FDS || (spec->n_fds && !spec->fds) ||
             (spec->flags & ~(uint32_t)(SBX_SPAWN_DROP_PRIVS | SBX_SPAWN_PDEATHSIG |
-                                       SBX_SPAWN_NO_NEW_PRIVS)))
+                                       SBX_SPAWN_NO_NEW_PRIVS | SBX_SPAWN_KEEPER)) ||
+            ((spec->flags & SBX_SPAWN_KEEPER) && !(spec->flags & SBX_SPAWN_PDEATHSIG)))
         return sbx_error_set(err, SBX_E_INVALID, 0, "invalid spawn request");
     for (size_t i = 0; i < spec->n_fds; i++) {
         if (spec->fds[i].child_fd < 3 || spec->fds[i].parent_fd < 0)
@@ -226,6 +361,7 @@ int exec_spawn(const struct sbx_spawn *spec, const struct exec_ctx *ctx, struct 
     if (!p)
         return sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
     p->pidfd = p->fds[0] = p->fds[1] = p->fds[2] = -1;
+    p->keeper = spec->flags & SBX_SPAWN_KEEPER;
     want[0] = spec->stdin_fd, want[1] = spec->stdout_fd, want[2] = spec->stderr_fd;
     null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
     if (null_fd < 0) {
@@ -335,6 +471,8 @@ int exec_proc_signal(struct exec_proc *p, int sig)
 
     if (p->reaped)
         return 0;
+    if (p->keeper) /* SIGKILL would kill the keeper alone */
+        sig = SIGTERM;
     r = p->pidfd >= 0 ? (int)syscall(SYS_pidfd_send_signal, p->pidfd, sig, NULL, 0)
                       : kill(p->pid, sig);
     if (r < 0 && errno != ESRCH)

@@ -126,16 +126,24 @@ static void answer(int fd, const char *status, const char *why)
  * unspecified, multicast and broadcast. */
 static bool addr_forbidden(const struct sockaddr *sa)
 {
+    /* sa may be any sockaddr's storage: copy the family's struct out, not
+     * cast (its alignment may be less than sockaddr_in's). */
     if (sa->sa_family == AF_INET) {
-        uint32_t a = ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr);
+        struct sockaddr_in in;
+        uint32_t a;
+
+        memcpy(&in, sa, sizeof(in));
+        a = ntohl(in.sin_addr.s_addr);
 
         return (a >> 24) == 127 || (a >> 24) == 0 || (a >> 16) == 0xA9FE || (a >> 28) == 0xE ||
                a == 0xFFFFFFFFu;
     }
     if (sa->sa_family == AF_INET6) {
-        const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+        struct sockaddr_in6 in6;
+        const struct in6_addr *a = &in6.sin6_addr;
         const uint8_t *b = a->s6_addr;
 
+        memcpy(&in6, sa, sizeof(in6));
         if (IN6_IS_ADDR_V4MAPPED(a) || IN6_IS_ADDR_V4COMPAT(a)) {
             struct sockaddr_in v4 = {.sin_family = AF_INET};
 

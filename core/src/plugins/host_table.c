@@ -62,6 +62,7 @@ static int to_perr(struct sbx_err *perr, struct sbx_error *e)
     return rc;
 }
 
+SBX_PRINTF(3, 4)
 static void host_log(const struct sbx_host *h, int level, const char *fmt, ...)
 {
     va_list ap;

@@ -153,8 +153,9 @@ int sbx_req_limit_parse(struct sbx_req_limits *l, enum sbx_req_field field, cons
     static const char *const what[] = {
             [RK_SECONDS] = "a number of seconds, at most 3 decimals (30, 1.5)",
             [RK_CORES] = "a number of cores, at most 3 decimals (1, 0.5)",
-            [RK_SIZE] = "a size: digits, at most 3 decimals, and an optional unit k, M, G or T "
-                        "(binary: 1M is 1048576 bytes)",
+            /* one string, in two pieces */
+            [RK_SIZE] = ("a size: digits, at most 3 decimals, and an optional unit k, M, G or T "
+                         "(binary: 1M is 1048576 bytes)"),
             [RK_COUNT] = "a whole number",
     };
     const struct req_field *f = NULL;
