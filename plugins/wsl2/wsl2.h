@@ -13,11 +13,13 @@
 #include "../bwrap/bwrap.h" /* the boxes are bubblewrap's */
 
 #define WSL2_LAUNCHER_WORDS 8
+/* where the -wsl2 package puts the opener, inside the distribution too */
+#define WSL2_OPENER "/usr/libexec/llm-sandbox/sbx-wsl2-open"
 
 struct wsl2_state {
     struct bwrap_state b; /* first: bwrap's run.c takes this state as its own */
     struct bwrap_wsl wsl;
-    char distro[65], user[33];
+    char distro[65], user[33], opener[256];
     char words[512]; /* the launcher setting, split in place */
     const char *launcher[WSL2_LAUNCHER_WORDS + 1];
 };

@@ -81,9 +81,12 @@ MXC = BACKEND == "mxc"
 # environment name the real ones (plugins/wsl2/README.md).
 WSL2 = BACKEND == "wsl2"
 WSL2_SHIM = os.path.join(SBX_BUILD_DIR, "tests", "wsl-shim")
+# The opener the plugin runs in the distribution (plugins/wsl2/opener.c):
+# here the build's, on Windows where it was installed there.
+WSL2_OPENER = os.path.join(SBX_BUILD_DIR, "libexec", "llm-sandbox", "sbx-wsl2-open")
 WSL2_ENV = {k: os.environ.get(k, v) for k, v in (
     ("LLM_SANDBOX_WSL2_LAUNCHER", WSL2_SHIM), ("LLM_SANDBOX_WSL2_DISTRO", "sbx-wsl2-test"),
-    ("LLM_SANDBOX_WSL2_USER", "sbx-wsl2"))}
+    ("LLM_SANDBOX_WSL2_USER", "sbx-wsl2"), ("LLM_SANDBOX_WSL2_OPENER", WSL2_OPENER))}
 # settings.c: the host uid sandboxed code runs as when the server is root.
 SANDBOX_UID = 1879048192
 SANDBOX_GID = 1879048192
