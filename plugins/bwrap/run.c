@@ -84,8 +84,8 @@ static void fds_init(struct box_fds *f)
     f->info_r = f->block_w = -1;
 }
 
-static int fds_open(const struct sbx_host *h, bool net_on, bool wsl, struct box_fds *f,
-        struct sbx_err *err)
+static int fds_open(
+        const struct sbx_host *h, bool net_on, bool wsl, struct box_fds *f, struct sbx_err *err)
 {
     int p[2];
 
@@ -153,8 +153,8 @@ static int put_all(int fd, const unsigned char *buf, size_t n, struct sbx_err *e
 
         if (w < 0 && (errno == EAGAIN || errno == EINTR)) {
             if (poll(&pfd, 1, 30000) == 0)
-                return sbx_err_fill(err, SBX_E_BACKEND, ETIMEDOUT,
-                        "the WSL2 opener took no input for 30 s");
+                return sbx_err_fill(
+                        err, SBX_E_BACKEND, ETIMEDOUT, "the WSL2 opener took no input for 30 s");
             continue;
         }
         if (w <= 0)

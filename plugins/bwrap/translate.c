@@ -44,13 +44,14 @@
  *
  * WSL2 (in->wsl, plugins/wsl2) changes only the edges: the launcher's words
  * and "-d DISTRO -u USER --cd / --exec OPENER BWRAP" come first (no shell:
- * wsl.exe executes the opener, which takes the fds' contents from its stdin
- * and executes bwrap; no --info-fd, since only fds 0-2 cross); the environment, which wsl.exe does not carry,
- * follows the namespaces as --clearenv and --setenv pairs, minus WSL's own
- * variables (WSL_INTEROP, WSLENV, ...: interop with Windows) and with
- * PATH's Windows directories (/mnt/..., or not absolute) left out; a host
- * path on a Windows drive (under /mnt) is refused, so nothing of the
- * sandbox is staged there. The rest is the same argv.
+ * wsl.exe executes the opener, which takes the blobs from its stdin and
+ * executes bwrap; no --info-fd, since only fds 0-2 cross); the
+ * environment, which wsl.exe does not carry, follows the namespaces as
+ * --clearenv and --setenv pairs, minus WSL's own variables (WSL_INTEROP,
+ * WSLENV, ...: interop with Windows) and with PATH's Windows directories
+ * (/mnt/..., or not absolute) left out; a host path on a Windows drive
+ * (under /mnt) is refused, so nothing of the sandbox is staged there. The
+ * rest is the same argv.
  */
 #include "translate.h"
 

@@ -21,8 +21,8 @@ int wsl_frame_magic(struct wsl_frame *f, const unsigned char *b, const char **wh
     return 0;
 }
 
-int wsl_frame_header(struct wsl_frame *f, const unsigned char *hdr, struct wsl_frame_rec *rec,
-        const char **why)
+int wsl_frame_header(
+        struct wsl_frame *f, const unsigned char *hdr, struct wsl_frame_rec *rec, const char **why)
 {
     uint32_t len = (uint32_t)hdr[2] | (uint32_t)hdr[3] << 8 | (uint32_t)hdr[4] << 16 |
                    (uint32_t)hdr[5] << 24;

@@ -54,8 +54,8 @@ int wsl_frame_magic(struct wsl_frame *f, const unsigned char *b, const char **wh
 
 /* The next 6-byte header: 0 and rec filled, or -1 with *why set (a static
  * string). After WSL_FRAME_END nothing more is read. */
-int wsl_frame_header(struct wsl_frame *f, const unsigned char *hdr, struct wsl_frame_rec *rec,
-        const char **why);
+int wsl_frame_header(
+        struct wsl_frame *f, const unsigned char *hdr, struct wsl_frame_rec *rec, const char **why);
 
 /* Write the header of a record (the sender's side). */
 void wsl_frame_put(unsigned char *hdr, int type, int fd, uint32_t len);

@@ -125,8 +125,8 @@ int main(int argc, char **argv)
         return 0;
     }
     if (argc < 3 || argv[1][0] != '/')
-        return fail("usage: sbx-wsl2-open /ABS/PATH/bwrap BWRAP-OPTIONS... (stream on stdin)",
-                NULL);
+        return fail(
+                "usage: sbx-wsl2-open /ABS/PATH/bwrap BWRAP-OPTIONS... (stream on stdin)", NULL);
     for (int i = 0; i <= WSL_FRAME_FD_MAX; i++)
         at[i] = -1;
     wsl_frame_init(&f);
