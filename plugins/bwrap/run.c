@@ -16,8 +16,10 @@
  * wsl.exe: no descriptor is passed; the blobs bwrap reads from descriptors
  * go first down the launcher's stdin (plugins/wsl2/wslframe.h) to the
  * opener in the distribution, which puts them at the same numbers and
- * execs bwrap. There is no --info-fd: the box ends by killing the launcher
- * (and the cgroup where there is one).
+ * starts bwrap. The agent's pid is the opener's business (a pid of the
+ * distribution names no process here): the box ends by SIGTERM to the
+ * launcher, on which the opener kills the agent and exits once bwrap has
+ * reaped it; SIGKILL and the cgroup after a grace.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -53,6 +55,20 @@ static const struct jail_kind bwrap_kind = {.launcher = "bwrap",
         .close = bwrap_box_close,
         .reap = await_agent,
         .diag_error = bwrap_diag_error};
+
+/* WSL2: SIGTERM to the launcher reaches the opener, which kills the agent
+ * and waits for the sandbox to be gone (plugins/wsl2/open.c). */
+static const struct jail_kind wsl_kind = {.launcher = "wsl.exe (bwrap)",
+        .term_grace_ms = 5000,
+        .kill = bwrap_box_kill,
+        .close = bwrap_box_close,
+        .reap = NULL,
+        .diag_error = bwrap_diag_error};
+
+static const struct jail_kind *kind_of(const struct bwrap_box *b)
+{
+    return b->st->wsl ? &wsl_kind : &bwrap_kind;
+}
 
 static const char passwd_data[] = JAIL_PASSWD;
 static const char group_data[] = JAIL_GROUP;
@@ -327,7 +343,7 @@ int bwrap_box_open(
     }
     fds_close(&f);
     if (r < 0) /* bwrap's own message ("bwrap: ...") says more than ours */
-        return jail_box_open_failed(b, &bwrap_kind, r, err);
+        return jail_box_open_failed(b, kind_of(b), r, err);
     *ret_box = b;
     return 0;
 }
@@ -342,7 +358,9 @@ int bwrap_box_kill(void *box)
      * init inherits no orphan (box_close escalates if bwrap lingers, and
      * freeing the cgroup kills whatever is left). Without the agent's pid,
      * the cgroup kill and killing bwrap reach the agent (--die-with-parent). */
-    if (b->agent_pidfd >= 0) {
+    if (b->st->wsl && b->jb.proc) {
+        h->proc_signal(b->jb.proc, SIGTERM); /* the opener ends the sandbox */
+    } else if (b->agent_pidfd >= 0) {
         syscall(SYS_pidfd_send_signal, b->agent_pidfd, SIGKILL, NULL, 0);
     } else {
         if (b->jb.cg)
@@ -369,7 +387,7 @@ static void await_agent(struct jail_box *jb)
 /* bwrap's own message ("bwrap: ...") is its error, or the WSL2 opener's. */
 static int bwrap_diag_error(char *diag, struct sbx_err *err)
 {
-    return strstr(diag, "bwrap:") || strstr(diag, "sbx-wsl2-open:")
+    return strstr(diag, "bwrap:") || strstr(diag, "wsl2-open:")
                    ? sbx_err_fill(err, SBX_E_BACKEND, 0, "%s", diag)
                    : 0;
 }
@@ -377,7 +395,7 @@ static int bwrap_diag_error(char *diag, struct sbx_err *err)
 int bwrap_box_close(void *box, struct sbx_box_stats *stats, struct sbx_err *err)
 {
     struct bwrap_box *b = box;
-    int r = jail_box_close(&b->jb, &bwrap_kind, stats, err);
+    int r = jail_box_close(&b->jb, kind_of(b), stats, err);
 
     if (b->agent_pidfd >= 0)
         close(b->agent_pidfd);

@@ -21,7 +21,7 @@
 /* WSL2 (plugins/wsl2): the same sandbox, started inside a WSL2 distribution
  * through its launcher: LAUNCHER... -d DISTRO -u USER --cd / --exec OPENER
  * BWRAP then the options below, never through a shell. wsl.exe carries only
- * stdin, stdout and stderr: the opener (plugins/wsl2/opener.c) receives the
+ * stdin, stdout and stderr: the opener (plugins/wsl2/open.c) receives the
  * blobs on stdin and puts them at the fd numbers below before it execs
  * bwrap; there is no --info-fd (a pid of the distribution means nothing to
  * the host). wsl.exe hands the
@@ -33,7 +33,7 @@ struct bwrap_wsl {
     const char *const *launcher; /* argv prefix (wsl.exe ...), NULL-terminated, not empty */
     const char *distro;          /* [A-Za-z0-9._-]{1,64} */
     const char *user;            /* [a-z_][a-z0-9_-]{0,31} */
-    const char *opener;          /* sbx-wsl2-open's absolute path inside it */
+    const char *opener;          /* wsl2-open's absolute path inside it */
     const char *bwrap;           /* bwrap's absolute path inside the distribution */
 };
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * wslframe.h: what the host (plugins/bwrap/run.c, under WSL2) sends the
- * WSL2 opener (plugins/wsl2/opener.c) on its stdin before the agent's
+ * WSL2 opener (plugins/wsl2/open.c) on its stdin before the agent's
  * channel begins, since wsl.exe carries only stdin, stdout and stderr into
  * the distribution. The stream:
  *

@@ -2,12 +2,13 @@
 /*
  * probe.c: check, through the launcher, that the configured distribution
  * is installed (`wsl.exe -l -q`), is WSL version 2 (`-l -v`), has bwrap
- * 0.8.0 or newer and this build's opener (opener.c), and that user
+ * 0.8.0 or newer and this build's opener (open.c), and that user
  * namespaces work in it (a real box opened
  * and closed); each failure says what to do. Fills the capability report
  * from what worked, marking enforcement on Windows unverified. Never runs
  * anything in the distribution through a shell.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -148,7 +149,30 @@ static int check_bwrap(struct wsl2_state *st, struct sbx_err *err)
     return 0;
 }
 
-/* The opener (opener.c) in the distribution speaks this plugin's stream. */
+/* Something of ours to ask dladdr about (an object: ISO C has no cast
+ * from a function pointer). */
+static const char anchor;
+
+/* The opener's path in the distribution: the setting, else where it lies
+ * beside this plugin's library here (the same package installed there). */
+static int default_opener(struct wsl2_state *st, const char *set)
+{
+    Dl_info info;
+    const char *slash;
+
+    if (set && *set) {
+        snprintf(st->opener, sizeof(st->opener), "%s", set);
+        return 0;
+    }
+    if (!dladdr(&anchor, &info) || !info.dli_fname || !(slash = strrchr(info.dli_fname, '/')) ||
+            (size_t)(slash - info.dli_fname) + sizeof("/wsl2-open") > sizeof(st->opener))
+        return -1;
+    snprintf(st->opener, sizeof(st->opener), "%.*s/wsl2-open", (int)(slash - info.dli_fname),
+            info.dli_fname);
+    return 0;
+}
+
+/* The opener (open.c) in the distribution speaks this plugin's stream. */
 static int check_opener(struct wsl2_state *st, struct sbx_err *err)
 {
     const char *const cmd[] = {"-d", st->distro, "-u", st->user, "--cd", "/", "--exec",
@@ -160,12 +184,12 @@ static int check_opener(struct wsl2_state *st, struct sbx_err *err)
     if (launch(st, cmd, out, sizeof(out), &status, err) < 0)
         return err->rc;
     out[sizeof(out) - 1] = '\0';
-    snprintf(want, sizeof(want), "sbx-wsl2-open stream %.7s", WSL_FRAME_MAGIC);
+    snprintf(want, sizeof(want), "wsl2-open stream %.7s", WSL_FRAME_MAGIC);
     if (status != 0 || !strstr((const char *)out, want))
         return sbx_err_fill(err, SBX_E_UNAVAILABLE, ENOENT,
                 "no llm-sandbox WSL2 opener at %s in WSL distribution '%s' speaking stream "
-                "%.7s (it said '%.60s'): install this build's sbx-wsl2-open there (e.g. wsl -d "
-                "%s -u root --exec install -D -m 0755 /mnt/c/PATH/sbx-wsl2-open %s) or set "
+                "%.7s (it said '%.60s'): install this build's wsl2-open there (e.g. wsl -d "
+                "%s -u root --exec install -D -m 0755 /mnt/c/PATH/wsl2-open %s) or set "
                 "LLM_SANDBOX_WSL2_OPENER",
                 st->wsl.opener, st->distro, WSL_FRAME_MAGIC, (const char *)out, st->distro,
                 st->wsl.opener);
@@ -231,10 +255,10 @@ int wsl2_probe(void *state, struct sbx_caps *caps, struct sbx_err *err)
     snprintf(st->distro, sizeof(st->distro), "%s", distro);
     snprintf(st->user, sizeof(st->user), "%s", user);
     snprintf(st->b.bwrap, sizeof(st->b.bwrap), "%s", bwrap ? bwrap : "/usr/bin/bwrap");
-    snprintf(st->opener, sizeof(st->opener), "%s", opener ? opener : WSL2_OPENER);
-    if (st->opener[0] != '/')
+    if (default_opener(st, opener) < 0 || st->opener[0] != '/')
         return sbx_err_fill(err, SBX_E_INVALID, 0,
-                "LLM_SANDBOX_WSL2_OPENER must be an absolute path inside the distribution");
+                "set LLM_SANDBOX_WSL2_OPENER to wsl2-open's absolute path inside the "
+                "distribution");
     st->wsl = (struct bwrap_wsl){.launcher = st->launcher,
             .distro = st->distro,
             .user = st->user,

@@ -13,8 +13,6 @@
 #include "../bwrap/bwrap.h" /* the boxes are bubblewrap's */
 
 #define WSL2_LAUNCHER_WORDS 8
-/* where the -wsl2 package puts the opener, inside the distribution too */
-#define WSL2_OPENER "/usr/libexec/llm-sandbox/sbx-wsl2-open"
 
 struct wsl2_state {
     struct bwrap_state b; /* first: bwrap's run.c takes this state as its own */

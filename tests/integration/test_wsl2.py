@@ -54,8 +54,9 @@ def test_vsock_is_refused_by_our_filter():
 
 def test_launched_through_wsl_exe_without_a_shell():
     """From the host while a run lives: the process the CLI started is the
-    launcher that became bwrap (the stand-in execs only bwrap, and only
-    after checking -d, -u, --cd / and --exec), in the environment a WSL
+    launcher that became the opener, bwrap's parent (the stand-in execs only
+    bwrap or the opener, and only after checking -d, -u, --cd / and
+    --exec), given no descriptor (no --info-fd), in the environment a WSL
     session starts with (WSL_INTEROP and all: wsl.exe carries none of
     ours), while the program inside has exactly the documented environment,
     which bwrap was given as --clearenv and --setenv."""
@@ -84,7 +85,8 @@ def test_launched_through_wsl_exe_without_a_shell():
     finally:
         out, _ = p.communicate(timeout=60)
     assert b'"status":"ok"' in out, out
-    assert argv[0] == b"bwrap" and argv[1] == b"--unshare-user", argv
+    assert argv[0] == b"wsl2-open" and argv[1] == b"/usr/bin/bwrap", argv
+    assert argv[2] == b"--unshare-user" and b"--info-fd" not in argv, argv
     assert argv.count(b"--clearenv") == 1 and argv[-1] == b"/.sbx/agent", argv
     setenv = {argv[i + 1].decode(): argv[i + 2].decode()
               for i, a in enumerate(argv) if a == b"--setenv"}
@@ -143,9 +145,9 @@ def probe_error(**settings):
     ({"bwrap": "/nonexistent/bwrap"}, "no bwrap at /nonexistent/bwrap in WSL distribution"),
     ({"launcher": "/nonexistent/wsl.exe"}, "WSL launcher '/nonexistent/wsl.exe' not found"),
     ({"launcher": "wsl.exe"}, "set LLM_SANDBOX_WSL2_LAUNCHER to wsl.exe's path"),
-    ({"opener": "/nonexistent/sbx-wsl2-open"},
-     "no llm-sandbox WSL2 opener at /nonexistent/sbx-wsl2-open in WSL distribution"),
-    ({"opener": "sbx-wsl2-open"}, "LLM_SANDBOX_WSL2_OPENER must be an absolute path"),
+    ({"opener": "/nonexistent/wsl2-open"},
+     "no llm-sandbox WSL2 opener at /nonexistent/wsl2-open in WSL distribution"),
+    ({"opener": "wsl2-open"}, "set LLM_SANDBOX_WSL2_OPENER to wsl2-open's absolute path"),
 ], ids=["no-distro", "no-user", "root", "not-listed", "wsl1", "user-refused", "no-bwrap",
         "no-launcher", "default-launcher", "no-opener", "relative-opener"])
 @needs_shim
@@ -236,4 +238,4 @@ def test_the_opener_refuses_a_bad_stream(stream, says):
     bwrap runs."""
     p = opened(stream, "--", "/bin/echo", "bwrap ran")
     assert p.returncode == 125 and b"bwrap ran" not in p.stdout, p
-    assert p.stderr.startswith(b"sbx-wsl2-open: ") and says in p.stderr, p
+    assert p.stderr.startswith(b"wsl2-open: ") and says in p.stderr, p

@@ -239,7 +239,7 @@ static struct bwrap_wsl wsl_of(const char *const *launcher)
     return (struct bwrap_wsl){.launcher = launcher,
             .distro = "Debian",
             .user = "sbx",
-            .opener = "/usr/libexec/llm-sandbox/sbx-wsl2-open",
+            .opener = "/usr/lib/x86_64-linux-gnu/llm-sandbox/plugins/wsl2-open",
             .bwrap = "/usr/bin/bwrap"};
 }
 
@@ -342,7 +342,8 @@ static void test_wsl_invariants(void **state)
     }
     /* wsl.exe -d D -u U --cd / --exec OPENER /usr/bin/bwrap: no shell between */
     assert_int_equal(exec_at, 7);
-    assert_string_equal(av->argv[exec_at + 1], "/usr/libexec/llm-sandbox/sbx-wsl2-open");
+    assert_string_equal(
+            av->argv[exec_at + 1], "/usr/lib/x86_64-linux-gnu/llm-sandbox/plugins/wsl2-open");
     assert_string_equal(av->argv[exec_at + 2], "/usr/bin/bwrap");
     assert_string_equal(av->argv[exec_at + 3], "--unshare-user");
     assert_int_equal(setenvs, 4); /* PATH, HOME, LANG, PYTHONPATH */
@@ -382,7 +383,7 @@ static void test_wsl_refusals(void **state)
     w.bwrap = "bwrap"; /* relative: wsl.exe would search the distribution's PATH */
     assert_int_equal(bwrap_translate(&in, av, &err), SBX_E_INVALID);
     w = wsl_of(wsl_exe);
-    w.opener = "sbx-wsl2-open"; /* relative, likewise */
+    w.opener = "wsl2-open"; /* relative, likewise */
     assert_int_equal(bwrap_translate(&in, av, &err), SBX_E_INVALID);
     w = wsl_of(wsl_exe);
     /* an inherited descriptor would not cross wsl.exe */

@@ -9,8 +9,8 @@
  *   -l -v                      the table "NAME STATE VERSION", '*' marking
  *                              the default, in the same encoding
  *   -d DISTRO -u USER --cd / --exec /ABS/PATH/bwrap --version
- *   -d DISTRO -u USER --cd / --exec /ABS/PATH/sbx-wsl2-open --version
- *   -d DISTRO -u USER --cd / --exec /ABS/PATH/sbx-wsl2-open /ABS/PATH/bwrap ARGS...
+ *   -d DISTRO -u USER --cd / --exec /ABS/PATH/wsl2-open --version
+ *   -d DISTRO -u USER --cd / --exec /ABS/PATH/wsl2-open /ABS/PATH/bwrap ARGS...
  *                              DISTRO one of the WSL2 distributions listed,
  *                              USER the one configured (SHIM_USER), the
  *                              program bwrap or the plugin's opener (no
@@ -111,15 +111,15 @@ static int run(int argc, char **argv)
     if (prog[0] != '/')
         return refuse("--exec of a relative path", prog);
     base = strrchr(prog, '/') + 1;
-    if (strcmp(base, "bwrap") != 0 && strcmp(base, "sbx-wsl2-open") != 0)
-        return refuse("--exec of something other than bwrap or sbx-wsl2-open", prog);
+    if (strcmp(base, "bwrap") != 0 && strcmp(base, "wsl2-open") != 0)
+        return refuse("--exec of something other than bwrap or wsl2-open", prog);
     if (strcmp(base, "bwrap") == 0 && (argc != 10 || strcmp(argv[9], "--version") != 0))
         return refuse("bwrap run directly for more than --version: its descriptors would "
                       "not cross",
                 argv[9]);
-    if (strcmp(base, "sbx-wsl2-open") == 0 && strcmp(argv[9], "--version") != 0 &&
+    if (strcmp(base, "wsl2-open") == 0 && strcmp(argv[9], "--version") != 0 &&
             (argv[9][0] != '/' || strcmp(strrchr(argv[9], '/'), "/bwrap") != 0))
-        return refuse("sbx-wsl2-open given something other than bwrap's absolute path", argv[9]);
+        return refuse("wsl2-open given something other than bwrap's absolute path", argv[9]);
     snprintf(env_distro, sizeof(env_distro), "WSL_DISTRO_NAME=%s", distro);
     if (chdir("/") < 0)
         return refuse("chdir /", NULL);
