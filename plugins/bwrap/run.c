@@ -14,7 +14,7 @@
  *
  * Under WSL2 (st->wsl, plugins/wsl2) only stdin, stdout and stderr cross
  * wsl.exe: no descriptor is passed; the blobs bwrap reads from descriptors
- * go first down the launcher's stdin (plugins/wsl2/wslframe.h) to the
+ * go first down the launcher's stdin (plugins/common/wslframe.h) to the
  * opener in the distribution, which puts them at the same numbers and
  * starts bwrap. The agent's pid is the opener's business (a pid of the
  * distribution names no process here): the box ends by SIGTERM to the
@@ -189,6 +189,7 @@ static int put_blob(int wfd, int fd, int child_fd, struct sbx_err *err)
     struct stat sb;
     off_t off = 0;
 
+    errno = 0;
     if (fstat(fd, &sb) < 0 || sb.st_size < 0 || sb.st_size > (off_t)WSL_FRAME_BLOB_MAX)
         return sbx_err_fill(err, SBX_E_BACKEND, errno, "a blob for the WSL2 opener: %s",
                 errno ? strerror(errno) : "too large");
@@ -212,7 +213,7 @@ static int put_blob(int wfd, int fd, int child_fd, struct sbx_err *err)
     return 0;
 }
 
-/* WSL2: the stream the opener reads before it execs bwrap (wslframe.h).
+/* WSL2: the stream the opener reads before it starts bwrap (wslframe.h).
  * SIGPIPE is held while writing, so an opener that died becomes an error
  * here (its own message, on stderr, replaces ours), not the end of the
  * process. */
