@@ -63,7 +63,7 @@ report() {
 trap report EXIT
 
 FUZZ="manifest config seccomp_list jsonrpc tool_args b64 wsframe proxy_request agentc k8s_channel
-    k8s_kubeconfig wsl2_list"
+    k8s_kubeconfig wsl2_list wsl2_frame"
 FUZZ_TARGETS=$(for t in $FUZZ; do printf 'fuzz_%s ' "$t"; done)
 
 step "dependencies"
@@ -158,7 +158,9 @@ unprivileged_lane() {
         SBX_TEST_BACKEND=mxc SBX_TEST_LIST=tests/integration/mxc-ci.list \
         tests/integration/run-unprivileged.sh build -m "contract or mxc"
     # WSL2 (experimental) through its stand-in for wsl.exe over the real
-    # bwrap (tests/wsl2/wsl_shim.c): as a user, as on Windows; not as root.
+    # bwrap (tests/wsl2/wsl_shim.c, which like wsl.exe passes only fds 0-2,
+    # so boxes go through the plugin's opener): as a user, as on Windows;
+    # not as root. About 40 s and 5 s here.
     u "integration (wsl2: its checks and the CI list of the contract suite)" env \
         SBX_TEST_BACKEND=wsl2 SBX_TEST_LIST=tests/integration/wsl2-ci.list \
         tests/integration/run-unprivileged.sh build -m "contract or wsl2"

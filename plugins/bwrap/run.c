@@ -19,18 +19,32 @@
  * --die-with-parent) would leave it blocked for ever, a child of init; the
  * keeper, a subreaper, inherits it and kills it. nsjail has no such window:
  * its child waits on a socketpair whose other end dies with nsjail.
+ *
+ * Under WSL2 (st->wsl, plugins/wsl2) only stdin, stdout and stderr cross
+ * wsl.exe: no descriptor is passed; the blobs bwrap reads from descriptors
+ * go first down the launcher's stdin (plugins/common/wslframe.h) to the
+ * opener in the distribution, which puts them at the same numbers and
+ * starts bwrap. The agent's pid is the opener's business (a pid of the
+ * distribution names no process here): the box ends by SIGTERM to the
+ * launcher, on which the opener kills the agent and exits once bwrap has
+ * reaped it; SIGKILL and the cgroup after a grace. No keeper there: bwrap's
+ * window is inside the distribution, where the opener is bwrap's parent.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bwrap.h"
+#include "wslframe.h"
 
 #define CHILD_FD_BASE 3
 
@@ -50,6 +64,20 @@ static const struct jail_kind bwrap_kind = {.launcher = "bwrap",
         .close = bwrap_box_close,
         .reap = await_agent,
         .diag_error = bwrap_diag_error};
+
+/* WSL2: SIGTERM to the launcher reaches the opener, which kills the agent
+ * and waits for the sandbox to be gone (plugins/wsl2/open.c). */
+static const struct jail_kind wsl_kind = {.launcher = "wsl.exe (bwrap)",
+        .term_grace_ms = 5000,
+        .kill = bwrap_box_kill,
+        .close = bwrap_box_close,
+        .reap = NULL,
+        .diag_error = bwrap_diag_error};
+
+static const struct jail_kind *kind_of(const struct bwrap_box *b)
+{
+    return b->st->wsl ? &wsl_kind : &bwrap_kind;
+}
 
 static const char passwd_data[] = JAIL_PASSWD;
 static const char group_data[] = JAIL_GROUP;
@@ -81,7 +109,8 @@ static void fds_init(struct box_fds *f)
     f->info_r = f->block_w = -1;
 }
 
-static int fds_open(const struct sbx_host *h, bool net_on, struct box_fds *f, struct sbx_err *err)
+static int fds_open(
+        const struct sbx_host *h, bool net_on, bool wsl, struct box_fds *f, struct sbx_err *err)
 {
     int p[2];
 
@@ -93,6 +122,8 @@ static int fds_open(const struct sbx_host *h, bool net_on, struct box_fds *f, st
                     0 ||
             h->memfd_new(h, "hosts", hosts_data, sizeof(hosts_data) - 1, &f->fd[FD_HOSTS], err) < 0)
         return err->rc;
+    if (wsl) /* nothing but stdio crosses wsl.exe */
+        return 0;
     if (pipe2(p, O_CLOEXEC) < 0)
         return sbx_err_fill(err, SBX_E_IO, errno, "pipe: %s", strerror(errno));
     f->info_r = p[0], f->fd[FD_INFO] = p[1];
@@ -138,6 +169,88 @@ static int read_child_pid(int fd, int *ret_pid, struct sbx_err *err)
     return 0;
 }
 
+/* All of buf down the launcher's stdin (non-blocking), within 30 s. */
+static int put_all(int fd, const unsigned char *buf, size_t n, struct sbx_err *err)
+{
+    while (n > 0) {
+        struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+        ssize_t w = write(fd, buf, n);
+
+        if (w < 0 && (errno == EAGAIN || errno == EINTR)) {
+            if (poll(&pfd, 1, 30000) == 0)
+                return sbx_err_fill(
+                        err, SBX_E_BACKEND, ETIMEDOUT, "the WSL2 opener took no input for 30 s");
+            continue;
+        }
+        if (w <= 0)
+            return sbx_err_fill(err, SBX_E_BACKEND, errno,
+                    "the WSL2 opener stopped reading its input: %s", strerror(errno));
+        buf += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* One blob (the whole file behind fd) as a record of the opener's stream. */
+static int put_blob(int wfd, int fd, int child_fd, struct sbx_err *err)
+{
+    unsigned char buf[65536], hdr[WSL_FRAME_HDR];
+    struct stat sb;
+    off_t off = 0;
+
+    errno = 0;
+    if (fstat(fd, &sb) < 0 || sb.st_size < 0 || sb.st_size > (off_t)WSL_FRAME_BLOB_MAX)
+        return sbx_err_fill(err, SBX_E_BACKEND, errno, "a blob for the WSL2 opener: %s",
+                errno ? strerror(errno) : "too large");
+    wsl_frame_put(hdr, WSL_FRAME_FD, child_fd, (uint32_t)sb.st_size);
+    if (put_all(wfd, hdr, sizeof(hdr), err) < 0)
+        return err->rc;
+    while (off < sb.st_size) {
+        ssize_t n = pread(fd, buf, sizeof(buf), off);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return sbx_err_fill(err, SBX_E_IO, n < 0 ? errno : EIO,
+                    "reading a blob for the WSL2 opener: %s", n < 0 ? strerror(errno) : "short");
+        if ((off_t)n > sb.st_size - off)
+            n = (ssize_t)(sb.st_size - off); /* it grew: send what was announced */
+        if (put_all(wfd, buf, (size_t)n, err) < 0)
+            return err->rc;
+        off += n;
+    }
+    return 0;
+}
+
+/* WSL2: the stream the opener reads before it starts bwrap (wslframe.h).
+ * SIGPIPE is held while writing, so an opener that died becomes an error
+ * here (its own message, on stderr, replaces ours), not the end of the
+ * process. */
+static int send_stream(const struct box_fds *f, const int *child, int wfd, struct sbx_err *err)
+{
+    static const struct timespec now = {0, 0};
+    unsigned char hdr[WSL_FRAME_HDR];
+    sigset_t pipe, old;
+    int r = 0;
+
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe, &old);
+    r = put_all(wfd, (const unsigned char *)WSL_FRAME_MAGIC, WSL_FRAME_MAGIC_LEN, err);
+    for (int i = 0; r == 0 && i < FD_COUNT; i++)
+        if (f->fd[i] >= 0)
+            r = put_blob(wfd, f->fd[i], child[i], err);
+    if (r == 0) {
+        wsl_frame_put(hdr, WSL_FRAME_END, -1, 0);
+        r = put_all(wfd, hdr, sizeof(hdr), err);
+    }
+    if (r < 0 && !sigismember(&old, SIGPIPE))
+        while (sigtimedwait(&pipe, NULL, &now) == SIGPIPE)
+            ;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return r;
+}
+
 /* With network "on": attach pasta, then let bwrap go on (--block-fd). */
 static int attach_pasta(struct bwrap_box *b, struct box_fds *f, const struct sbx_box_spec *spec,
         struct sbx_err *err)
@@ -153,13 +266,13 @@ static int attach_pasta(struct bwrap_box *b, struct box_fds *f, const struct sbx
 }
 
 static int spawn_bwrap(struct bwrap_box *b, const struct sbx_box_spec *spec, struct box_fds *f,
-        struct sbx_err *err)
+        int *child, struct sbx_err *err)
 {
     const struct sbx_host *h = b->jb.h;
     struct sbx_fd_map map[FD_COUNT];
     size_t n = 0;
     struct bwrap_argv *argv = malloc(sizeof(*argv)); /* ~10 KiB: not on the stack */
-    int child[FD_COUNT], r;
+    int r;
 
     if (!argv)
         return sbx_err_fill(err, SBX_E_NOMEM, ENOMEM, "out of memory");
@@ -189,11 +302,11 @@ static int spawn_bwrap(struct bwrap_box *b, const struct sbx_box_spec *spec, str
                 .stdin_fd = SBX_FD_PIPE,
                 .stdout_fd = SBX_FD_PIPE,
                 .stderr_fd = SBX_FD_PIPE,
-                .fds = map,
-                .n_fds = n,
+                .fds = b->st->wsl ? NULL : map, /* WSL2: down stdin instead */
+                .n_fds = b->st->wsl ? 0 : n,
                 .cgroup = b->jb.cg,
                 .flags = SBX_SPAWN_DROP_PRIVS | SBX_SPAWN_PDEATHSIG |
-                         (h->abi_minor >= 6 ? SBX_SPAWN_KEEPER : 0u)};
+                         (h->abi_minor >= 6 && !b->st->wsl ? SBX_SPAWN_KEEPER : 0u)};
 
         jail_spawn_ids(spec, &sp);
         r = h->proc_spawn(h, &sp, &b->jb.proc, err);
@@ -210,7 +323,7 @@ int bwrap_box_open(
     struct bwrap_box *b = calloc(1, sizeof(*b));
     bool net_on = spec->policy->network == SBX_NET_ON;
     struct box_fds f;
-    int r;
+    int child[FD_COUNT], r;
 
     if (!b)
         return sbx_err_fill(err, SBX_E_NOMEM, ENOMEM, "out of memory");
@@ -220,10 +333,13 @@ int bwrap_box_open(
     fds_init(&f);
     r = jail_cgroup_new(h, spec, &b->jb.cg, err);
     if (r == 0)
-        r = fds_open(h, net_on, &f, err);
+        r = fds_open(h, net_on, st->wsl != NULL, &f, err);
     if (r == 0)
-        r = spawn_bwrap(b, spec, &f, err);
-    if (r == 0) {
+        r = spawn_bwrap(b, spec, &f, child, err);
+    if (r == 0 && st->wsl) {
+        jail_chan_take(h, b->jb.proc, &b->jb.chan);
+        r = send_stream(&f, child, b->jb.chan.wfd, err);
+    } else if (r == 0) {
         jail_chan_take(h, b->jb.proc, &b->jb.chan);
         for (int i = 0; i < FD_COUNT; i++) /* bwrap has its copies now */
             if (f.fd[i] >= 0)
@@ -238,7 +354,7 @@ int bwrap_box_open(
     }
     fds_close(&f);
     if (r < 0) /* bwrap's own message ("bwrap: ...") says more than ours */
-        return jail_box_open_failed(b, &bwrap_kind, r, err);
+        return jail_box_open_failed(b, kind_of(b), r, err);
     *ret_box = b;
     return 0;
 }
@@ -253,7 +369,9 @@ int bwrap_box_kill(void *box)
      * init inherits no orphan (box_close escalates if bwrap lingers, and
      * freeing the cgroup kills whatever is left). Without the agent's pid,
      * the cgroup kill and killing bwrap reach the agent (--die-with-parent). */
-    if (b->agent_pidfd >= 0) {
+    if (b->st->wsl && b->jb.proc) {
+        h->proc_signal(b->jb.proc, SIGTERM); /* the opener ends the sandbox */
+    } else if (b->agent_pidfd >= 0) {
         syscall(SYS_pidfd_send_signal, b->agent_pidfd, SIGKILL, NULL, 0);
     } else {
         if (b->jb.cg)
@@ -277,16 +395,18 @@ static void await_agent(struct jail_box *jb)
         jb->h->log(jb->h, SBX_LOG_WARN, "sandbox agent %d still exiting after 5 s", b->agent_pid);
 }
 
-/* bwrap's own message ("bwrap: ...") is its error. */
+/* bwrap's own message ("bwrap: ...") is its error, or the WSL2 opener's. */
 static int bwrap_diag_error(char *diag, struct sbx_err *err)
 {
-    return strstr(diag, "bwrap:") ? sbx_err_fill(err, SBX_E_BACKEND, 0, "%s", diag) : 0;
+    return strstr(diag, "bwrap:") || strstr(diag, "wsl2-open:")
+                   ? sbx_err_fill(err, SBX_E_BACKEND, 0, "%s", diag)
+                   : 0;
 }
 
 int bwrap_box_close(void *box, struct sbx_box_stats *stats, struct sbx_err *err)
 {
     struct bwrap_box *b = box;
-    int r = jail_box_close(&b->jb, &bwrap_kind, stats, err);
+    int r = jail_box_close(&b->jb, kind_of(b), stats, err);
 
     if (b->agent_pidfd >= 0)
         close(b->agent_pidfd);

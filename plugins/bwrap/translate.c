@@ -43,13 +43,15 @@
  * (bubblewrap < 0.12 follows symlinks while setting up).
  *
  * WSL2 (in->wsl, plugins/wsl2) changes only the edges: the launcher's words
- * and "-d DISTRO -u USER --cd / --exec BWRAP" come first (no shell: wsl.exe
- * executes bwrap itself); the environment, which wsl.exe does not carry,
- * follows the namespaces as --clearenv and --setenv pairs, minus WSL's own
- * variables (WSL_INTEROP, WSLENV, ...: interop with Windows) and with
- * PATH's Windows directories (/mnt/..., or not absolute) left out; a host
- * path on a Windows drive (under /mnt) is refused, so nothing of the
- * sandbox is staged there. The rest is the same argv.
+ * and "-d DISTRO -u USER --cd / --exec OPENER BWRAP" come first (no shell:
+ * wsl.exe executes the opener, which takes the blobs from its stdin and
+ * executes bwrap; no --info-fd, since only fds 0-2 cross); the
+ * environment, which wsl.exe does not carry, follows the namespaces as
+ * --clearenv and --setenv pairs, minus WSL's own variables (WSL_INTEROP,
+ * WSLENV, ...: interop with Windows) and with PATH's Windows directories
+ * (/mnt/..., or not absolute) left out; a host path on a Windows drive
+ * (under /mnt) is refused, so nothing of the sandbox is staged there. The
+ * rest is the same argv.
  */
 #include "translate.h"
 
@@ -159,8 +161,20 @@ static int wsl_check(const struct bwrap_input *in, struct sbx_err *err)
     const struct bwrap_wsl *w = in->wsl;
     const char *bad = in->box.proxy_socket;
 
-    if (!w->launcher || !w->launcher[0] || !w->launcher[0][0] || !w->bwrap || w->bwrap[0] != '/')
-        return sbx_err_fill(err, SBX_E_INVALID, 0, "WSL2 translation: no launcher or bwrap path");
+    if (!w->launcher || !w->launcher[0] || !w->launcher[0][0] || !w->bwrap || w->bwrap[0] != '/' ||
+            !w->opener || w->opener[0] != '/')
+        return sbx_err_fill(
+                err, SBX_E_INVALID, 0, "WSL2 translation: no launcher, opener or bwrap path");
+    if (in->box.policy->network == SBX_NET_ON) {
+        snprintf(err->field, sizeof(err->field), "network");
+        return sbx_err_fill(err, SBX_E_UNSUPPORTED, 0,
+                "WSL2: network \"on\" is not offered (pasta cannot attach to a namespace "
+                "inside the distribution)");
+    }
+    if (in->info_fd >= 0 || in->block_fd >= 0)
+        return sbx_err_fill(err, SBX_E_INVALID, 0,
+                "WSL2 translation: only stdin, stdout and stderr cross wsl.exe (no info or "
+                "block fd)");
     if (!word_ok(w->distro, LOWER UPPER DIGITS, LOWER UPPER DIGITS "._-", 64))
         return sbx_err_fill(err, SBX_E_INVALID, 0,
                 "WSL2 distribution name '%.64s' is not [A-Za-z0-9][A-Za-z0-9._-]*",
@@ -189,7 +203,7 @@ static void add_wsl_launcher(struct builder *b, const struct bwrap_wsl *w)
     add2(b, "-d", w->distro);
     add2(b, "-u", w->user);
     add2(b, "--cd", "/");
-    add2(b, "--exec", w->bwrap);
+    add3(b, "--exec", w->opener, w->bwrap);
 }
 
 /* PATH without Windows directories: those WSL appends live on the drive
@@ -260,7 +274,8 @@ int bwrap_translate(const struct bwrap_input *in, struct bwrap_argv *out, struct
 
     out->argc = 0;
     out->used = 0;
-    if (in->seccomp_fd < 0 || in->agent_fd < 0 || in->info_fd < 0 || (net_on && in->block_fd < 0)) {
+    if (in->seccomp_fd < 0 || in->agent_fd < 0 || (!in->wsl && in->info_fd < 0) ||
+            (net_on && !in->wsl && in->block_fd < 0)) {
         err->rc = SBX_E_INVALID;
         snprintf(err->msg, sizeof(err->msg), "bwrap translation: missing fd");
         return SBX_E_INVALID;
@@ -336,7 +351,8 @@ int bwrap_translate(const struct bwrap_input *in, struct bwrap_argv *out, struct
         add2(&b, "--remount-ro", "/");
     add2(&b, "--chdir", "/workspace");
     add_fd(&b, "--seccomp", in->seccomp_fd);
-    add_fd(&b, "--info-fd", in->info_fd);
+    if (in->info_fd >= 0)
+        add_fd(&b, "--info-fd", in->info_fd);
     if (net_on)
         add_fd(&b, "--block-fd", in->block_fd);
     add2(&b, "--", BWRAP_AGENT);

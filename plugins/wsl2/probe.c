@@ -2,11 +2,13 @@
 /*
  * probe.c: check, through the launcher, that the configured distribution
  * is installed (`wsl.exe -l -q`), is WSL version 2 (`-l -v`), has bwrap
- * 0.8.0 or newer, and that user namespaces work in it (a real box opened
+ * 0.8.0 or newer and this build's opener (open.c), and that user
+ * namespaces work in it (a real box opened
  * and closed); each failure says what to do. Fills the capability report
  * from what worked, marking enforcement on Windows unverified. Never runs
  * anything in the distribution through a shell.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +16,7 @@
 #include <unistd.h>
 
 #include "wsl2.h"
+#include "wslframe.h"
 #include "wslist.h"
 
 #define LIST_BYTES 8192
@@ -146,6 +149,53 @@ static int check_bwrap(struct wsl2_state *st, struct sbx_err *err)
     return 0;
 }
 
+/* Something of ours to ask dladdr about (an object: ISO C has no cast
+ * from a function pointer). */
+static const char anchor;
+
+/* The opener's path in the distribution: the setting, else where it lies
+ * beside this plugin's library here (the same package installed there). */
+static int default_opener(struct wsl2_state *st, const char *set)
+{
+    Dl_info info;
+    const char *slash;
+
+    if (set && *set) {
+        snprintf(st->opener, sizeof(st->opener), "%s", set);
+        return 0;
+    }
+    if (!dladdr(&anchor, &info) || !info.dli_fname || !(slash = strrchr(info.dli_fname, '/')) ||
+            (size_t)(slash - info.dli_fname) + sizeof("/wsl2-open") > sizeof(st->opener))
+        return -1;
+    snprintf(st->opener, sizeof(st->opener), "%.*s/wsl2-open", (int)(slash - info.dli_fname),
+            info.dli_fname);
+    return 0;
+}
+
+/* The opener (open.c) in the distribution speaks this plugin's stream. */
+static int check_opener(struct wsl2_state *st, struct sbx_err *err)
+{
+    const char *const cmd[] = {"-d", st->distro, "-u", st->user, "--cd", "/", "--exec",
+            st->wsl.opener, "--version", NULL};
+    char want[48];
+    unsigned char out[256];
+    int status = 0;
+
+    if (launch(st, cmd, out, sizeof(out), &status, err) < 0)
+        return err->rc;
+    out[sizeof(out) - 1] = '\0';
+    snprintf(want, sizeof(want), "wsl2-open stream %.7s", WSL_FRAME_MAGIC);
+    if (status != 0 || !strstr((const char *)out, want))
+        return sbx_err_fill(err, SBX_E_UNAVAILABLE, ENOENT,
+                "no llm-sandbox WSL2 opener at %s in WSL distribution '%s' speaking stream "
+                "%.7s (it said '%.60s'): install this build's wsl2-open there (e.g. wsl -d "
+                "%s -u root --exec install -D -m 0755 /mnt/c/PATH/wsl2-open %s) or set "
+                "LLM_SANDBOX_WSL2_OPENER",
+                st->wsl.opener, st->distro, WSL_FRAME_MAGIC, (const char *)out, st->distro,
+                st->wsl.opener);
+    return 0;
+}
+
 /* The trial box failed: say what to do when user namespaces are the cause. */
 static int trial_failed(const struct wsl2_state *st, struct sbx_err *err)
 {
@@ -191,7 +241,7 @@ int wsl2_probe(void *state, struct sbx_caps *caps, struct sbx_err *err)
     struct wsl2_state *st = state;
     const struct sbx_host *h = st->b.h;
     const char *distro = h->setting(h, "distro"), *user = h->setting(h, "user");
-    const char *bwrap = h->setting(h, "bwrap");
+    const char *bwrap = h->setting(h, "bwrap"), *opener = h->setting(h, "opener");
 
     if (!distro || !*distro)
         return sbx_err_fill(err, SBX_E_UNAVAILABLE, 0,
@@ -205,12 +255,20 @@ int wsl2_probe(void *state, struct sbx_caps *caps, struct sbx_err *err)
     snprintf(st->distro, sizeof(st->distro), "%s", distro);
     snprintf(st->user, sizeof(st->user), "%s", user);
     snprintf(st->b.bwrap, sizeof(st->b.bwrap), "%s", bwrap ? bwrap : "/usr/bin/bwrap");
-    st->wsl = (struct bwrap_wsl){
-            .launcher = st->launcher, .distro = st->distro, .user = st->user, .bwrap = st->b.bwrap};
+    if (default_opener(st, opener) < 0 || st->opener[0] != '/')
+        return sbx_err_fill(err, SBX_E_INVALID, 0,
+                "set LLM_SANDBOX_WSL2_OPENER to wsl2-open's absolute path inside the "
+                "distribution");
+    st->wsl = (struct bwrap_wsl){.launcher = st->launcher,
+            .distro = st->distro,
+            .user = st->user,
+            .opener = st->opener,
+            .bwrap = st->b.bwrap};
     st->b.wsl = &st->wsl;
     st->b.pasta[0] = '\0';
     st->b.tun_ok = false;
-    if (find_launcher(st, err) < 0 || check_distro(st, err) < 0 || check_bwrap(st, err) < 0)
+    if (find_launcher(st, err) < 0 || check_distro(st, err) < 0 || check_bwrap(st, err) < 0 ||
+            check_opener(st, err) < 0)
         return err->rc;
     /* The host's merged-/usr layout stands for the distribution's: the
      * same machine under the tests' launcher; on Windows, unverified. */

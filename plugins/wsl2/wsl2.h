@@ -17,7 +17,7 @@
 struct wsl2_state {
     struct bwrap_state b; /* first: bwrap's run.c takes this state as its own */
     struct bwrap_wsl wsl;
-    char distro[65], user[33];
+    char distro[65], user[33], opener[256];
     char words[512]; /* the launcher setting, split in place */
     const char *launcher[WSL2_LAUNCHER_WORDS + 1];
 };

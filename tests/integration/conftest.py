@@ -68,7 +68,7 @@ BACKEND = os.environ.get("SBX_TEST_BACKEND", "bwrap")
 CLUSTER = BACKEND == "kubernetes"
 CONTAINER = BACKEND in ("docker", "podman") or CLUSTER
 LAUNCHER = {"bwrap": "bwrap", "nsjail": "nsjail", "docker": "agent", "podman": "agent",
-            "kubernetes": "agent", "mxc": "lxc-exec", "wsl2": "bwrap"}[BACKEND]
+            "kubernetes": "agent", "mxc": "lxc-exec", "wsl2": "wsl2-open"}[BACKEND]
 # What starting a sandbox adds to a run's duration beyond a local container's.
 START_SLACK_MS = 12000 if CLUSTER else 0
 # MXC (plugins/mxc): bwrap, not the agent, is pid 1 of its box, the box's
@@ -81,9 +81,13 @@ MXC = BACKEND == "mxc"
 # environment name the real ones (plugins/wsl2/README.md).
 WSL2 = BACKEND == "wsl2"
 WSL2_SHIM = os.path.join(SBX_BUILD_DIR, "tests", "wsl-shim")
+# The opener the plugin runs in the distribution (plugins/wsl2/open.c):
+# here the build's, beside the plugin (its default); on Windows where it
+# was installed there.
+WSL2_OPENER = os.path.join(SBX_BUILD_DIR, "lib", "llm-sandbox", "plugins", "wsl2-open")
 WSL2_ENV = {k: os.environ.get(k, v) for k, v in (
     ("LLM_SANDBOX_WSL2_LAUNCHER", WSL2_SHIM), ("LLM_SANDBOX_WSL2_DISTRO", "sbx-wsl2-test"),
-    ("LLM_SANDBOX_WSL2_USER", "sbx-wsl2"))}
+    ("LLM_SANDBOX_WSL2_USER", "sbx-wsl2"), ("LLM_SANDBOX_WSL2_OPENER", WSL2_OPENER))}
 # settings.c: the host uid sandboxed code runs as when the server is root.
 SANDBOX_UID = 1879048192
 SANDBOX_GID = 1879048192
@@ -725,7 +729,8 @@ def launcher_above(pid):
 
 def find_launcher(mark_value):
     """The launcher processes of the run marked mark_value. Under wsl2 the
-    launcher is wsl.exe's stand-in become bwrap, in the environment of a WSL
+    launcher is wsl.exe's stand-in become the plugin's opener (bwrap's
+    parent, plugins/wsl2/open.c), in the environment of a WSL
     session (wsl.exe carries none of ours, so not the marker either): it is
     found above the run's marked processes."""
     if not WSL2:

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 """The WSL2 backend (plugins/wsl2) through its own code, with wsl.exe's
 stand-in (tests/wsl2/wsl_shim.c) as launcher: the command line it sends
-(no shell: wsl.exe -d DISTRO -u USER --cd / --exec bwrap), the environment
+(no shell: wsl.exe -d DISTRO -u USER --cd / --exec OPENER bwrap), only
+stdin, stdout and stderr crossing (the opener's stream), the environment
 carried across with none of WSL's interop variables, AF_VSOCK refused by
 our filter, the probe's answer to each wrong setting, and the report that
 marks the backend experimental and its enforcement on Windows unverified.
@@ -15,7 +16,8 @@ import time
 import pytest
 
 import conftest
-from conftest import (BASE_ENV, PYTHON_ENV, SBX_BIN, WSL2, WSL2_ENV, WSL2_SHIM, backend_controls,
+from conftest import (BASE_ENV, PYTHON_ENV, SBX_BIN, WSL2, WSL2_ENV, WSL2_OPENER, WSL2_SHIM,
+                      backend_controls,
                       clean_env, code, find_marked, launcher_above, new_mark, plugin_entry,
                       plugins_json, proc_environ, run_cli)
 
@@ -25,6 +27,8 @@ pytestmark = [pytest.mark.wsl2,
 SHIM = WSL2_SHIM
 DISTRO = WSL2_ENV["LLM_SANDBOX_WSL2_DISTRO"]
 USER = WSL2_ENV["LLM_SANDBOX_WSL2_USER"]
+OPENER = WSL2_ENV["LLM_SANDBOX_WSL2_OPENER"]
+BWRAP = "/usr/bin/bwrap"
 # Through the stand-in (here), or the real wsl.exe (on Windows: the checks
 # of the stand-in's own listing and refusals are then skipped).
 WITH_SHIM = WSL2_ENV["LLM_SANDBOX_WSL2_LAUNCHER"] == WSL2_SHIM
@@ -50,8 +54,9 @@ def test_vsock_is_refused_by_our_filter():
 
 def test_launched_through_wsl_exe_without_a_shell():
     """From the host while a run lives: the process the CLI started is the
-    launcher that became bwrap (the stand-in execs only bwrap, and only
-    after checking -d, -u, --cd / and --exec), in the environment a WSL
+    launcher that became the opener, bwrap's parent (the stand-in execs only
+    bwrap or the opener, and only after checking -d, -u, --cd / and
+    --exec), given no descriptor (no --info-fd), in the environment a WSL
     session starts with (WSL_INTEROP and all: wsl.exe carries none of
     ours), while the program inside has exactly the documented environment,
     which bwrap was given as --clearenv and --setenv."""
@@ -80,7 +85,8 @@ def test_launched_through_wsl_exe_without_a_shell():
     finally:
         out, _ = p.communicate(timeout=60)
     assert b'"status":"ok"' in out, out
-    assert argv[0] == b"bwrap" and argv[1] == b"--unshare-user", argv
+    assert argv[0] == b"wsl2-open" and argv[1] == b"/usr/bin/bwrap", argv
+    assert argv[2] == b"--unshare-user" and b"--info-fd" not in argv, argv
     assert argv.count(b"--clearenv") == 1 and argv[-1] == b"/.sbx/agent", argv
     setenv = {argv[i + 1].decode(): argv[i + 2].decode()
               for i, a in enumerate(argv) if a == b"--setenv"}
@@ -104,7 +110,11 @@ def test_launched_through_wsl_exe_without_a_shell():
     ["-u", USER, "-d", DISTRO, "--cd", "/", "--exec", "/usr/bin/bwrap", "--version"],
     ["-d", DISTRO, "-u", USER, "--cd", "/", "-e", "/usr/bin/bwrap", "--version"],
     ["-l"],
-], ids=["shell", "env", "no-cd", "root", "wsl1", "order", "dash-e", "list"])
+    ["-d", DISTRO, "-u", USER, "--cd", "/", "--exec", "/usr/bin/bwrap", "--unshare-user",
+     "--seccomp", "3", "--", "/bin/true"],
+    ["-d", DISTRO, "-u", USER, "--cd", "/", "--exec", WSL2_OPENER, "/bin/sh", "-c", "id"],
+], ids=["shell", "env", "no-cd", "root", "wsl1", "order", "dash-e", "list", "bwrap-direct",
+        "opener-not-bwrap"])
 @needs_shim
 def test_stand_in_refuses_what_the_plugin_must_not_send(args):
     """The stand-in is strict, so that the contract suite passing through
@@ -135,8 +145,11 @@ def probe_error(**settings):
     ({"bwrap": "/nonexistent/bwrap"}, "no bwrap at /nonexistent/bwrap in WSL distribution"),
     ({"launcher": "/nonexistent/wsl.exe"}, "WSL launcher '/nonexistent/wsl.exe' not found"),
     ({"launcher": "wsl.exe"}, "set LLM_SANDBOX_WSL2_LAUNCHER to wsl.exe's path"),
+    ({"opener": "/nonexistent/wsl2-open"},
+     "no llm-sandbox WSL2 opener at /nonexistent/wsl2-open in WSL distribution"),
+    ({"opener": "wsl2-open"}, "set LLM_SANDBOX_WSL2_OPENER to wsl2-open's absolute path"),
 ], ids=["no-distro", "no-user", "root", "not-listed", "wsl1", "user-refused", "no-bwrap",
-        "no-launcher", "default-launcher"])
+        "no-launcher", "default-launcher", "no-opener", "relative-opener"])
 @needs_shim
 def test_each_probe_failure_says_what_to_do(settings, says):
     """Each wrong setting is found by the probe, through the launcher, and
@@ -162,3 +175,67 @@ def test_report_marks_it_experimental_and_unverified():
     line = [l for l in r.out.decode().splitlines() + r.err.decode().splitlines()
             if "plugin:wsl2" in l]
     assert line and "experimental" in line[0], (line, r)
+
+
+def opened(stream, *bwrap_args, pass_fds=()):
+    """The opener through the launcher, as the plugin runs it, with stream
+    on stdin; bwrap binds / read-only and a tmpfs on /run."""
+    argv = [WSL2_ENV["LLM_SANDBOX_WSL2_LAUNCHER"], "-d", DISTRO, "-u", USER, "--cd", "/",
+            "--exec", OPENER, BWRAP, "--ro-bind", "/", "/", "--tmpfs", "/run"] + list(bwrap_args)
+    return subprocess.run(argv, input=stream, capture_output=True, timeout=60, env={},
+                          pass_fds=pass_fds)
+
+
+def record(kind, fd, payload=b""):
+    return bytes([kind, fd]) + len(payload).to_bytes(4, "little") + payload
+
+
+MAGIC = b"SBXWSL1\n"
+END = record(ord("E"), 0)
+
+
+def test_blobs_cross_on_stdin_and_the_channel_follows():
+    """Only stdin, stdout and stderr cross wsl.exe: a blob sent in the
+    opener's stream is at the descriptor bwrap was told (--ro-bind-data 3),
+    and every byte after the end record is the program's own stdin, none
+    taken by the opener."""
+    p = opened(MAGIC + record(ord("F"), 3, b"seccomp and agent stand here") + END + b"channel",
+               "--ro-bind-data", "3", "/run/blob", "--", "/bin/cat", "/run/blob", "-")
+    assert p.returncode == 0 and p.stdout == b"seccomp and agent stand herechannel", p
+
+
+@needs_shim
+def test_a_descriptor_of_the_caller_does_not_cross():
+    """The stand-in closes every descriptor above 2, as wsl.exe carries
+    none: bwrap told to read the caller's open fd finds nothing there (a
+    regression to passing descriptors fails here as it would on Windows)."""
+    r, w = os.pipe()
+    try:
+        os.write(w, b"from the host")
+        os.close(w)
+        p = opened(MAGIC + END, "--ro-bind-data", str(r), "/run/blob", "--", "/bin/cat",
+                   "/run/blob", pass_fds=(r,))
+    finally:
+        os.close(r)
+    assert p.returncode != 0 and b"from the host" not in p.stdout, p
+    assert b"Bad file descriptor" in p.stderr, p
+
+
+@pytest.mark.parametrize("stream,says", [
+    (b"", b"stdin ended before the stream"),
+    (b"#!/bin/sh\nid\n", b"bad magic"),
+    (MAGIC + record(ord("F"), 2, b"x") + END, b"descriptor outside 3..15"),
+    (MAGIC + record(ord("F"), 3, b"x") + record(ord("F"), 3, b"y") + END,
+     b"descriptor given twice"),
+    (MAGIC + bytes([ord("F"), 3]) + (65 << 20).to_bytes(4, "little"),
+     b"blob larger than 64 MiB"),
+    (MAGIC + record(ord("F"), 3, b"short")[:-2], b"stdin ended inside a blob"),
+    (MAGIC + record(ord("F"), 3, b"x"), b"stdin ended inside the stream"),
+], ids=["empty", "script", "fd-2", "twice", "too-large", "short-blob", "no-end"])
+def test_the_opener_refuses_a_bad_stream(stream, says):
+    """The opener parses bytes that crossed a trust boundary: anything but
+    a well-formed stream ends it with status 125 and its reason, before
+    bwrap runs."""
+    p = opened(stream, "--", "/bin/echo", "bwrap ran")
+    assert p.returncode == 125 and b"bwrap ran" not in p.stdout, p
+    assert p.stderr.startswith(b"wsl2-open: ") and says in p.stderr, p

@@ -236,8 +236,23 @@ static const char *const wsl_exe[] = {"wsl.exe", NULL};
 
 static struct bwrap_wsl wsl_of(const char *const *launcher)
 {
-    return (struct bwrap_wsl){
-            .launcher = launcher, .distro = "Debian", .user = "sbx", .bwrap = "/usr/bin/bwrap"};
+    return (struct bwrap_wsl){.launcher = launcher,
+            .distro = "Debian",
+            .user = "sbx",
+            .opener = "/usr/lib/x86_64-linux-gnu/llm-sandbox/plugins/wsl2-open",
+            .bwrap = "/usr/bin/bwrap"};
+}
+
+/* Under WSL2 only stdin, stdout and stderr cross: no info fd (the blobs'
+ * numbers are where the opener puts them). */
+static struct bwrap_input wsl_input(const struct sbx_policy *p, const struct bwrap_wsl *w)
+{
+    struct bwrap_input in = base_input(p);
+
+    in.info_fd = -1;
+    in.block_fd = -1;
+    in.wsl = w;
+    return in;
 }
 
 static void check_wsl(const char *name, const struct bwrap_input *in, struct bwrap_argv *av)
@@ -256,8 +271,8 @@ static void check_wsl(const char *name, const struct bwrap_input *in, struct bwr
 static void test_wsl_default(void **state)
 {
     struct sbx_policy p = base_policy();
-    struct bwrap_input in = base_input(&p);
     struct bwrap_wsl w = wsl_of(wsl_exe);
+    struct bwrap_input in = wsl_input(&p, &w);
     struct bwrap_argv *av = calloc(1, sizeof(*av));
 
     (void)state;
@@ -274,8 +289,8 @@ static void test_wsl_launcher_words_and_proxy(void **state)
     static const struct sbx_mount deps[] = {
             {.source = "/var/cache/llm-sandbox/deps/x", .target = "/deps", .flags = 0}};
     struct sbx_policy p = base_policy();
-    struct bwrap_input in = base_input(&p);
     struct bwrap_wsl w = wsl_of(shim);
+    struct bwrap_input in = wsl_input(&p, &w);
     struct bwrap_argv *av = calloc(1, sizeof(*av));
 
     (void)state;
@@ -295,8 +310,8 @@ static void test_wsl_launcher_words_and_proxy(void **state)
 static void test_wsl_invariants(void **state)
 {
     struct sbx_policy p = base_policy();
-    struct bwrap_input in = base_input(&p);
     struct bwrap_wsl w = wsl_of(wsl_exe);
+    struct bwrap_input in = wsl_input(&p, &w);
     struct bwrap_argv *av = calloc(1, sizeof(*av));
     struct sbx_err err = {.size = sizeof(err)};
     size_t exec_at = 0, clearenv_at = 0, setenvs = 0;
@@ -310,6 +325,8 @@ static void test_wsl_invariants(void **state)
 
         if (strcmp(a, "--exec") == 0 && !exec_at)
             exec_at = i;
+        /* nothing but stdio crosses wsl.exe: no info fd */
+        assert_string_not_equal(a, "--info-fd");
         if (strcmp(a, "--clearenv") == 0)
             clearenv_at = i;
         if (strcmp(a, "--setenv") == 0) {
@@ -323,10 +340,12 @@ static void test_wsl_invariants(void **state)
         if (i > 0 && strstr(av->argv[i - 1], "bind"))
             assert_true(strncmp(a, "/mnt", 4) != 0);
     }
-    /* wsl.exe -d D -u U --cd / --exec /usr/bin/bwrap: no shell between */
+    /* wsl.exe -d D -u U --cd / --exec OPENER /usr/bin/bwrap: no shell between */
     assert_int_equal(exec_at, 7);
-    assert_string_equal(av->argv[exec_at + 1], "/usr/bin/bwrap");
-    assert_string_equal(av->argv[exec_at + 2], "--unshare-user");
+    assert_string_equal(
+            av->argv[exec_at + 1], "/usr/lib/x86_64-linux-gnu/llm-sandbox/plugins/wsl2-open");
+    assert_string_equal(av->argv[exec_at + 2], "/usr/bin/bwrap");
+    assert_string_equal(av->argv[exec_at + 3], "--unshare-user");
     assert_int_equal(setenvs, 4); /* PATH, HOME, LANG, PYTHONPATH */
     free(av);
 }
@@ -342,8 +361,8 @@ static void test_wsl_refusals(void **state)
     static const char *const bad_users[] = {
             "Root", "-x", "1abc", "a b", "a$", "abcdefghijklmnopqrstuvwxyz0123456"};
     struct sbx_policy p = base_policy();
-    struct bwrap_input in = base_input(&p);
     struct bwrap_wsl w = wsl_of(wsl_exe);
+    struct bwrap_input in = wsl_input(&p, &w);
     struct bwrap_argv *av = calloc(1, sizeof(*av));
     struct sbx_err err = {.size = sizeof(err)};
 
@@ -364,11 +383,22 @@ static void test_wsl_refusals(void **state)
     w.bwrap = "bwrap"; /* relative: wsl.exe would search the distribution's PATH */
     assert_int_equal(bwrap_translate(&in, av, &err), SBX_E_INVALID);
     w = wsl_of(wsl_exe);
+    w.opener = "wsl2-open"; /* relative, likewise */
+    assert_int_equal(bwrap_translate(&in, av, &err), SBX_E_INVALID);
+    w = wsl_of(wsl_exe);
+    /* an inherited descriptor would not cross wsl.exe */
+    in.info_fd = 8;
+    assert_int_equal(bwrap_translate(&in, av, &err), SBX_E_INVALID);
+    assert_non_null(strstr(err.msg, "only stdin, stdout and stderr"));
+    in.info_fd = -1;
+    p.network = SBX_NET_ON; /* pasta cannot attach inside the distribution */
+    assert_int_equal(bwrap_translate(&in, av, &err), SBX_E_UNSUPPORTED);
+    assert_string_equal(err.field, "network");
+    p.network = SBX_NET_OFF;
     in.box.ro_paths = ro_drive;
     assert_int_equal(bwrap_translate(&in, av, &err), SBX_E_UNSUPPORTED);
     assert_non_null(strstr(err.msg, "/mnt/c/Python"));
-    in = base_input(&p);
-    in.wsl = &w;
+    in = wsl_input(&p, &w);
     in.box.mounts = on_drive;
     in.box.n_mounts = 1;
     assert_int_equal(bwrap_translate(&in, av, &err), SBX_E_UNSUPPORTED);

@@ -8,22 +8,26 @@
  *                              UTF-8 under WSL_UTF8=1, as wsl.exe)
  *   -l -v                      the table "NAME STATE VERSION", '*' marking
  *                              the default, in the same encoding
- *   -d DISTRO -u USER --cd / --exec /ABS/PATH/bwrap ARGS...
+ *   -d DISTRO -u USER --cd / --exec /ABS/PATH/bwrap --version
+ *   -d DISTRO -u USER --cd / --exec /ABS/PATH/wsl2-open --version
+ *   -d DISTRO -u USER --cd / --exec /ABS/PATH/wsl2-open /ABS/PATH/bwrap ARGS...
  *                              DISTRO one of the WSL2 distributions listed,
  *                              USER the one configured (SHIM_USER), the
- *                              program bwrap itself (no shell, nothing
- *                              else), run with the environment a WSL
- *                              session starts with (none of the caller's:
- *                              wsl.exe carries none) in "/"
+ *                              program bwrap or the plugin's opener (no
+ *                              shell, nothing else), run with the
+ *                              environment a WSL session starts with (none
+ *                              of the caller's: wsl.exe carries none) in "/"
  *
- * It cannot switch users or cross into a VM: bwrap runs as the caller, on
- * this kernel; every file descriptor stays open across it (real wsl.exe
- * carries only stdin, stdout and stderr: the README says what that means).
- * Exit status 2 and one line on stderr for a refused command line.
+ * Like wsl.exe, it carries only stdin, stdout and stderr: it closes every
+ * descriptor above 2 before it looks at its arguments, so a box that still
+ * relied on inherited descriptors fails here as on Windows. It cannot
+ * switch users or cross into a VM: the program runs as the caller, on this
+ * kernel. Exit status 2 and one line on stderr for a refused command line.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #ifndef SHIM_USER
@@ -85,7 +89,7 @@ static int list(int verbose)
     return fflush(stdout) == 0 ? 0 : 1;
 }
 
-static int run(char **argv)
+static int run(int argc, char **argv)
 {
     const char *distro = argv[2], *user = argv[4], *prog = argv[8], *base;
     const struct distro *d = NULL;
@@ -107,24 +111,41 @@ static int run(char **argv)
     if (prog[0] != '/')
         return refuse("--exec of a relative path", prog);
     base = strrchr(prog, '/') + 1;
-    if (strcmp(base, "bwrap") != 0)
-        return refuse("--exec of something other than bwrap", prog);
+    if (strcmp(base, "bwrap") != 0 && strcmp(base, "wsl2-open") != 0)
+        return refuse("--exec of something other than bwrap or wsl2-open", prog);
+    if (strcmp(base, "bwrap") == 0 && (argc != 10 || strcmp(argv[9], "--version") != 0))
+        return refuse("bwrap run directly for more than --version: its descriptors would "
+                      "not cross",
+                argv[9]);
+    if (strcmp(base, "wsl2-open") == 0 && strcmp(argv[9], "--version") != 0 &&
+            (argv[9][0] != '/' || strcmp(strrchr(argv[9], '/'), "/bwrap") != 0))
+        return refuse("wsl2-open given something other than bwrap's absolute path", argv[9]);
     snprintf(env_distro, sizeof(env_distro), "WSL_DISTRO_NAME=%s", distro);
     if (chdir("/") < 0)
         return refuse("chdir /", NULL);
-    argv[8] = "bwrap";
+    argv[8] = strrchr(argv[8], '/') + 1; /* base */
     execve(prog, argv + 8, envp);
     perror("wsl-shim: execve");
     return 1;
 }
 
+/* wsl.exe hands the Linux process nothing but stdin, stdout and stderr. */
+static void close_above_stderr(void)
+{
+    if (syscall(SYS_close_range, 3U, ~0U, 0U) == 0)
+        return;
+    for (int fd = 3; fd < 65536; fd++)
+        close(fd);
+}
+
 int main(int argc, char **argv)
 {
+    close_above_stderr();
     if (argc == 3 && strcmp(argv[1], "-l") == 0 && strcmp(argv[2], "-q") == 0)
         return list(0);
     if (argc == 3 && strcmp(argv[1], "-l") == 0 && strcmp(argv[2], "-v") == 0)
         return list(1);
-    if (argc < 9)
+    if (argc < 10)
         return refuse("command line", argc > 1 ? argv[1] : "");
     if (strcmp(argv[1], "-d") != 0 || strcmp(argv[3], "-u") != 0)
         return refuse("expected -d DISTRO -u USER first, got", argv[1]);
@@ -132,5 +153,5 @@ int main(int argc, char **argv)
         return refuse("expected --cd /, got", argv[5]);
     if (strcmp(argv[7], "--exec") != 0)
         return refuse("expected --exec (never a shell), got", argv[7]);
-    return run(argv);
+    return run(argc, argv);
 }
