@@ -191,6 +191,29 @@ def measure(b, backend, langs, runs, logdir, extra_pids=(), docker_host=None, ra
     return out
 
 
+def burst(b, backend, pool, size, rounds, logdir, pause=3.0):
+    """Bursts of `size` back-to-back python calls, each after `pause`
+    seconds idle (the pool refills), on a server with LLM_SANDBOX_POOL=pool:
+    (calls that found no ready sandbox, calls), or an NA."""
+    srv = b.Server("ours", [b_bin(b)], b.ours_env(backend, {"LLM_SANDBOX_POOL": str(pool)}),
+                   logdir + "/burst-%s.log" % backend)
+    args = {"language": "python", "code": b.CODE["python"]}
+    empty = calls = 0
+    try:
+        for r in range(rounds + 1):
+            time.sleep(pause)
+            for _ in range(size):
+                ok, _, err, res = srv.tool("execute_code", args)
+                if not ok:
+                    return b.NA(err)
+                if r:  # the first burst sizes the pool
+                    calls += 1
+                    empty += 0 if (res or {}).get("warm") else 1
+    finally:
+        srv.close()
+    return empty, calls
+
+
 def b_bin(b):
     return b.ARGS.bin
 
@@ -233,6 +256,7 @@ def main():
     ap.add_argument("--backend", action="append")
     ap.add_argument("--lang", action="append")
     ap.add_argument("--runs", type=int, default=40)
+    ap.add_argument("--bursts", type=int, default=5)
     ap.add_argument("--bin", default=os.path.join(ROOT, "build", "bin", "llm-sandbox"))
     ap.add_argument("--no-lock", action="store_true", help="the caller holds flock /tmp")
     a = ap.parse_args()
@@ -252,6 +276,12 @@ def main():
         for lang in a.lang or ["python"]:
             rows.append((backend, lang, {n: res[(lang, n)] for n in ("cold", "warm", "warm x2")}))
     print(table(rows))
+    for backend in a.backend or ["bwrap", "nsjail"]:
+        for pool, size in ((2, 2), (2, 4), (8, 8)):
+            r = burst(b, backend, pool, size, a.bursts, logdir)
+            print("%s, LLM_SANDBOX_POOL=%d, bursts of %d python calls after 3 s idle: %s" % (
+                backend, pool, size, "n/a (%s)" % r.error if isinstance(r, b.NA) else
+                "%d/%d found no ready sandbox" % r))
     print("load average: %.2f %.2f %.2f" % os.getloadavg())
     if lock is not None:
         os.close(lock)
