@@ -1,97 +1,36 @@
 # llm-sandbox plot capture for Python, staged into every sandbox as
-# /tmp/.sbx/python/sitecustomize.py (on PYTHONPATH), so it loads at start-up
-# in one-shot runs and in a session's interpreter alike.
-#
-# matplotlib (and seaborn, which draws through it): plt.show() saves every
-# open figure as figure-NNN.png in the workspace and closes it; figures
-# never shown are saved when the program ends (one-shot) or the cell ends
-# (a session's driver calls sys._sbx_flush_plots). Each figure is saved
-# exactly once, in order; the numbers continue across a session's cells.
-# A figure the program saved itself into the workspace as an image
-# (savefig('p.png'), .jpg, .gif, .webp, .svg) and did not change since is
-# not saved again: that file is its one image.
-# SBX_PLOT_FORMAT=svg saves SVG instead.
-#
-# plotly: fig.show() writes figure-NNN.html (plotly.js from its CDN), and
-# figure-NNN.png too where plotly's image export (kaleido) is installed.
-#
-# The files are then the run's artifacts like any file it writes. Nothing
-# happens unless the program imports matplotlib.pyplot or plotly.io.
+# /tmp/.sbx/python/sitecustomize.py (on PYTHONPATH): a meta path finder
+# that loads the capture itself (/tmp/.sbx/python/_sbx_plots.py, from
+# plots_impl.py) only when a program imports matplotlib.pyplot or
+# plotly.io, so that a run that draws nothing pays for one small module.
+# Loaded at start-up by `site` (sessions, a program's own python3
+# children) or by the one-shot starter (start.py, prestart.py), which run
+# the interpreter with -S.
 
 
-def _sbx_plots():
-    import atexit
+def _sbx_hook():
     import os
     import sys
 
-    root = os.getcwd()
-    fmt = "svg" if os.environ.get("SBX_PLOT_FORMAT") == "svg" else "png"
-    count = [0]
+    start_dir = os.getcwd()  # where figures go, whatever the program's cwd later
+    # by its path, not by import: a program's own _sbx_plots.py cannot stand in
+    impl = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_sbx_plots.py")
+    names = ("matplotlib.pyplot", "plotly.io")
+    capture = {}
 
-    def next_path(ext):
-        count[0] += 1
-        return os.path.join(root, "figure-%03d.%s" % (count[0], ext))
-
-    saved = {}  # id(figure) -> figure, saved by the program as an image
-    image_exts = (".png", ".jpg", ".jpeg", ".gif", ".webp", ".svg")
-
-    def save_figures():
-        plt = sys.modules.get("matplotlib.pyplot")
-        if plt is None:
-            return
-        for num in list(plt.get_fignums()):
-            fig = plt.figure(num)
-            try:
-                if saved.get(id(fig)) is not fig or fig.stale:
-                    fig.savefig(next_path(fmt), format=fmt)
-            finally:
-                plt.close(fig)
-        saved.clear()  # every figure it names is closed now
-
-    def patch_savefig(Figure):
-        savefig = Figure.savefig
-
-        def own_savefig(self, fname, *args, **kwargs):
-            result = savefig(self, fname, *args, **kwargs)
-            if isinstance(fname, (str, os.PathLike)):
-                path = os.path.abspath(os.fspath(fname))
-                ext = "." + kwargs["format"] if kwargs.get("format") else \
-                    os.path.splitext(path)[1].lower()
-                if path.startswith(root + os.sep) and ext in image_exts:
-                    saved[id(self)] = self
-            return result
-        own_savefig.__doc__ = savefig.__doc__
-        Figure.savefig = own_savefig
-
-    def patch_pyplot(plt):
-        patch_savefig(sys.modules["matplotlib.figure"].Figure)
-        def show(*args, **kwargs):
-            save_figures()
-        show.__doc__ = plt.show.__doc__
-        plt.show = show
-        # registered after pyplot's own exit handler, which closes every
-        # figure, so that this one runs first
-        atexit.register(save_figures)
-
-    def patch_plotly(pio):
-        def show(fig, *args, **kwargs):
-            path = next_path("html")
-            pio.write_html(fig, path, include_plotlyjs="cdn")
-            try:
-                pio.write_image(fig, path[:-4] + "png")
-            except Exception:
-                pass  # no kaleido: the HTML file only
-        pio.show = show
-
-    hooks = {"matplotlib.pyplot": patch_pyplot, "plotly.io": patch_plotly}
+    def hook(name, module):
+        if not capture:
+            capture["__name__"] = "_sbx_plots"
+            with open(impl, "rb") as f:
+                exec(compile(f.read(), impl, "exec"), capture)
+        capture["hook"](name, module, start_dir)
 
     class Finder:
-        """A meta path finder (no importlib.abc: importing it costs more
-        than a whole interpreter start) that patches a hooked module right
-        after it is first imported."""
+        """No importlib.abc: importing it costs more than a whole
+        interpreter start."""
 
         def find_spec(self, name, path, target=None):
-            if name not in hooks:
+            if name not in names:
                 return None
             for finder in sys.meta_path:
                 if finder is self:
@@ -100,16 +39,15 @@ def _sbx_plots():
                 if spec is not None and spec.loader is not None:
                     exec_module = spec.loader.exec_module
 
-                    def run(module, exec_module=exec_module, hook=hooks[name]):
+                    def run(module, exec_module=exec_module, name=name):
                         exec_module(module)
-                        hook(module)
+                        hook(name, module)
                     spec.loader.exec_module = run
                     return spec
             return None
 
     sys.meta_path.insert(0, Finder())
-    sys._sbx_flush_plots = save_figures
 
 
-_sbx_plots()
-del _sbx_plots
+_sbx_hook()
+del _sbx_hook

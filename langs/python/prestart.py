@@ -1,7 +1,9 @@
 # llm-sandbox pre-started interpreter for Python one-shot runs: started in
 # a fresh sandbox before any request, it waits, then runs the program once
 # as `python3 main.py` would, and the sandbox is destroyed after it.
-# Run as: python3 -c "<this file's contents>" (no __file__).
+# Run as: python3 -S -c "<this file's contents>" (no __file__): as the
+# one-shot starter (start.py) does, it puts back what a program expects of
+# `site` without the host's .pth files, before it says ready.
 #
 # Protocol: once started, it writes ESC "]sbx;ready;000" BEL to stdout and
 # to stderr. Then a line on stdin, the program's file name relative to the
@@ -14,9 +16,19 @@
 
 
 def _sbx_main():
-    import importlib.machinery, os, sys
+    import importlib.machinery, os, site, sys
 
     del globals()["_sbx_main"]
+    for d in site.getsitepackages():
+        if d not in sys.path and os.path.isdir(d):
+            sys.path.append(d)
+    site.setquit()
+    site.setcopyright()
+    site.sethelper()
+    try:
+        import sitecustomize  # noqa: F401
+    except ImportError:
+        pass
     # the first compile() faults the parser in (about 2 ms): before, not after
     compile("pass", "<prestart>", "exec", dont_inherit=True)
     for fd in (1, 2):

@@ -349,3 +349,47 @@ def test_toolchain_versions_are_probed():
         version = details.get("version")
         assert isinstance(version, str) and re.match(r"^[0-9]+(\.[0-9]+)*$", version), \
             (lang, details)
+
+
+PY_LIKE_A_SCRIPT = r"""
+import json, os, sys
+print(json.dumps({"argv": sys.argv, "file": __file__, "path": sys.path,
+                  "names": sorted(k for k in globals() if not k.startswith("__")),
+                  "site": [d for d in __import__("site").getsitepackages() if os.path.isdir(d)],
+                  "numpy": __import__("importlib.util").util.find_spec("numpy") is not None}))
+def f():
+    raise ValueError("bad")
+try:
+    f()
+finally:
+    sys.stdout.flush()
+"""
+
+
+def test_python_one_shot_is_like_python3_main_py():
+    """A one-shot program starts through the starter with -S (langs/python/
+    start.py) yet sees what `python3 main.py` shows it: its argv and
+    __file__, its directory first on sys.path and the site-packages
+    directories after the standard library, no name of the starter's, the
+    traceback from its own frames, exit status 1; and exit() works."""
+    res = run("python", PY_LIKE_A_SCRIPT)
+    assert res["status"] == "error" and res["exit_code"] == 1, res
+    seen = json.loads(res["stdout"])
+    assert seen["argv"] == ["main.py"] and seen["file"] == "/workspace/main.py", seen
+    assert seen["path"][0] == "/workspace", seen
+    assert seen["names"] == ["json", "os", "sys"], seen
+    stdlib = [i for i, p in enumerate(seen["path"]) if p.endswith("/lib-dynload")]
+    assert seen["site"] and stdlib, seen
+    for d in seen["site"]:
+        assert seen["path"].index(d) > stdlib[0], (d, seen)
+    if not CONTAINER:
+        host = subprocess.run(["/usr/bin/python3", "-c", "import importlib.util; "
+                               "print(importlib.util.find_spec('numpy') is not None)"],
+                              capture_output=True, text=True, env=clean_env())
+        assert seen["numpy"] == (host.stdout.strip() == "True"), (seen, host)
+    tb = res["stderr"].splitlines()
+    assert tb[0] == "Traceback (most recent call last):", res
+    assert tb[1].startswith('  File "/workspace/main.py"'), res
+    assert "_sbx_start" not in res["stderr"] and tb[-1] == "ValueError: bad", res
+    res = run("python", "print('x'); exit(4)")
+    assert res["exit_code"] == 4 and res["stdout"] == "x\n", res

@@ -14,9 +14,13 @@
  * never reused.
  *
  * Sizing: a kind gets a pool when a run first asks for it (one sandbox),
- * which grows by one each time a run finds it empty, up to
- * LLM_SANDBOX_POOL; all pools together hold at most LLM_SANDBOX_POOL_MAX
- * ready sandboxes. A kind unused for LLM_SANDBOX_POOL_IDLE is emptied,
+ * which grows by one each time a run finds it empty, and by one when a
+ * run takes its last ready sandbox (the next call of a burst would find
+ * it empty: the refill starts ahead of it), up to LLM_SANDBOX_POOL; all
+ * pools together hold at most LLM_SANDBOX_POOL_MAX ready sandboxes. Two
+ * filler threads make sandboxes side by side (making one is mostly
+ * waiting for processes to start), so that back-to-back calls find one
+ * ready where one thread could not keep up. A kind unused for LLM_SANDBOX_POOL_IDLE is emptied,
  * and a sandbox that waited that long is replaced. Pooled sandboxes are
  * real ones: each has its memory, pids and disk limits, and the backend's
  * ties to the server (they die with it). A kind whose sandboxes cannot be
@@ -67,6 +71,7 @@
 #define READY_OUTPUT 4096 /* what an interpreter that did not start said */
 #define TRIM_EVERY   1000
 #define FAIL_MAX     3 /* failures in a row that end a kind's warm path */
+#define FILLERS      2 /* threads that make sandboxes */
 
 /* One ready sandbox: the engine state of the run that opened it. */
 struct pbox {
@@ -78,7 +83,8 @@ struct pbox {
     int64_t made_ms;
 };
 
-/* The ready sandboxes of one kind. Only the filler thread frees a pool. */
+/* The ready sandboxes of one kind. Only a filler thread frees a pool, and
+ * only while no thread fills it. */
 struct pool {
     struct pool *next;
     struct plugin *backend, *lang;
@@ -98,7 +104,8 @@ struct pools {
     struct pool *head;
     unsigned n_ready, filling; /* all pools */
     bool running, stopping, prime;
-    pthread_t filler;
+    pthread_t filler[FILLERS];
+    unsigned n_fillers;
     struct sbx_runtime *rt;
 };
 
@@ -332,7 +339,7 @@ static void prime(struct pools *ps)
 }
 
 /*
- * The filler: one thread for the runtime's lifetime (a backend may tie a
+ * A filler: FILLERS threads for the runtime's lifetime (a backend may tie a
  * sandbox to the thread that made it: bwrap's --die-with-parent is a
  * parent-death signal, sent when that thread ends).
  */
@@ -344,6 +351,7 @@ static void *filler(void *arg)
 
     pthread_mutex_lock(&ps->lock);
     if (ps->prime) {
+        ps->prime = false; /* one thread primes */
         pthread_mutex_unlock(&ps->lock);
         prime(ps);
         pthread_mutex_lock(&ps->lock);
@@ -433,16 +441,18 @@ int pools_start(struct pools *ps, bool ready_default, struct sbx_error **err)
     pthread_mutex_lock(&ps->lock);
     if (!ps->running && ps->rt->settings->pool_size > 0 && ps->rt->settings->pool_max > 0) {
         sigset_t all, old;
-        int e;
+        int e = 0;
 
         ps->prime = ready_default;
         /* signals are the front end's (a server waits for SIGTERM in one
          * thread): none may be delivered to this one */
         sigfillset(&all);
         pthread_sigmask(SIG_SETMASK, &all, &old);
-        e = pthread_create(&ps->filler, NULL, filler, ps);
+        while (ps->n_fillers < FILLERS &&
+                (e = pthread_create(&ps->filler[ps->n_fillers], NULL, filler, ps)) == 0)
+            ps->n_fillers++;
         pthread_sigmask(SIG_SETMASK, &old, NULL);
-        if (e == 0)
+        if (ps->n_fillers > 0)
             ps->running = true;
         else
             rc = sbx_error_set(err, SBX_E_IO, e, "cannot start the pool's thread: %s", strerror(e));
@@ -466,8 +476,8 @@ void pools_free(struct pools *ps)
     ps->stopping = true;
     pthread_cond_broadcast(&ps->wake);
     pthread_mutex_unlock(&ps->lock);
-    if (ps->running)
-        pthread_join(ps->filler, NULL);
+    for (unsigned i = 0; i < ps->n_fillers; i++)
+        pthread_join(ps->filler[i], NULL);
     while (ps->head) {
         struct pool *p = ps->head;
 
@@ -523,8 +533,11 @@ bool pool_take(struct run *r)
                 p->tail = &p->head;
             p->n_ready--;
             ps->n_ready--;
+            /* its last one: refill ahead of the next call */
+            if (!p->head && !p->broken && p->want < ps->rt->settings->pool_size)
+                p->want++;
         }
-        pthread_cond_signal(&ps->wake);
+        pthread_cond_broadcast(&ps->wake);
     }
     pthread_mutex_unlock(&ps->lock);
     if (!b)
