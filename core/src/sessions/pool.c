@@ -415,7 +415,9 @@ static void *filler(void *arg)
      * thread that spawned it exits, not the process. A launcher killed so
      * can leave its sandbox starting up behind it (seen with nsjail: an
      * agent orphaned, with its pre-started interpreter, after the server
-     * had exited). */
+     * had exited). The first filler to stop closes every ready sandbox,
+     * its own and the other's; one the other finishes later, that one
+     * closes when it stops. */
     left = NULL;
     for (struct pool *p = ps->head; p; p = p->next) {
         while (p->head) {
