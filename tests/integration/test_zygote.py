@@ -28,9 +28,10 @@ from conftest import (BACKEND, CONTAINER, MXC, ROOT, WSL2, cgroups_enforced, fin
                       proc_status)
 from test_pool import LEAVE, LOOK, Server
 
+# nsjail has no zygote boxes yet (its plugin is at ABI 1.5): not asserted there
 pytestmark = [pytest.mark.contract,
-              pytest.mark.skipif(CONTAINER or MXC or WSL2 or BACKEND not in ("bwrap", "nsjail"),
-                                 reason="zygote boxes are made by bwrap and nsjail only")]
+              pytest.mark.skipif(CONTAINER or MXC or WSL2 or BACKEND != "bwrap",
+                                 reason="zygote boxes are made by bwrap only")]
 
 ZYGOTE_ENV = {"LLM_SANDBOX_ZYGOTE": "true", "LLM_SANDBOX_CGROUP": "off"}
 
@@ -204,6 +205,23 @@ def test_a_zygote_run_behaves_as_a_cold_run(zserver):
     assert "ZeroDivisionError" in z["stderr"] and z["exit_code"] == 1, z
 
 
+def test_a_zygote_run_ends_as_python_does(zserver):
+    """Without the interpreter's finalization (zygote.py says why), what a
+    program sees of its end holds: non-daemon threads finish, atexit
+    functions run, buffered output is flushed, sys.exit's code and message."""
+    sc = zserver.zygote_run(
+        "import atexit, sys, threading, time\n"
+        "sys.stdout = open(1, 'w', buffering=1 << 16, closefd=False)\n"
+        "atexit.register(lambda: print('atexit'))\n"
+        "threading.Thread(target=lambda: (time.sleep(0.3), print('thread'))).start()\n"
+        "print('buffered', end='')\n"
+        "sys.exit('bye')\n")
+    assert sc["stdout"] == "bufferedthread\natexit\n" and sc["stderr"] == "bye\n", sc
+    assert sc["exit_code"] == 1, sc
+    sc = zserver.zygote_run("raise SystemExit(7)")
+    assert sc["exit_code"] == 7 and sc["stderr"] == "", sc
+
+
 def test_zygote_run_artifacts_and_a_fresh_workspace(zserver):
     sc = zserver.zygote_run("open('out.txt', 'w').write('hello')\nimport os\n"
                             "os.chmod('.', 0o700)\nprint(sorted(os.listdir('.')))")
@@ -235,7 +253,10 @@ def test_concurrent_runs_while_the_zygote_is_busy(zserver):
         "code": "import time; time.sleep(1); print(1)", "language": "python"}}) for _ in range(3)]
     out = [zserver.s.response(i, 120)["result"]["structuredContent"] for i in ids]
     assert [sc["stdout"] for sc in out] == ["1\n"] * 3, out
-    assert sum(sc["sandbox"] == "zygote" for sc in out) <= 1, out
+    # one zygote box forks one run at a time: two calls in flight at once
+    # (at least two run together) cannot both be forked
+    kinds = [sc["sandbox"] for sc in out]
+    assert "zygote" in kinds and set(kinds) - {"zygote"}, kinds
 
 
 def test_zygote_off_forks_nothing():
