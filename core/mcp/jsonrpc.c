@@ -301,9 +301,12 @@ void jr_parse(const char *buf, size_t len, struct jr_msg *msg)
     /* json-c keeps keys as C strings: "a\u0000b" would become "a" (and
      * "i\u0000d" an id). A NUL the text escapes that no value holds is in
      * a key. */
-    if (msg->kind != JR_INVALID && nul_escapes(buf, len) > nul_values(msg->root))
+    if (msg->kind != JR_INVALID && nul_escapes(buf, len) > nul_values(msg->root)) {
         invalid(msg, JR_INVALID_REQUEST,
                 "an object key holds a NUL byte (\\u0000); keys must not hold one");
+        msg->method = NULL; /* a refused message is answered by its id alone */
+        msg->params = NULL;
+    }
 }
 
 void jr_msg_done(struct jr_msg *msg)
