@@ -6,6 +6,7 @@ plots of matplotlib, seaborn, plotly and R become files, each exactly
 once, and the caps and the time to live hold.
 """
 import base64
+import re
 import shutil
 import subprocess
 import time
@@ -190,6 +191,44 @@ def test_plotly_figure_as_html(client):
     assert [a["path"] for a in sc["artifacts"]][0] == "figure-001.html", sc
     html = read(client, sc["artifacts"][0]["uri"])["result"]["contents"][0]["text"]
     assert "plotly" in html.lower()
+
+
+# malloc may reserve a 64 MiB arena for each thread that contends for it
+ARENA = 64 << 20
+
+
+def _room_left(status, limits):
+    """Bytes between a program's peak address space and its RLIMIT_AS."""
+    peak = int(re.search(r"^VmPeak:\s+(\d+) kB$", status, re.M).group(1)) << 10
+    limit = re.search(r"^Max address space\s+(\d+)", limits, re.M)
+    assert limit, "no RLIMIT_AS in the run: %s" % limits
+    return int(limit.group(1)) - peak
+
+
+# Without cgroups (as nobody here) memory falls back to RLIMIT_AS, which
+# counts address space that is only reserved. A plot there must leave room
+# for two more threads' malloc arenas: at 512 MiB an R plot peaked at ~502
+# MiB, and now and then pango could not map a thread's stack, so GLib ended
+# R with SIGTRAP (exit 133).
+@pytest.mark.parametrize("lang", ["r", "python"])
+def test_a_plot_leaves_room_under_the_address_space_fallback(client, lang):
+    if lang == "r" and (CONTAINER or not shutil.which("Rscript")):
+        pytest.skip("no R here, or the container test image has none")
+    if lang == "python" and (CONTAINER or not host_python_has("matplotlib")):
+        pytest.skip("matplotlib is not installed here, or the container test image has none")
+    src = {"r": "plot(1:10)\nhist(c(1, 2, 2, 3))\ninvisible(dev.off())\n"
+                "cat(readLines('/proc/self/status'), sep = '\\n')\ncat('@@\\n')\n"
+                "cat(readLines('/proc/self/limits'), sep = '\\n')\n",
+           "python": "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\n"
+                     "plt.savefig('a.png')\nprint(open('/proc/self/status').read())\n"
+                     "print('@@')\nprint(open('/proc/self/limits').read())\n"}[lang]
+    _, sc = call(client, {"language": lang, "code": src})
+    assert sc["status"] == "ok", sc
+    if not any("RLIMIT_AS" in w for w in sc["warnings"]):
+        pytest.skip("memory is a cgroup's limit here: no RLIMIT_AS fallback (%s)" % sc["warnings"])
+    status, limits = sc["stdout"].split("@@", 1)
+    room = _room_left(status, limits)
+    assert room >= 2 * ARENA, "only %d MiB left under RLIMIT_AS" % (room >> 20)
 
 
 @needs_r
