@@ -70,9 +70,22 @@ step "dependencies"
 scripts/install-deps.sh | tee "$TIMES/deps.log"
 grep -q "all packages present" "$TIMES/deps.log" && cur_cache=warm || cur_cache=cold
 
+# configure DIR ARGS...: Ninja for a new tree; a tree configured before
+# keeps its generator (the Quickstart's first command makes build/ with
+# CMake's default, and CMake refuses to switch a tree's generator)
+configure() {
+    local dir=$1
+    shift
+    if [ -f "$dir/CMakeCache.txt" ]; then
+        cmake -S . -B "$dir" "$@" >/dev/null
+    else
+        cmake -S . -B "$dir" -G Ninja "$@" >/dev/null
+    fi
+}
+
 [ -f build/CMakeCache.txt ] && cache=warm || cache=cold
 step "build (-Werror)" "$cache"
-cmake -S . -B build -G Ninja -DSBX_WERROR=ON >/dev/null
+configure build -DSBX_WERROR=ON
 cmake --build build -j "$JOBS"
 
 # The sanitizer and fuzz trees build in the background (niced) while the
@@ -82,10 +95,9 @@ cmake --build build -j "$JOBS"
 asan_cfg="-DSBX_WERROR=ON -DSBX_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=Debug"
 [ -f build-asan/CMakeCache.txt ] && asan_cache=warm || asan_cache=cold
 # shellcheck disable=SC2086
-(cmake -S . -B build-asan -G Ninja $asan_cfg >/dev/null &&
+(configure build-asan $asan_cfg &&
     nice -n 10 cmake --build build-asan -j "$JOBS" >"$TIMES/build-asan.log" 2>&1 &&
-    CC=clang cmake -S . -B build-fuzz -G Ninja -DSBX_FUZZ=ON -DSBX_WERROR=ON \
-        -DCMAKE_BUILD_TYPE=Debug >/dev/null &&
+    CC=clang configure build-fuzz -DSBX_FUZZ=ON -DSBX_WERROR=ON -DCMAKE_BUILD_TYPE=Debug &&
     nice -n 10 cmake --build build-fuzz -j "$JOBS" --target $FUZZ_TARGETS sbx-agent \
         >"$TIMES/build-fuzz.log" 2>&1
     echo $? >"$TIMES/builds.rc") &
