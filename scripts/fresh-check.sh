@@ -37,6 +37,9 @@
 #       build          cmake --build build
 #       run            build/bin/llm-sandbox run --language python --code 'print(6*7)'
 #                      (must print 42)
+#       test-setup     scripts/test.sh --setup: the test command's own first
+#                      steps on the tree the Quickstart made (dependencies,
+#                      the -Werror build, the ASan and fuzz trees configured)
 #       mcp-setup      tests/mcp/setup.sh (the MCP suite's set-up fixture)
 #       mcp-npx        the Inspector test that goes through npx
 #       container-image  scripts/container-test-image.sh (root only: the
@@ -229,6 +232,8 @@ chown -R $USER_NAME: $home/llm-sandbox"
     step "$pass" run "nothing installed; must print 42" \
         "out=\$(build/bin/llm-sandbox run --language python --code 'print(6*7)'); echo \"\$out\"; [ \"\$out\" = 42 ] || { echo \"expected 42\" >&2; exit 1; }" ||
         return 0
+    step "$pass" test-setup "nothing new: install-deps again, then the test command's build trees" \
+        'scripts/test.sh --setup' || return 0
     step "$pass" mcp-setup \
         "the MCP clients pinned in tests/mcp/package-lock.json (and Node.js 22) from the npm registry" \
         'node22=$(tests/mcp/setup.sh); echo "Node.js for the tests: $node22 $("$node22" --version)"' ||

@@ -15,11 +15,20 @@
 # This is the README's test command; .ci/run calls it.
 #
 # SBX_FUZZ_SECONDS (default 20) sets the libFuzzer time per target.
+# --setup stops after the set-up that needs no daemon: the dependencies,
+# the -Werror build, and the sanitizer and fuzz trees configured (not
+# built); scripts/fresh-check.sh runs it in a bare Debian 12.
 # At the end (pass or fail) it prints where the time went: each step's wall
 # time, whether its cache was warm, and each test's time (scripts/test-times.py).
 set -eu
 cd "$(dirname "$0")/.."
 SRC=$(pwd)
+SETUP_ONLY=""
+case ${1:-} in
+    "") ;;
+    --setup) SETUP_ONLY=1 ;;
+    *) echo "usage: scripts/test.sh [--setup]" >&2; exit 2 ;;
+esac
 JOBS=$(nproc)
 
 # Step timing: one TSV line per step (name, seconds, cache, JUnit files).
@@ -93,11 +102,22 @@ cmake --build build -j "$JOBS"
 # is clang's, with -Werror like the others (and the agent, which no fuzz
 # target holds), so clang's own warnings cannot creep in.
 asan_cfg="-DSBX_WERROR=ON -DSBX_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=Debug"
+fuzz_cfg="-DSBX_FUZZ=ON -DSBX_WERROR=ON -DCMAKE_BUILD_TYPE=Debug"
 [ -f build-asan/CMakeCache.txt ] && asan_cache=warm || asan_cache=cold
+if [ -n "$SETUP_ONLY" ]; then
+    step "configure the ASan+UBSan and fuzz trees (--setup)" "$asan_cache"
+    # shellcheck disable=SC2086
+    configure build-asan $asan_cfg
+    # shellcheck disable=SC2086
+    CC=clang configure build-fuzz $fuzz_cfg
+    finish_step
+    printf '\n==> set-up done (--setup)\n'
+    exit 0
+fi
 # shellcheck disable=SC2086
 (configure build-asan $asan_cfg &&
     nice -n 10 cmake --build build-asan -j "$JOBS" >"$TIMES/build-asan.log" 2>&1 &&
-    CC=clang configure build-fuzz -DSBX_FUZZ=ON -DSBX_WERROR=ON -DCMAKE_BUILD_TYPE=Debug &&
+    CC=clang configure build-fuzz $fuzz_cfg &&
     nice -n 10 cmake --build build-fuzz -j "$JOBS" --target $FUZZ_TARGETS sbx-agent \
         >"$TIMES/build-fuzz.log" 2>&1
     echo $? >"$TIMES/builds.rc") &
