@@ -50,8 +50,9 @@
 # scripts/test.sh, on the warm caches of this host (its $LLM_SANDBOX_CACHE
 # bound at /var/cache/llm-sandbox: content-keyed, so nothing there stands
 # in for a tool the root lacks) and with the engines' state directories
-# (/var/lib/docker, containers, containerd, kubelet, cni, the test
-# cluster's and the container suites' own) on this host's filesystem:
+# (/var/lib/docker, containers and the container suites' own; the test
+# cluster's images are in the cache already, and its state directory is
+# one that scripts/k8s-cluster.sh removes) on this host's filesystem:
 # overlayfs cannot stack on the pass's overlay, and a daemon whose storage
 # falls back to copying whole images spins for the suite's whole timeout
 # (the dockerd of the first try did, 14 minutes at one core). Inside,
@@ -256,7 +257,7 @@ chown -R $USER_NAME: $home/llm-sandbox"
     fi
     [ -n "$FULL" ] && [ "$pass" = root ] || return 0
     local d binds="$HOST_CACHE /var/cache/llm-sandbox"
-    for d in docker containers containerd kubelet cni llm-sandbox-k8s llm-sandbox-test; do
+    for d in docker containers llm-sandbox-test; do
         mkdir -p "$WORK/varlib/$d"
         binds="$binds
 $WORK/varlib/$d /var/lib/$d"
