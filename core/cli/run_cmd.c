@@ -289,7 +289,9 @@ int cmd_run(int argc, char **argv)
     struct sbx_runtime *rt = NULL;
     struct sbx_execution *ex = NULL;
     struct sbx_error *err = NULL;
+#ifndef _WIN32
     struct sigaction sa = {.sa_handler = on_signal};
+#endif
     int rc = parse(&o, argc, argv);
 
     if (o.help)
@@ -305,8 +307,13 @@ int cmd_run(int argc, char **argv)
         o.req.cancel = g_cancel;
         o.req.on_phase = cli_progress_phase;
         o.req.on_notice = cli_progress_notice;
+#ifdef _WIN32
+        signal(SIGINT, on_signal);
+        signal(SIGTERM, on_signal);
+#else
         sigaction(SIGINT, &sa, NULL);
         sigaction(SIGTERM, &sa, NULL);
+#endif
         cli_progress_start();
         if (sbx_run(rt, &o.req, &ex, &err) < 0)
             ex = sbx_execution_from_error(err);

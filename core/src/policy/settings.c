@@ -17,7 +17,9 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#ifndef _WIN32
 #include <sys/socket.h>
+#endif
 #include <unistd.h>
 
 #include "base/cleanup.h"
@@ -823,6 +825,15 @@ int sbx_socket_path(const char *config_path, char **ret_path, struct sbx_error *
 /* sd_listen_fds(3)'s protocol, without libsystemd: the variables are ours
  * only when LISTEN_PID names this process; they are removed either way, so
  * nothing this process starts takes them for its own. */
+#ifdef _WIN32
+/* No systemd on Windows: never passed a socket. */
+int sbx_socket_activation(int *ret_fd, struct sbx_error **err)
+{
+    (void)ret_fd;
+    (void)err;
+    return 0;
+}
+#else
 int sbx_socket_activation(int *ret_fd, struct sbx_error **err)
 {
     const char *pid_s = secure_getenv("LISTEN_PID"), *fds_s = secure_getenv("LISTEN_FDS");
@@ -855,3 +866,4 @@ int sbx_socket_activation(int *ret_fd, struct sbx_error **err)
     *ret_fd = SD_LISTEN_FDS_START;
     return 1;
 }
+#endif
