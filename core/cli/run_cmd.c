@@ -36,11 +36,13 @@ struct opts {
 
 static struct sbx_cancel *g_cancel;
 
+#ifndef _WIN32
 static void on_signal(int sig)
 {
     (void)sig;
     sbx_cancel_fire(g_cancel);
 }
+#endif
 
 static void run_help(void)
 {
@@ -307,10 +309,7 @@ int cmd_run(int argc, char **argv)
         o.req.cancel = g_cancel;
         o.req.on_phase = cli_progress_phase;
         o.req.on_notice = cli_progress_notice;
-#ifdef _WIN32
-        signal(SIGINT, on_signal);
-        signal(SIGTERM, on_signal);
-#else
+#ifndef _WIN32 /* Windows: Ctrl+C ends the process; its runs are refused at once */
         sigaction(SIGINT, &sa, NULL);
         sigaction(SIGTERM, &sa, NULL);
 #endif

@@ -16,8 +16,8 @@
 
 #include <fcntl.h>
 #include <io.h>
-#include <stdio.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>

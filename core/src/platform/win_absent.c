@@ -31,8 +31,8 @@
 #include "sessions/session.h"
 
 #define NOT_ON_WINDOWS "not on Windows"
-#define NO_ENGINE                                                                            \
-    "this Windows build of llm-sandbox has no sandbox engine yet (issue 28): "           \
+#define NO_ENGINE                                                                                  \
+    "this Windows build of llm-sandbox has no sandbox engine yet (issue 28): "                     \
     "it runs no code"
 
 /* ---- host services: absent ---------------------------------------------- */

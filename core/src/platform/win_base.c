@@ -4,7 +4,10 @@
  * C runtime lacks (compat_win.h, win-include/), on Windows' own API, and
  * the cancellation flag of sbx.h. Windows build only.
  */
+/* clang-format off */
 #include <windows.h>
+/* clang-format on */
+#include "platform/win_base.h"
 
 #include <bcrypt.h>
 #include <errno.h>
@@ -16,7 +19,6 @@
 
 #include "base/cancel.h"
 #include "base/error.h"
-#include "platform/win_base.h"
 
 char *strndup(const char *s, size_t n)
 {
@@ -66,8 +68,7 @@ ssize_t getrandom(void *buf, size_t len, unsigned flags)
         errno = EINVAL;
         return -1;
     }
-    if (!BCRYPT_SUCCESS(BCryptGenRandom(
-                NULL, buf, (ULONG)len, BCRYPT_USE_SYSTEM_PREFERRED_RNG))) {
+    if (!BCRYPT_SUCCESS(BCryptGenRandom(NULL, buf, (ULONG)len, BCRYPT_USE_SYSTEM_PREFERRED_RNG))) {
         errno = EIO;
         return -1;
     }

@@ -447,6 +447,16 @@ static void check_runtimes(struct sbx_runtime *rt, struct json_object *a)
     }
 }
 
+#ifdef _WIN32
+#define NO_BACKEND_FIX                                                                             \
+    "none runs code on Windows yet ('llm-sandbox plugins' says why); the server starts "           \
+    "and refuses every run"
+#else
+#define NO_BACKEND_FIX                                                                             \
+    "set BACKEND (environment or config file) to a backend installed here ('llm-sandbox "          \
+    "plugins' lists them); the server refuses to start until then"
+#endif
+
 /* The check the server makes before it starts (sbx_runtime_check): the
  * configured backend and default language exist, the backend works here,
  * the default policy fits it. Its message names what is installed. */
@@ -460,15 +470,7 @@ static void check_defaults(struct sbx_runtime *rt, struct json_object *a)
 
     if (sbx_runtime_check(rt, &e) < 0) {
         check(a, "defaults", "fail", e->msg,
-                !b || b->state != PLUGIN_OK
-#ifdef _WIN32
-                        ? "none runs code on Windows yet ('llm-sandbox plugins' says why); "
-                          "the server starts and refuses every run"
-#else
-                        ? "set BACKEND (environment or config file) to a backend installed "
-                          "here ('llm-sandbox plugins' lists them); the server refuses to "
-                          "start until then"
-#endif
+                !b || b->state != PLUGIN_OK ? NO_BACKEND_FIX
                 : !l || l->state != PLUGIN_OK
                         ? "set LLM_SANDBOX_DEFAULT_LANGUAGE (environment or config file) to "
                           "an available language; the server refuses to start until then"
