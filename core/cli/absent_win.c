@@ -34,7 +34,9 @@ int cli_save_artifacts(struct sbx_runtime *rt, const struct sbx_execution *ex, c
 
 int mcp_http_open(void)
 {
-    fprintf(stderr, "llm-sandbox: cannot serve: --http is not built for Windows yet\n");
+    fprintf(stderr,
+            "llm-sandbox: cannot serve: --http is not available in this build (not built for "
+            "Windows yet)\n");
     return -1;
 }
 
