@@ -98,7 +98,7 @@ def test_what_needs_a_unix_socket_is_refused():
     assert rc == EXIT_TOOL and "not on Windows" in err, (rc, err)
 
 
-def test_mcp_initialize_tools_list_and_a_refused_execute_code():
+def test_mcp_initialize_tools_list_and_refused_runs():
     s = Server()
     try:
         init = s.initialize()
@@ -113,6 +113,10 @@ def test_mcp_initialize_tools_list_and_a_refused_execute_code():
         assert st["status"] == "refused" and st["exit_code"] is None and st["stdout"] == "", st
         assert "no sandbox engine" in st["message"], st
         assert "status: refused" in res["content"][0]["text"], res
+        sess = s.call_tool("create_session", {"language": "python"})["result"]
+        assert sess["isError"] is True, sess
+        assert sess["structuredContent"]["status"] == "refused", sess
+        assert "sessions: not on Windows" in sess["structuredContent"]["message"], sess
         # a bad call is still the protocol's error, and the server goes on
         bad = s.request("tools/call", {"name": "no_such_tool", "arguments": {}})
         assert "error" in bad or bad["result"]["isError"], bad
