@@ -10,7 +10,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 MCP=$HERE/../mcp
 [ -x "${SBX_BIN:-}" ] || { echo "mcp-protocol.sh: SBX_BIN is not an executable" >&2; exit 2; }
 set --
-while read -r id _why; do
+while IFS= read -r id; do
     case $id in '' | '#'*) continue ;; esac
     set -- "$@" --deselect "$id"
 done <"$HERE/mcp-protocol-deselect.list"
