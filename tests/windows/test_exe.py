@@ -28,8 +28,8 @@ LINUX_ONLY = ("bwrap", "nsjail")
 EXIT_USAGE, EXIT_TOOL = 2, 125
 
 
-def run(*args, input=None):
-    p = subprocess.run([SBX_BIN, *args], input=input, capture_output=True, env=clean_env(),
+def run(*args, input=None, env=None):
+    p = subprocess.run([SBX_BIN, *args], input=input, capture_output=True, env=clean_env(env),
                        timeout=60)
     return p.returncode, p.stdout, p.stderr.decode(errors="replace")
 
@@ -66,6 +66,31 @@ def test_plugins_reports_the_linux_only_backends_absent():
     rows = [line.split() for line in text.decode().splitlines() if line and line[0] != " "]
     assert rows[0][:4] == ["NAME", "KIND", "VERSION", "STATUS"], rows
     assert {r[0]: r[3] for r in rows[1:]}["bwrap"] == "absent", rows
+
+
+def test_a_plugin_found_is_listed_but_not_loaded(tmp_path):
+    """A backend's manifest and library in LLM_SANDBOX_PLUGIN_PATH (a
+    Windows path list: ';' between entries, a drive letter in each) is
+    found and listed as broken with the loader's reason: no plugin's code
+    runs on Windows yet."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    manifest = os.path.join(root, "plugins", "mxc", "mxc.yaml")
+    with open(manifest) as f:
+        text = f.read()
+    library = next(line.split()[1] for line in text.splitlines() if line.startswith("library:"))
+    (tmp_path / "mxc.yaml").write_text(text)
+    (tmp_path / library).write_bytes(b"")
+    win_dir = "Z:" + str(tmp_path).replace("/", "\\")  # wine's Z: is /
+    env = {"LLM_SANDBOX_PLUGIN_PATH": win_dir + ";Z:\\nonexistent-plugin-dir"}
+    rc, out, err = run("plugins", "--json", env=env)
+    assert rc == 0, err
+    found = [p for p in json.loads(out) if p["name"] == "mxc"]
+    assert len(found) == 1 and found[0]["status"] == "broken", found
+    assert "plugins are not loaded by the Windows build yet" in found[0]["error"], found
+    assert "nonexistent-plugin-dir" in err, err  # the second entry was read as one
+    rc, out, _err = run("doctor", "--json", env=env)
+    checks = {c["check"]: c for c in json.loads(out)["checks"]}
+    assert rc == 1 and checks["plugin:mxc"]["status"] == "fail", checks.get("plugin:mxc")
 
 
 def test_doctor_says_what_is_absent_and_fails():

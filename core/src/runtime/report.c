@@ -102,8 +102,9 @@ static struct json_object *plugin_json(struct sbx_runtime *rt, struct plugin *pl
 
 #ifdef _WIN32
 /* The backends the Windows build has not (issue 28), each with why: listed
- * as "absent", after the plugins found. */
-static void absent_backends(struct json_object *a)
+ * as "absent", after the plugins found (a manifest found is listed as
+ * such, with the loader's word on it). */
+static void absent_backends(struct sbx_runtime *rt, struct json_object *a)
 {
     static const char *const absent[][2] = {
             {"bwrap", "Linux only: user namespaces, cgroups and seccomp are not on Windows"},
@@ -116,7 +117,11 @@ static void absent_backends(struct json_object *a)
     };
 
     for (size_t i = 0; i < sizeof(absent) / sizeof(absent[0]); i++) {
-        struct json_object *o = json_object_new_object();
+        struct json_object *o;
+
+        if (registry_find_any(rt, SBX_KIND_BACKEND, absent[i][0]))
+            continue; /* its manifest was found: listed above, with its state */
+        o = json_object_new_object();
 
         json_object_object_add(o, "name", json_object_new_string(absent[i][0]));
         json_object_object_add(o, "kind", json_object_new_string("backend"));
@@ -137,7 +142,7 @@ struct json_object *sbx_runtime_plugins_json(struct sbx_runtime *rt)
         json_object_array_add(a, plugin_json(rt, rt->plugins[i]));
 #ifdef _WIN32
     if (a)
-        absent_backends(a);
+        absent_backends(rt, a);
 #endif
     return a;
 }
