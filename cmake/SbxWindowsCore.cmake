@@ -51,8 +51,16 @@ sbx_target_flags(sbxmcp)
 target_compile_options(sbxmcp PRIVATE ${SBX_WIN_COMPAT})
 target_include_directories(sbxmcp PRIVATE ${SBX_WIN_INCLUDE})
 
+# The application manifest (src/platform/llm-sandbox.exe.manifest: UTF-8 as
+# the process's code page), embedded as resource 1 of type 24 (RT_MANIFEST).
+enable_language(RC)
+file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/llm-sandbox.rc
+  "1 24 \"${CMAKE_CURRENT_SOURCE_DIR}/src/platform/llm-sandbox.exe.manifest\"\n")
 add_executable(llm-sandbox cli/main.c cli/run_cmd.c cli/io.c
-  cli/info_cmd.c cli/serve_cmd.c cli/progress.c cli/absent_win.c)
+  cli/info_cmd.c cli/serve_cmd.c cli/progress.c cli/absent_win.c
+  ${CMAKE_CURRENT_BINARY_DIR}/llm-sandbox.rc)
+set_property(SOURCE ${CMAKE_CURRENT_BINARY_DIR}/llm-sandbox.rc APPEND PROPERTY
+  OBJECT_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/src/platform/llm-sandbox.exe.manifest)
 set_target_properties(llm-sandbox PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${SBX_BUILD_BINDIR}")
 target_include_directories(llm-sandbox PRIVATE mcp)
 target_link_libraries(llm-sandbox PRIVATE sbxmcp sbxcore)

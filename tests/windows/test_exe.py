@@ -109,6 +109,20 @@ def test_doctor_says_what_is_absent_and_fails():
     assert rc == 1 and "[absent] cgroups" in text.decode(), text
 
 
+def test_arguments_and_file_names_are_utf8(tmp_path):
+    """The exe's manifest makes UTF-8 its code page: a config file under a
+    non-ASCII name is found and named back in UTF-8, not in cp1252."""
+    d = tmp_path / "conf-\u00e9\u4e2d"
+    d.mkdir()
+    (d / "c.yaml").write_text("LLM_SANDBOX_LOG_LEVEL: warn\n")
+    rc, out, err = run("--config", str(d / "c.yaml"), "doctor", "--json")
+    checks = {c["check"]: c for c in json.loads(out)["checks"]}
+    assert rc == 1 and checks["config"]["status"] == "ok", (checks["config"], err)
+    assert checks["config"]["detail"] == "%s: 1 setting" % (d / "c.yaml"), checks["config"]
+    rc, _out, err = run("--config", str(d / "missing.yaml"), "doctor")
+    assert rc != 0 and str(d / "missing.yaml") in err, (rc, err)
+
+
 def test_a_run_is_refused_with_the_reason():
     rc, out, err = run("run", "--language", "python", "--code", "print(1)")
     assert rc == EXIT_TOOL, (rc, out, err)
