@@ -122,7 +122,6 @@ static void absent_backends(struct sbx_runtime *rt, struct json_object *a)
         if (registry_find_any(rt, SBX_KIND_BACKEND, absent[i][0]))
             continue; /* its manifest was found: listed above, with its state */
         o = json_object_new_object();
-
         json_object_object_add(o, "name", json_object_new_string(absent[i][0]));
         json_object_object_add(o, "kind", json_object_new_string("backend"));
         json_object_object_add(o, "version", NULL);
