@@ -18,6 +18,13 @@ if(CMAKE_BUILD_TYPE MATCHES "Rel" AND NOT SBX_SANITIZE)
     -fstack-clash-protection -fcf-protection)
 endif()
 set(SBX_HARDEN_LD -Wl,-z,relro,-z,now -Wl,-z,noexecstack -Wl,--as-needed)
+if(WIN32)
+  # mingw-w64: the ELF options above mean nothing to a PE linker, and
+  # _FORTIFY_SOURCE and the stack protector need libssp, which Windows
+  # users would have to ship; PE images get ASLR and DEP by default.
+  set(SBX_HARDEN_C "")
+  set(SBX_HARDEN_LD "")
+endif()
 
 # sbx_target_flags(target): warnings, hardening and _GNU_SOURCE for one target.
 function(sbx_target_flags tgt)

@@ -151,12 +151,14 @@ step "tests: unit, static, fuzz replay, MCP clients"
 next_junit
 (cd build && ctest --output-on-failure -j "$JOBS" -LE integration --output-junit "$J")
 
-# Windows (issue 28): the mingw-w64 cross-build (scripts/build-windows.sh)
-# and its contract tests under wine (ctest label windows.wine). The four
-# libraries it needs build from Debian sources once (cold: about 3 minutes
-# here, one-time, cached under /var/cache/llm-sandbox/windows); warm, this
-# step took 13 s (6 s more for a fresh build-windows tree), most of it
-# wine starting once per test. llm-sandbox.exe itself is not built yet.
+# Windows (issue 28): the mingw-w64 cross-build of llm-sandbox.exe
+# (scripts/build-windows.sh) and its contract tests under wine (ctest label
+# windows.wine: the dependencies, command lines, UTF-16, the process layer,
+# the real exe's CLI and MCP stdio, and tests/mcp's protocol tests against
+# it). The four libraries it needs build from Debian sources once (cold:
+# about 3 minutes here, one-time, cached under /var/cache/llm-sandbox/windows);
+# warm, this step took 10 s (16 s for a fresh build-windows tree), 9 s of it
+# the tests in one wine session (tests/windows/wine-session.sh).
 step "windows: mingw-w64 cross-build, contract tests under wine"
 scripts/build-windows.sh build-windows >"$TIMES/windows.log" 2>&1 || {
     cat "$TIMES/windows.log"

@@ -36,11 +36,13 @@ struct opts {
 
 static struct sbx_cancel *g_cancel;
 
+#ifndef _WIN32
 static void on_signal(int sig)
 {
     (void)sig;
     sbx_cancel_fire(g_cancel);
 }
+#endif
 
 static void run_help(void)
 {
@@ -289,7 +291,9 @@ int cmd_run(int argc, char **argv)
     struct sbx_runtime *rt = NULL;
     struct sbx_execution *ex = NULL;
     struct sbx_error *err = NULL;
+#ifndef _WIN32
     struct sigaction sa = {.sa_handler = on_signal};
+#endif
     int rc = parse(&o, argc, argv);
 
     if (o.help)
@@ -305,8 +309,10 @@ int cmd_run(int argc, char **argv)
         o.req.cancel = g_cancel;
         o.req.on_phase = cli_progress_phase;
         o.req.on_notice = cli_progress_notice;
+#ifndef _WIN32 /* Windows: Ctrl+C ends the process; its runs are refused at once */
         sigaction(SIGINT, &sa, NULL);
         sigaction(SIGTERM, &sa, NULL);
+#endif
         cli_progress_start();
         if (sbx_run(rt, &o.req, &ex, &err) < 0)
             ex = sbx_execution_from_error(err);

@@ -36,7 +36,11 @@ extern "C" {
 #define SBX_ABI_MINOR           6
 #define SBX_PLUGIN_ENTRY_SYMBOL "sbx_plugin_entry_v1"
 
-#if defined(__GNUC__) || defined(__clang__)
+#if defined(__MINGW32__)
+/* mingw-w64 (the Windows build, with __USE_MINGW_ANSI_STDIO): C99 formats */
+#define SBX_EXPORT
+#define SBX_PRINTF(f, a) __attribute__((format(gnu_printf, f, a)))
+#elif defined(__GNUC__) || defined(__clang__)
 #define SBX_EXPORT       __attribute__((visibility("default")))
 #define SBX_PRINTF(f, a) __attribute__((format(printf, f, a)))
 #else

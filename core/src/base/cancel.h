@@ -10,7 +10,11 @@
 #include <llm-sandbox/sbx.h>
 
 struct sbx_cancel {
+#ifdef _WIN32
+    volatile long fired; /* platform/win_base.c: nothing waits on it there */
+#else
     int fd; /* an eventfd */
+#endif
 };
 
 #endif

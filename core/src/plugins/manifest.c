@@ -346,11 +346,17 @@ int manifest_load(
         path = NULL;
         return sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
     }
+#ifdef _WIN32
+    /* no directory descriptors on Windows: the path (no FIFOs to fear) */
+    (void)dfd;
+    fd = open(path, O_RDONLY | O_BINARY);
+#else
     dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd < 0)
         return sbx_error_set(err, SBX_E_IO, errno, "%s: %s", dir, strerror(errno));
     /* O_NONBLOCK: a FIFO must not hang the loader before fstat refuses it. */
     fd = openat(dfd, filename, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+#endif
     if (fd < 0 && errno == ELOOP)
         return sbx_error_set(err, SBX_E_IO, ELOOP, "%s: is a symbolic link (not followed)", path);
     if (fd < 0)

@@ -17,7 +17,9 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#ifndef _WIN32
 #include <sys/socket.h>
+#endif
 #include <unistd.h>
 
 #include "base/cleanup.h"
@@ -546,6 +548,14 @@ static int load_misc(struct settings *s, struct sbx_error **err)
     return 0;
 }
 
+/* LLM_SANDBOX_PLUGIN_PATH's separator: PATH's (';' on Windows, where ':'
+ * follows every drive letter). */
+#ifdef _WIN32
+#define PLUGIN_PATH_SEP ';'
+#else
+#define PLUGIN_PATH_SEP ':'
+#endif
+
 /* Variables other than limit_vars', as config file keys. The list ones
  * may be YAML sequences there, joined with their separator. */
 static const struct {
@@ -554,7 +564,7 @@ static const struct {
 } other_vars[] = {
         {"BACKEND", 0},
         {"LLM_SANDBOX_DEFAULT_LANGUAGE", 0},
-        {"LLM_SANDBOX_PLUGIN_PATH", ':'},
+        {"LLM_SANDBOX_PLUGIN_PATH", PLUGIN_PATH_SEP},
         {"LLM_SANDBOX_NETWORK", 0},
         {"SANDBOX_NETWORK_MODE", 0},
         {"LLM_SANDBOX_ALLOW_HOST_NETWORK", 0},
@@ -696,7 +706,7 @@ static int load(struct settings *s, struct sbx_error **err)
     }
     if (load_languages(s, err) < 0)
         return -1;
-    if (load_list(s, "LLM_SANDBOX_PLUGIN_PATH", &s->plugin_path, ':') < 0 ||
+    if (load_list(s, "LLM_SANDBOX_PLUGIN_PATH", &s->plugin_path, PLUGIN_PATH_SEP) < 0 ||
             (!s->backend && !(s->backend = strdup("bwrap"))) ||
             (!s->language && !(s->language = strdup("python"))))
         return sbx_error_set(err, SBX_E_NOMEM, 0, "out of memory");
@@ -823,6 +833,15 @@ int sbx_socket_path(const char *config_path, char **ret_path, struct sbx_error *
 /* sd_listen_fds(3)'s protocol, without libsystemd: the variables are ours
  * only when LISTEN_PID names this process; they are removed either way, so
  * nothing this process starts takes them for its own. */
+#ifdef _WIN32
+/* No systemd on Windows: never passed a socket. */
+int sbx_socket_activation(int *ret_fd, struct sbx_error **err)
+{
+    (void)ret_fd;
+    (void)err;
+    return 0;
+}
+#else
 int sbx_socket_activation(int *ret_fd, struct sbx_error **err)
 {
     const char *pid_s = secure_getenv("LISTEN_PID"), *fds_s = secure_getenv("LISTEN_FDS");
@@ -855,3 +874,4 @@ int sbx_socket_activation(int *ret_fd, struct sbx_error **err)
     *ret_fd = SD_LISTEN_FDS_START;
     return 1;
 }
+#endif

@@ -100,12 +100,49 @@ static struct json_object *plugin_json(struct sbx_runtime *rt, struct plugin *pl
     return o;
 }
 
+#ifdef _WIN32
+/* The backends the Windows build has not (issue 28), each with why: listed
+ * as "absent", after the plugins found (a manifest found is listed as
+ * such, with the loader's word on it). */
+static void absent_backends(struct sbx_runtime *rt, struct json_object *a)
+{
+    static const char *const absent[][2] = {
+            {"bwrap", "Linux only: user namespaces, cgroups and seccomp are not on Windows"},
+            {"nsjail", "Linux only: namespaces, cgroups and seccomp are not on Windows"},
+            {"docker", "not built for Windows: its daemon is reached through a unix socket"},
+            {"podman", "not built for Windows: its daemon is reached through a unix socket"},
+            {"kubernetes", "not built for Windows yet: needs HTTP and WebSocket for plugins"},
+            {"mxc", "not built for Windows yet: plugin libraries are not loaded there"},
+            {"wsl2", "not built for Windows yet: plugin libraries are not loaded there"},
+    };
+
+    for (size_t i = 0; i < sizeof(absent) / sizeof(absent[0]); i++) {
+        struct json_object *o;
+
+        if (registry_find_any(rt, SBX_KIND_BACKEND, absent[i][0]))
+            continue; /* its manifest was found: listed above, with its state */
+        o = json_object_new_object();
+        json_object_object_add(o, "name", json_object_new_string(absent[i][0]));
+        json_object_object_add(o, "kind", json_object_new_string("backend"));
+        json_object_object_add(o, "version", NULL);
+        json_object_object_add(o, "status", json_object_new_string("absent"));
+        json_object_object_add(o, "error", json_object_new_string(absent[i][1]));
+        json_object_object_add(o, "manifest", json_object_new_string("-"));
+        json_object_array_add(a, o);
+    }
+}
+#endif
+
 struct json_object *sbx_runtime_plugins_json(struct sbx_runtime *rt)
 {
     struct json_object *a = json_object_new_array();
 
     for (size_t i = 0; a && i < rt->n_plugins; i++)
         json_object_array_add(a, plugin_json(rt, rt->plugins[i]));
+#ifdef _WIN32
+    if (a)
+        absent_backends(rt, a);
+#endif
     return a;
 }
 
@@ -131,6 +168,24 @@ static const char *ok_detail(const struct manifest *m, char *buf, size_t len)
     return buf;
 }
 
+#ifdef _WIN32
+/* The Linux host services, absent from the Windows build (issue 28):
+ * doctor says so instead of checking them. "absent" fails nothing: no
+ * backend could use them here anyway, and the defaults check says that
+ * no run is possible. */
+static void check_windows(struct json_object *a)
+{
+    static const char *const absent[][2] = {
+            {"user_namespaces", "user namespaces: not on Windows"},
+            {"uid_range", "uid ranges: not on Windows"},
+            {"cgroups", "cgroups: not on Windows"},
+            {"seccomp", "seccomp: not on Windows"},
+    };
+
+    for (size_t i = 0; i < sizeof(absent) / sizeof(absent[0]); i++)
+        check(a, absent[i][0], "absent", absent[i][1], NULL);
+}
+#else
 static void check_userns(struct json_object *a)
 {
     static const char *const names[] = {"ok", "warn", "fail"};
@@ -332,6 +387,8 @@ static void check_cgroups(struct sbx_runtime *rt, struct json_object *a, struct 
                 "boot with swapaccount=1 (cgroup v1) or use cgroup v2");
 }
 
+#endif
+
 /* Which config file was read (a broken one fails start-up, so doctor
  * itself reports that as its error). */
 static void check_config(const struct settings *s, struct json_object *a)
@@ -347,6 +404,7 @@ static void check_config(const struct settings *s, struct json_object *a)
     check(a, "config", "ok", detail, NULL);
 }
 
+#ifndef _WIN32
 static void check_seccomp(struct json_object *a)
 {
     struct sbx_error *e = NULL;
@@ -362,6 +420,7 @@ static void check_seccomp(struct json_object *a)
     snprintf(detail, sizeof(detail), "policy compiled: %zu BPF instructions", len / 8);
     check(a, "seccomp", "ok", detail, NULL);
 }
+#endif
 
 static void check_runtimes(struct sbx_runtime *rt, struct json_object *a)
 {
@@ -392,6 +451,16 @@ static void check_runtimes(struct sbx_runtime *rt, struct json_object *a)
     }
 }
 
+#ifdef _WIN32
+#define NO_BACKEND_FIX                                                                             \
+    "none runs code on Windows yet ('llm-sandbox plugins' says why); the server starts "           \
+    "and refuses every run"
+#else
+#define NO_BACKEND_FIX                                                                             \
+    "set BACKEND (environment or config file) to a backend installed here ('llm-sandbox "          \
+    "plugins' lists them); the server refuses to start until then"
+#endif
+
 /* The check the server makes before it starts (sbx_runtime_check): the
  * configured backend and default language exist, the backend works here,
  * the default policy fits it. Its message names what is installed. */
@@ -405,10 +474,7 @@ static void check_defaults(struct sbx_runtime *rt, struct json_object *a)
 
     if (sbx_runtime_check(rt, &e) < 0) {
         check(a, "defaults", "fail", e->msg,
-                !b || b->state != PLUGIN_OK
-                        ? "set BACKEND (environment or config file) to a backend installed "
-                          "here ('llm-sandbox plugins' lists them); the server refuses to "
-                          "start until then"
+                !b || b->state != PLUGIN_OK ? NO_BACKEND_FIX
                 : !l || l->state != PLUGIN_OK
                         ? "set LLM_SANDBOX_DEFAULT_LANGUAGE (environment or config file) to "
                           "an available language; the server refuses to start until then"
@@ -422,6 +488,7 @@ static void check_defaults(struct sbx_runtime *rt, struct json_object *a)
     check(a, "defaults", "ok", detail, NULL);
 }
 
+#ifndef _WIN32
 /* The bubblewrap version floor (runtime/bwrap_floor.c), when the bwrap
  * backend is installed. */
 static void check_bwrap_floor(struct sbx_runtime *rt, struct json_object *a)
@@ -437,6 +504,7 @@ static void check_bwrap_floor(struct sbx_runtime *rt, struct json_object *a)
     r = bwrap_floor_check(where, NULL, detail, sizeof(detail), fix, sizeof(fix));
     check(a, "bwrap_version", r == 1 ? "ok" : "warn", detail, fix[0] ? fix : NULL);
 }
+#endif
 
 struct json_object *sbx_runtime_doctor_json(struct sbx_runtime *rt)
 {
@@ -445,6 +513,12 @@ struct json_object *sbx_runtime_doctor_json(struct sbx_runtime *rt)
 
     if (!o || !a)
         return o;
+#ifdef _WIN32
+    check_windows(a);
+    check_config(rt->settings, a);
+    check_runtimes(rt, a);
+    check_defaults(rt, a);
+#else
     check_userns(a);
     check_uids(rt, a);
     check_cgroups(rt, a, o);
@@ -453,6 +527,7 @@ struct json_object *sbx_runtime_doctor_json(struct sbx_runtime *rt)
     check_runtimes(rt, a);
     check_defaults(rt, a);
     check_bwrap_floor(rt, a);
+#endif
     for (size_t i = 0; i < rt->n_plugins; i++) {
         struct plugin *pl = rt->plugins[i];
         char name[96], detail[320];

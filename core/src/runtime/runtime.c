@@ -31,6 +31,9 @@
 #include "runtime_state.h"
 #include "sessions/pool.h"
 #include "sessions/session.h"
+#ifdef _WIN32
+#include "platform/win_base.h"
+#endif
 
 #define UIDRANGE_PARENT "/run/llm-sandbox"
 #define UIDRANGE_DIR    UIDRANGE_PARENT "/uids"
@@ -48,6 +51,9 @@ const char *sbx_runtime_default_backend(const struct sbx_runtime *rt)
 /* Directory of the running executable, for the relocatable layout. */
 static char *exe_dir(void)
 {
+#ifdef _WIN32
+    return win_exe_dir();
+#else
     char buf[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
     char *slash;
@@ -60,6 +66,7 @@ static char *exe_dir(void)
         return NULL;
     *slash = '\0';
     return strdup(buf);
+#endif
 }
 
 /* As root, the range each box takes its own host uid from (uidrange.h),
@@ -67,6 +74,11 @@ static char *exe_dir(void)
  * shares them. */
 static int uid_range_open(struct sbx_runtime *rt, struct sbx_error **err)
 {
+#ifdef _WIN32
+    (void)rt;
+    (void)err;
+    return 0; /* no uids to give out (uid ranges: not on Windows) */
+#else
     const struct settings *s = rt->settings;
 
     if (geteuid() != 0 || s->uid_range_count == 0)
@@ -78,6 +90,7 @@ static int uid_range_open(struct sbx_runtime *rt, struct sbx_error **err)
             0)
         return sbx_error_wrap(err, "LLM_SANDBOX_UID_RANGE");
     return 0;
+#endif
 }
 
 int sbx_runtime_new(struct sbx_runtime **ret_rt, struct sbx_error **err)
