@@ -96,11 +96,11 @@ if ! as_nobody test -x "$bin" -a -r "$src/tests/$suite/conftest.py" 2>/dev/null;
         mkdir -p "$stage/build/tests"
         cp -a "$prefix/tests/wsl-shim" "$stage/build/tests/"
     fi
-    cp -a "$here" "$stage/tests/integration"
-    cp -a "$src/tests/golden" "$stage/tests/golden" # test_mxc.py validates them
-    [ "$suite" = integration ] || cp -a "$src/tests/$suite" "$stage/tests/$suite"
-    mkdir -p "$stage/core/seccomp"
-    cp -a "$src/core/seccomp/policy.list" "$stage/core/seccomp/"
+    # the source tree the tests read (their helpers in tests/k8s and
+    # tests/mcp, scripts/, the golden files, the seccomp policy), without
+    # the build trees, git, or the MCP clients' node_modules
+    (cd "$src" && tar -cf - --exclude=./.git --exclude='./build*' --exclude=./Testing \
+        --exclude=node_modules .) | tar -xf - -C "$stage"
     chmod -R a+rX "$stage"
     bin=$stage/build/bin/$(basename "$bin")
     build=$stage/build
