@@ -115,7 +115,10 @@ install -d -m 0700 -o 65534 -g 65534 /run/user/65534
 home=/var/tmp/llm-sandbox-test-home-65534
 install -d -m 0700 -o 65534 -g 65534 "$home"
 cd "$src"
-as_nobody env HOME="$home" SBX_BIN="$bin" SBX_BUILD_DIR="$build" SBX_SOURCE_DIR="$src" \
+# USER and LOGNAME too: pytest names its base temporary directory after
+# them (/tmp/pytest-of-USER), and a root's login shell has USER=root,
+# whose directory the root suites own
+as_nobody env HOME="$home" USER=nobody LOGNAME=nobody SBX_BIN="$bin" SBX_BUILD_DIR="$build" SBX_SOURCE_DIR="$src" \
     SBX_TEST_BACKEND="${SBX_TEST_BACKEND:-bwrap}" \
     ${LLM_SANDBOX_NSJAIL_PATH:+LLM_SANDBOX_NSJAIL_PATH="$LLM_SANDBOX_NSJAIL_PATH"} \
     ${LLM_SANDBOX_MXC_EXECUTOR:+LLM_SANDBOX_MXC_EXECUTOR="$LLM_SANDBOX_MXC_EXECUTOR"} \
