@@ -79,17 +79,15 @@ step "dependencies"
 scripts/install-deps.sh | tee "$TIMES/deps.log"
 grep -q "all packages present" "$TIMES/deps.log" && cur_cache=warm || cur_cache=cold
 
-# configure DIR ARGS...: Ninja for a new tree; a tree configured before
-# keeps its generator (the Quickstart's first command makes build/ with
-# CMake's default, and CMake refuses to switch a tree's generator)
+# shellcheck source=scripts/lib/cmake-tree.sh
+. "$SRC/scripts/lib/cmake-tree.sh"
+# configure DIR ARGS...: cmake for the tree DIR, with cmake_generator's
+# choice of generator
 configure() {
     local dir=$1
     shift
-    if [ -f "$dir/CMakeCache.txt" ]; then
-        cmake -S . -B "$dir" "$@" >/dev/null
-    else
-        cmake -S . -B "$dir" -G Ninja "$@" >/dev/null
-    fi
+    # shellcheck disable=SC2046 # "-G Ninja" is two words, or none
+    cmake -S . -B "$dir" $(cmake_generator "$dir") "$@" >/dev/null
 }
 
 [ -f build/CMakeCache.txt ] && cache=warm || cache=cold

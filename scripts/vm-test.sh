@@ -118,12 +118,11 @@ say "image: $image ($(( $(date +%s) - t0 )) s)"
 # 2. The project, built on the host into its own directory.
 say "build: $build"
 t0=$(date +%s)
-# a tree configured before keeps its generator (test.sh passes build/,
-# which the Quickstart's first command made with CMake's default)
-gen="-G Ninja"
-[ ! -f "$build/CMakeCache.txt" ] || gen=""
-# shellcheck disable=SC2086
-nice -n 19 ionice -c3 cmake -S "$src" -B "$build" $gen -DSBX_WERROR=ON >/dev/null
+# shellcheck source=scripts/lib/cmake-tree.sh
+. "$src/scripts/lib/cmake-tree.sh"
+# shellcheck disable=SC2046 # test.sh passes build/, which may have another generator
+nice -n 19 ionice -c3 cmake -S "$src" -B "$build" $(cmake_generator "$build") -DSBX_WERROR=ON \
+    >/dev/null
 nice -n 19 ionice -c3 cmake --build "$build" -j "$(nproc)" >"$build/vm-build.log" 2>&1 \
     || { tail -n 30 "$build/vm-build.log"; die "build failed"; }
 [ -x "$build/bin/llm-sandbox" ] || die "no $build/bin/llm-sandbox after the build"
