@@ -202,7 +202,11 @@ static void classify(struct jr_msg *msg)
         invalid(msg, JR_INVALID_REQUEST, "\"id\" must be a string or an integer");
         return;
     }
-    if (has_id && holds_nul(id)) { /* answered with it: the client can tell which */
+    /* A request's id is answered with it, so the client can tell which
+     * was refused. A response's is not checked: we send no requests, so
+     * every response is ignored, and one that echoes an id holding a NUL
+     * (our own refusal, read back) is still a response. */
+    if (has_method && has_id && holds_nul(id)) {
         invalid(msg, JR_INVALID_REQUEST, "\"id\" must not hold a NUL byte (\\u0000)");
         return;
     }
