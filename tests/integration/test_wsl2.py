@@ -190,7 +190,7 @@ def record(kind, fd, payload=b""):
     return bytes([kind, fd]) + len(payload).to_bytes(4, "little") + payload
 
 
-MAGIC = b"SBXWSL1\n"
+MAGIC = b"SBXWSL2\n"
 END = record(ord("E"), 0)
 
 
