@@ -243,18 +243,20 @@ static int check_opener(struct wsl2_state *st, struct sbx_err *err)
     return 0;
 }
 
-/* "in 'DISTRO': NOTE", cut at a UTF-8 boundary with "..." as the core's
- * notes are. */
+/* "NOTE in 'DISTRO'": the core's words, then where; a note too long is
+ * cut at a UTF-8 boundary and ends in "..." before the distribution. */
 static void note_in(char *out, size_t size, const char *distro, const char *note)
 {
-    int len = snprintf(out, size, "in '%s': %s", distro, note);
+    char where[80];
+    size_t w = (size_t)snprintf(where, sizeof(where), " in '%s'", distro), n = strlen(note);
 
-    if (len >= 0 && (size_t)len >= size) {
-        size_t end = size - 4;
-
-        while (end > 0 && ((unsigned char)out[end] & 0xC0) == 0x80)
-            end--;
-        memcpy(out + end, "...", 4);
+    if (n + w >= size) {
+        n = size - 1 - w - 3;
+        while (n > 0 && ((unsigned char)note[n] & 0xC0) == 0x80)
+            n--;
+        snprintf(out, size, "%.*s...%s", (int)n, note, where);
+    } else {
+        snprintf(out, size, "%s%s", note, where);
     }
 }
 
