@@ -30,15 +30,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define WSL_FRAME_MAGIC     "SBXWSL2\n"
-#define WSL_FRAME_MAGIC_LEN 8
-#define WSL_FRAME_HDR       6
-#define WSL_FRAME_FD_MAX    15
-#define WSL_FRAME_BLOB_MAX  (64u << 20)
-#define WSL_FRAME_TOTAL_MAX (128u << 20)
-#define WSL_FRAME_FD        'F'
-#define WSL_FRAME_END       'E'
-#define WSL_FRAME_LIMITS    'L'
+#define WSL_FRAME_MAGIC      "SBXWSL2\n"
+#define WSL_FRAME_MAGIC_LEN  8
+#define WSL_FRAME_HDR        6
+#define WSL_FRAME_FD_MAX     15
+#define WSL_FRAME_BLOB_MAX   (64u << 20)
+#define WSL_FRAME_TOTAL_MAX  (128u << 20)
+#define WSL_FRAME_FD         'F'
+#define WSL_FRAME_END        'E'
+#define WSL_FRAME_LIMITS     'L'
 #define WSL_FRAME_LIMITS_LEN 24
 
 /* The reader's state: which fds were given, how many bytes so far. */

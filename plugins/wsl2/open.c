@@ -205,18 +205,18 @@ static int make_cgroup(const struct wsl_frame_limits *l)
             .pids_max = l->pids_max};
     struct sbx_error *e = NULL;
     const char *why = NULL;
-    char id[80];
+    char owner[64], id[80];
     int r;
 
     cg_svc = service(&why);
     if (!cg_svc)
         return fail("cgroup service", why);
     if (cg_service_mode(cg_svc) == CG_NONE)
-        return fail("limits asked for, but no cgroup in the distribution",
-                cg_service_describe(cg_svc));
+        return fail(
+                "limits asked for, but no cgroup in the distribution", cg_service_describe(cg_svc));
     (void)cg_service_sweep(cg_svc); /* groups of openers killed before they could */
-    owner_make(id, sizeof(id) - 3);
-    strcat(id, "-1");
+    owner_make(owner, sizeof(owner));
+    snprintf(id, sizeof(id), "%s-1", owner); /* one box an opener */
     r = cg_group_new(cg_svc, id, &pol, &cg_box, &e);
     if (r < 0) {
         fail("cannot create the sandbox's cgroup", e ? e->msg : sbx_rc_str(r));

@@ -271,8 +271,8 @@ static int check_limits(struct wsl2_state *st, struct sbx_caps *lim, struct sbx_
         const char *name;
     } ctl[] = {{SBX_CTL_MEMORY, "memory"}, {SBX_CTL_CPU, "cpu"}, {SBX_CTL_PIDS, "pids"}};
     static const char *const level[] = {"none", "fallback", "full"};
-    const char *const cmd[] = {
-            "-d", st->distro, "-u", st->user, "--cd", "/", "--exec", st->wsl.opener, "--caps", NULL};
+    const char *const cmd[] = {"-d", st->distro, "-u", st->user, "--cd", "/", "--exec",
+            st->wsl.opener, "--caps", NULL};
     unsigned char out[1024];
     int status = 0, seen = 0, full = 0;
     char *line, *save = NULL;

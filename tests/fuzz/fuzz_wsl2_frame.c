@@ -7,8 +7,8 @@
  * the end of the input. Checked: a refusal always says why; an accepted
  * record is within the limits and never repeats a descriptor or the limits;
  * accepted limits hold a memory and a pids limit and write back to the
- * same bytes; the state only grows; nothing is accepted after the end. A crash, a sanitizer report or an abort() is a bug.
- * Build with clang -fsanitize=fuzzer, or link with replay.c to replay a
+ * same bytes; the state only grows; nothing is accepted after the end. A crash, a sanitizer report
+ * or an abort() is a bug. Build with clang -fsanitize=fuzzer, or link with replay.c to replay a
  * corpus.
  */
 #include <stdint.h>
