@@ -2,10 +2,12 @@
 /*
  * probe.c: check, through the launcher, that the configured distribution
  * is installed (`wsl.exe -l -q`), is WSL version 2 (`-l -v`), has bwrap
- * 0.8.0 or newer and this build's opener (open.c), and that user
- * namespaces work in it (a real box opened
- * and closed); each failure says what to do. Fills the capability report
- * from what worked, marking enforcement on Windows unverified. Never runs
+ * 0.8.0 or newer and this build's opener (open.c), what limits the opener
+ * can enforce there (--caps: the distribution's cgroup, or the rlimit
+ * fallbacks; never the core's cgroup here), and that user namespaces work
+ * in it (a real box opened and closed); each failure says what to do.
+ * Fills the capability report from what worked, marking enforcement on
+ * Windows unverified. Never runs
  * anything in the distribution through a shell.
  */
 #include <dlfcn.h>
