@@ -25,6 +25,10 @@ struct bwrap_state {
      * the launcher (its absolute path) and what follows it; NULL here */
     const struct bwrap_wsl *wsl;
     char launcher[256];
+    /* WSL2: the limits go to the opener, which makes the box's cgroup in
+     * the distribution (its probe found one); false: the agent's rlimits.
+     * The core's cgroup, here, is never used under WSL2. */
+    bool wsl_cgroup;
 };
 
 extern const struct sbx_backend_ops bwrap_ops;

@@ -27,8 +27,12 @@
  * starts bwrap. The agent's pid is the opener's business (a pid of the
  * distribution names no process here): the box ends by SIGTERM to the
  * launcher, on which the opener kills the agent and exits once bwrap has
- * reaped it; SIGKILL and the cgroup after a grace. No keeper there: bwrap's
- * window is inside the distribution, where the opener is bwrap's parent.
+ * reaped it; SIGKILL after a grace. No keeper there: bwrap's window is
+ * inside the distribution, where the opener is bwrap's parent. Nor the
+ * core's cgroup: the limits are the distribution's business too, sent to
+ * the opener in the stream when its probe found a cgroup there (it makes
+ * one, and reports the box's OOM and pids events back on stderr), else
+ * the agent's rlimits as without cgroups.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -67,12 +71,15 @@ static const struct jail_kind bwrap_kind = {.launcher = "bwrap",
 
 /* WSL2: SIGTERM to the launcher reaches the opener, which kills the agent
  * and waits for the sandbox to be gone (plugins/wsl2/open.c). */
+static int wsl_stats_line(const char *line, struct sbx_box_stats *stats);
+
 static const struct jail_kind wsl_kind = {.launcher = "wsl.exe (bwrap)",
         .term_grace_ms = 5000,
         .kill = bwrap_box_kill,
         .close = bwrap_box_close,
         .reap = NULL,
-        .diag_error = bwrap_diag_error};
+        .diag_error = bwrap_diag_error,
+        .stats_line = wsl_stats_line};
 
 static const struct jail_kind *kind_of(const struct bwrap_box *b)
 {
@@ -226,10 +233,11 @@ static int put_blob(int wfd, int fd, int child_fd, struct sbx_err *err)
  * SIGPIPE is held while writing, so an opener that died becomes an error
  * here (its own message, on stderr, replaces ours), not the end of the
  * process. */
-static int send_stream(const struct box_fds *f, const int *child, int wfd, struct sbx_err *err)
+static int send_stream(const struct box_fds *f, const int *child, int wfd,
+        const struct sbx_policy *lim, struct sbx_err *err)
 {
     static const struct timespec now = {0, 0};
-    unsigned char hdr[WSL_FRAME_HDR];
+    unsigned char hdr[WSL_FRAME_HDR], lbuf[WSL_FRAME_LIMITS_LEN];
     sigset_t pipe, old;
     int r = 0;
 
@@ -240,6 +248,17 @@ static int send_stream(const struct box_fds *f, const int *child, int wfd, struc
     for (int i = 0; r == 0 && i < FD_COUNT; i++)
         if (f->fd[i] >= 0)
             r = put_blob(wfd, f->fd[i], child[i], err);
+    if (r == 0 && lim) { /* the opener makes the box's cgroup with these */
+        struct wsl_frame_limits l = {.memory_bytes = lim->memory_bytes,
+                .cpu_millicores = lim->cpu_millicores,
+                .pids_max = lim->pids_max};
+
+        wsl_frame_put(hdr, WSL_FRAME_LIMITS, -1, WSL_FRAME_LIMITS_LEN);
+        wsl_frame_limits_put(lbuf, &l);
+        r = put_all(wfd, hdr, sizeof(hdr), err);
+        if (r == 0)
+            r = put_all(wfd, lbuf, sizeof(lbuf), err);
+    }
     if (r == 0) {
         wsl_frame_put(hdr, WSL_FRAME_END, -1, 0);
         r = put_all(wfd, hdr, sizeof(hdr), err);
@@ -331,14 +350,14 @@ int bwrap_box_open(
     b->st = st;
     b->agent_pidfd = -1;
     fds_init(&f);
-    r = jail_cgroup_new(h, spec, &b->jb.cg, err);
+    r = st->wsl ? 0 : jail_cgroup_new(h, spec, &b->jb.cg, err); /* WSL2: the opener's */
     if (r == 0)
         r = fds_open(h, net_on, st->wsl != NULL, &f, err);
     if (r == 0)
         r = spawn_bwrap(b, spec, &f, child, err);
     if (r == 0 && st->wsl) {
         jail_chan_take(h, b->jb.proc, &b->jb.chan);
-        r = send_stream(&f, child, b->jb.chan.wfd, err);
+        r = send_stream(&f, child, b->jb.chan.wfd, st->wsl_cgroup ? spec->policy : NULL, err);
     } else if (r == 0) {
         jail_chan_take(h, b->jb.proc, &b->jb.chan);
         for (int i = 0; i < FD_COUNT; i++) /* bwrap has its copies now */
@@ -393,6 +412,22 @@ static void await_agent(struct jail_box *jb)
 
     if (b->agent_pidfd >= 0 && poll(&pfd, 1, 5000) == 0)
         jb->h->log(jb->h, SBX_LOG_WARN, "sandbox agent %d still exiting after 5 s", b->agent_pid);
+}
+
+/* WSL2: the opener's last line, "sbx-wsl2-stats oom_killed=N
+ * pids_limited=N", from the box's cgroup in the distribution. */
+static int wsl_stats_line(const char *line, struct sbx_box_stats *stats)
+{
+    int oom = 0, pids = 0;
+
+    if (strncmp(line, "sbx-wsl2-stats ", 15) != 0)
+        return 0;
+    if (sscanf(line + 15, "oom_killed=%d pids_limited=%d", &oom, &pids) == 2 && oom >= -1 &&
+            oom <= 1 && pids >= -1 && pids <= 1) {
+        stats->oom_killed = oom;
+        stats->pids_limited = pids;
+    }
+    return 1;
 }
 
 /* bwrap's own message ("bwrap: ...") is its error, or the WSL2 opener's. */

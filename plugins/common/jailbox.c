@@ -15,10 +15,21 @@
 #define CLOSE_WAIT_MS 2000 /* for the launcher to end after end of input */
 #define DIAG_MAX      240
 
+static void read_diag(int fd, const char *drop, const struct jail_kind *k,
+        struct sbx_box_stats *stats, char *out, size_t len);
+
 void jail_read_diag(int fd, const char *drop, char *out, size_t len)
+{
+    read_diag(fd, drop, NULL, NULL, out, len);
+}
+
+/* jail_read_diag(), the kind's stats lines read and left out. */
+static void read_diag(int fd, const char *drop, const struct jail_kind *k,
+        struct sbx_box_stats *stats, char *out, size_t len)
 {
     char buf[4096], *line, *save = NULL;
     size_t got = 0, o = 0;
+    bool full = false;
     ssize_t n;
 
     out[0] = '\0';
@@ -30,9 +41,15 @@ void jail_read_diag(int fd, const char *drop, char *out, size_t len)
 
         if ((drop && strstr(line, drop)) || !line[0])
             continue;
+        if (k && k->stats_line && k->stats_line(line, stats))
+            continue;
+        if (full) /* only stats lines may follow */
+            continue;
         w = snprintf(out + o, len - o, "%s%s", o ? "; " : "", line);
-        if (w < 0 || (size_t)w >= len - o)
-            break;
+        if (w < 0 || (size_t)w >= len - o) { /* cut there, as snprintf left it */
+            full = true;
+            continue;
+        }
         o += (size_t)w;
     }
 }
@@ -133,7 +150,7 @@ int jail_box_close(struct jail_box *b, const struct jail_kind *k, struct sbx_box
         status = launcher_end(b, k);
         if (k->reap)
             k->reap(b);
-        jail_read_diag(b->chan.efd, k->noise, diag, sizeof(diag));
+        read_diag(b->chan.efd, k->noise, k, stats, diag, sizeof(diag));
         if (diag[0])
             h->log(h, SBX_LOG_DEBUG, "%s exited with status %d: %s", k->launcher, status, diag);
         if (status != 0 && k->diag_error)

@@ -74,6 +74,10 @@ struct jail_kind {
      * diagnostics (one line, edited in place) into err, or 0 when they hold
      * none. */
     int (*diag_error)(char *diag, struct sbx_err *err);
+    /* A line of the launcher's diagnostics that reports the box's stats
+     * (the WSL2 opener's cgroup, not ours): 1 when it was one (read into
+     * stats, left out of the diagnostics), else 0; or NULL. */
+    int (*stats_line)(const char *line, struct sbx_box_stats *stats);
 };
 
 /* End the box: end of input (the agent kills everything and exits), wait

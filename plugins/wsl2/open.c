@@ -27,8 +27,21 @@
  * gone with their last descriptor, so nothing is left to remove, even when
  * the opener or the box is killed half-way.
  *
- * Static (built like the agent), no allocation beyond the stack. Exit 125
- * and one "wsl2-open: ..." line on stderr when the stream is refused.
+ * Limits: when the stream carries a limits record (the host counts on a
+ * cgroup here, as the probe found with --caps), the opener makes a cgroup
+ * of the distribution's own with them through the core's cgroup service
+ * (core/src/host/cgroup*.c, built in: v1 where its hierarchies are
+ * writable, v2 where our cgroup is ours or delegated; systemd is never
+ * asked), bwrap joins it before exec, SIGTERM kills it whole, and at the
+ * end the opener writes one "sbx-wsl2-stats oom_killed=N pids_limited=N"
+ * line on stderr (the runner reads it), then kills, waits for and removes
+ * the group; groups of openers that died first are swept. No cgroup when
+ * one was asked for refuses the box (fail closed); without the record the
+ * agent's rlimits are the limits. --caps prints what the service can do
+ * here, in the core's own words, as "caps CONTROL LEVEL NOTE" lines.
+ *
+ * Static (built like the agent). Exit 125 and one "wsl2-open: ..." line on
+ * stderr when the stream is refused or the cgroup cannot be made.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -43,11 +56,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "host/cgroup.h"
+#include "host/owner.h"
 #include "wslframe.h"
 
 #define HIGH_FD  64                     /* memfds wait above every target until the end */
 #define INFO_FD  (WSL_FRAME_FD_MAX + 1) /* bwrap's --info-fd, above every blob */
 #define MAX_ARGS 512                    /* the translator makes at most 448 */
+
+/* The box's cgroup in the distribution, when the host asked for one. */
+static struct cg_service *cg_svc;
+static struct cg_group *cg_box;
 
 static int fail(const char *what, const char *detail)
 {
@@ -157,6 +176,97 @@ static int exit_status(int status)
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+/* The distribution's cgroup service, as the core's (cgroup.h) but never
+ * asking systemd for a scope: NULL and *why on out of memory. */
+static struct cg_service *service(const char **why)
+{
+    static char owner[64];
+    struct cg_options opt = {.mount_root = "/sys/fs/cgroup",
+            .self_cgroup = "/proc/self/cgroup",
+            .allow_v2 = true,
+            .allow_v1 = true,
+            .systemd_dir = "/run/systemd/system",
+            .owner = owner};
+    struct cg_service *s = NULL;
+    struct sbx_error *e = NULL;
+
+    owner_make(owner, sizeof(owner));
+    if (cg_service_new(&opt, &s, &e) < 0)
+        *why = "out of memory";
+    sbx_error_free(e);
+    return s;
+}
+
+/* The host counts on a cgroup here: make the box's, or say why not. */
+static int make_cgroup(const struct wsl_frame_limits *l)
+{
+    struct sbx_policy pol = {.memory_bytes = l->memory_bytes,
+            .cpu_millicores = l->cpu_millicores,
+            .pids_max = l->pids_max};
+    struct sbx_error *e = NULL;
+    const char *why = NULL;
+    char owner[64], id[80];
+    int r;
+
+    cg_svc = service(&why);
+    if (!cg_svc)
+        return fail("cgroup service", why);
+    if (cg_service_mode(cg_svc) == CG_NONE)
+        return fail(
+                "limits asked for, but no cgroup in the distribution", cg_service_describe(cg_svc));
+    (void)cg_service_sweep(cg_svc); /* groups of openers killed before they could */
+    owner_make(owner, sizeof(owner));
+    snprintf(id, sizeof(id), "%s-1", owner); /* one box an opener */
+    r = cg_group_new(cg_svc, id, &pol, &cg_box, &e);
+    if (r < 0) {
+        fail("cannot create the sandbox's cgroup", e ? e->msg : sbx_rc_str(r));
+        sbx_error_free(e);
+        return 125;
+    }
+    return 0;
+}
+
+/* In bwrap's process before exec: into every directory of the group. */
+static int join_cgroup(void)
+{
+    int fds[3], n = cg_group_procs_fds(cg_box, fds, 3), r = 0; /* v1: three dirs */
+    char pid[24];
+
+    if (n < 0) {
+        errno = EIO;
+        return -1;
+    }
+    snprintf(pid, sizeof(pid), "%d", (int)getpid());
+    for (int i = 0; i < n; i++) {
+        if (r == 0 && write(fds[i], pid, strlen(pid)) < 0)
+            r = -1;
+        close(fds[i]);
+    }
+    return r;
+}
+
+/* --caps: what the cgroup service can enforce here, one control a line. */
+static int print_caps(void)
+{
+    static const struct {
+        enum sbx_control c;
+        const char *name;
+    } ctl[] = {{SBX_CTL_MEMORY, "memory"}, {SBX_CTL_CPU, "cpu"}, {SBX_CTL_PIDS, "pids"}};
+    static const char *const level[] = {"none", "fallback", "full"};
+    static struct sbx_caps caps;
+    const char *why = NULL;
+    struct cg_service *s = service(&why);
+
+    if (!s)
+        return fail("cgroup service", why);
+    cg_service_caps(s, &caps);
+    for (size_t i = 0; i < sizeof(ctl) / sizeof(ctl[0]); i++)
+        printf("caps %s %s %s\n", ctl[i].name, level[caps.level[ctl[i].c] % 3],
+                caps.note[ctl[i].c]);
+    cg_service_free(s);
+    return fflush(stdout) == 0 ? 0 : 125;
+}
+
 /* Start bwrap (path, then its options) with --info-fd INFO_FD, and end as
  * the comment at the top says. */
 static int supervise(const char *bwrap, char **opts, int n_opts)
@@ -192,6 +302,8 @@ static int supervise(const char *bwrap, char **opts, int n_opts)
         sigprocmask(SIG_SETMASK, &old, NULL);
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() == 1)
             _exit(125);
+        if (cg_box && join_cgroup() < 0)
+            _exit(fail("cannot join the sandbox's cgroup", strerror(errno)));
         execv(bwrap, args);
         _exit(fail("cannot execute bwrap", strerror(errno)));
     }
@@ -215,6 +327,8 @@ static int supervise(const char *bwrap, char **opts, int n_opts)
             /* pid 1 of the sandbox: the kernel ends the rest, bwrap reaps it */
             if (pidfd < 0 || syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0) < 0)
                 kill(pid, SIGKILL);
+            if (cg_box) /* and whatever left the pid namespace's reach */
+                cg_group_kill(cg_box);
         }
     }
     if (pidfd >= 0) { /* bwrap killed, not ending: wait for the namespace (bounded) */
@@ -222,6 +336,12 @@ static int supervise(const char *bwrap, char **opts, int n_opts)
 
         poll(&pfd, 1, 5000);
     }
+    if (cg_box) {
+        fprintf(stderr, "sbx-wsl2-stats oom_killed=%d pids_limited=%d\n",
+                cg_group_oom_killed(cg_box), cg_group_pids_limited(cg_box));
+        cg_box = cg_group_free(cg_box); /* kills what is left, waits, removes */
+    }
+    cg_svc = cg_service_free(cg_svc);
     return exit_status(status);
 }
 
@@ -229,7 +349,8 @@ int main(int argc, char **argv)
 {
     struct wsl_frame f;
     struct wsl_frame_rec rec;
-    unsigned char hdr[WSL_FRAME_MAGIC_LEN];
+    struct wsl_frame_limits lim;
+    unsigned char hdr[WSL_FRAME_MAGIC_LEN], lbuf[WSL_FRAME_LIMITS_LEN];
     int at[WSL_FRAME_FD_MAX + 1];
     const char *why = NULL;
 
@@ -237,6 +358,8 @@ int main(int argc, char **argv)
         printf("wsl2-open stream %.7s\n", WSL_FRAME_MAGIC);
         return 0;
     }
+    if (argc == 2 && strcmp(argv[1], "--caps") == 0)
+        return print_caps();
     if (argc < 3 || argv[1][0] != '/')
         return fail("usage: wsl2-open /ABS/PATH/bwrap BWRAP-OPTIONS... (stream on stdin)", NULL);
     /* it needs no privilege, and neither does what it starts (bwrap sets
@@ -257,6 +380,10 @@ int main(int argc, char **argv)
             return fail(why, NULL);
         if (rec.type == WSL_FRAME_FD && (at[rec.fd] = blob(rec.len, &why)) < 0)
             return fail(why, strerror(errno));
+        if (rec.type == WSL_FRAME_LIMITS && read_exact(lbuf, sizeof(lbuf)) < 0)
+            return fail("stdin ended inside the limits", strerror(errno));
+        if (rec.type == WSL_FRAME_LIMITS && wsl_frame_limits_get(lbuf, &lim, &why) < 0)
+            return fail(why, NULL);
     }
     /* Each blob at its number; nothing else above stderr goes to bwrap. */
     for (int fd = 3; fd <= WSL_FRAME_FD_MAX; fd++) {
@@ -268,5 +395,7 @@ int main(int argc, char **argv)
     if (syscall(SYS_close_range, (unsigned)WSL_FRAME_FD_MAX + 1, ~0U, 0) < 0)
         for (int fd = WSL_FRAME_FD_MAX + 1; fd < 1024; fd++)
             close(fd);
+    if (f.limits && make_cgroup(&lim) != 0)
+        return 125;
     return supervise(argv[1], argv + 2, argc - 2);
 }

@@ -2,10 +2,12 @@
 /*
  * probe.c: check, through the launcher, that the configured distribution
  * is installed (`wsl.exe -l -q`), is WSL version 2 (`-l -v`), has bwrap
- * 0.8.0 or newer and this build's opener (open.c), and that user
- * namespaces work in it (a real box opened
- * and closed); each failure says what to do. Fills the capability report
- * from what worked, marking enforcement on Windows unverified. Never runs
+ * 0.8.0 or newer and this build's opener (open.c), what limits the opener
+ * can enforce there (--caps: the distribution's cgroup, or the rlimit
+ * fallbacks; never the core's cgroup here), and that user namespaces work
+ * in it (a real box opened and closed); each failure says what to do.
+ * Fills the capability report from what worked, marking enforcement on
+ * Windows unverified. Never runs
  * anything in the distribution through a shell.
  */
 #include <dlfcn.h>
@@ -74,6 +76,53 @@ static int launch(struct wsl2_state *st, const char *const *extra, unsigned char
     argv[n] = NULL;
     memset(out, 0, len); /* UTF-16 holds NULs: the padding marks the end */
     return st->b.h->run_capture(st->b.h, argv, 30000, (char *)out, len, ret_status, err);
+}
+
+/* launch(), but as the boxes are launched (as the sandbox uid when the
+ * core is root): what the opener may do in the distribution is what USER
+ * may, and here under the stand-in USER is that uid. */
+static int launch_as_box(struct wsl2_state *st, const char *const *extra, unsigned char *out,
+        size_t len, int *ret_status, struct sbx_err *err)
+{
+    static const char *const env[] = {"PATH=/usr/bin:/bin", NULL};
+    const struct sbx_host *h = st->b.h;
+    const char *argv[WSL2_LAUNCHER_WORDS + 16];
+    struct sbx_proc *p = NULL;
+    size_t n = 0, got = 0;
+    int fd;
+
+    for (const char *const *a = st->launcher; *a; a++, n++)
+        argv[n] = *a;
+    for (const char *const *a = extra; *a && n + 1 < sizeof(argv) / sizeof(argv[0]); a++)
+        argv[n++] = *a;
+    argv[n] = NULL;
+    memset(out, 0, len);
+    struct sbx_spawn sp = {.size = sizeof(sp),
+            .path = st->b.launcher,
+            .argv = argv,
+            .envp = env,
+            .stdin_fd = SBX_FD_NULL,
+            .stdout_fd = SBX_FD_PIPE,
+            .stderr_fd = SBX_FD_NULL,
+            .flags = SBX_SPAWN_DROP_PRIVS | SBX_SPAWN_PDEATHSIG};
+    if (h->proc_spawn(h, &sp, &p, err) < 0)
+        return err->rc;
+    fd = h->proc_fd(p, 1);
+    for (;;) { /* to its end: the opener prints three short lines and exits */
+        ssize_t r = read(fd, out + got, len - 1 - got);
+
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0 || (got += (size_t)r) + 1 >= len)
+            break;
+    }
+    if (h->proc_wait(p, 30000, ret_status) != 1) {
+        h->proc_free(p);
+        return sbx_err_fill(err, SBX_E_UNAVAILABLE, ETIMEDOUT,
+                "the WSL2 opener in '%s' did not answer --caps within 30 s", st->distro);
+    }
+    h->proc_free(p);
+    return 0;
 }
 
 static int check_distro(struct wsl2_state *st, struct sbx_err *err)
@@ -196,6 +245,72 @@ static int check_opener(struct wsl2_state *st, struct sbx_err *err)
     return 0;
 }
 
+/* "NOTE in 'DISTRO'": the core's words, then where; a note too long is
+ * cut at a UTF-8 boundary and ends in "..." before the distribution. */
+static void note_in(char *out, size_t size, const char *distro, const char *note)
+{
+    char where[80];
+    size_t w = (size_t)snprintf(where, sizeof(where), " in '%s'", distro), n = strlen(note);
+
+    if (n + w >= size) {
+        n = size - 1 - w - 3;
+        while (n > 0 && ((unsigned char)note[n] & 0xC0) == 0x80)
+            n--;
+        snprintf(out, size, "%.*s...%s", (int)n, note, where);
+    } else {
+        snprintf(out, size, "%s%s", note, where);
+    }
+}
+
+/* What the opener can enforce in the distribution (wsl2-open --caps: the
+ * core's cgroup service run there, in its own words): memory, CPU and pids
+ * into lim, each note naming the distribution; the boxes send the opener
+ * their limits only when all three are held by a cgroup there. */
+static int check_limits(struct wsl2_state *st, struct sbx_caps *lim, struct sbx_err *err)
+{
+    static const struct {
+        enum sbx_control c;
+        const char *name;
+    } ctl[] = {{SBX_CTL_MEMORY, "memory"}, {SBX_CTL_CPU, "cpu"}, {SBX_CTL_PIDS, "pids"}};
+    static const char *const level[] = {"none", "fallback", "full"};
+    const char *const cmd[] = {"-d", st->distro, "-u", st->user, "--cd", "/", "--exec",
+            st->wsl.opener, "--caps", NULL};
+    unsigned char out[1024];
+    int status = 0, seen = 0, full = 0;
+    char *line, *save = NULL;
+
+    if (launch_as_box(st, cmd, out, sizeof(out), &status, err) < 0)
+        return err->rc;
+    out[sizeof(out) - 1] = '\0';
+    for (line = strtok_r((char *)out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        for (size_t i = 0; i < sizeof(ctl) / sizeof(ctl[0]); i++) {
+            size_t n = strlen(ctl[i].name);
+
+            if (strncmp(line, "caps ", 5) != 0 || strncmp(line + 5, ctl[i].name, n) != 0 ||
+                    line[5 + n] != ' ')
+                continue;
+            for (int l = 0; l < 3; l++) {
+                size_t m = strlen(level[l]);
+                const char *note = line + 6 + n + m + 1;
+
+                if (strncmp(line + 6 + n, level[l], m) != 0 || line[6 + n + m] != ' ')
+                    continue;
+                lim->level[ctl[i].c] = (uint8_t)l;
+                note_in(lim->note[ctl[i].c], sizeof(lim->note[0]), st->distro, note);
+                seen |= 1 << i;
+                full += l == SBX_ENF_FULL;
+            }
+        }
+    }
+    if (status != 0 || seen != 7)
+        return sbx_err_fill(err, SBX_E_UNAVAILABLE, 0,
+                "the WSL2 opener at %s in '%s' did not say what it can enforce (--caps: "
+                "'%.60s'): install this build's wsl2-open there",
+                st->wsl.opener, st->distro, (const char *)out);
+    st->b.wsl_cgroup = full == 3;
+    return 0;
+}
+
 /* The trial box failed: say what to do when user namespaces are the cause. */
 static int trial_failed(const struct wsl2_state *st, struct sbx_err *err)
 {
@@ -211,7 +326,7 @@ static int trial_failed(const struct wsl2_state *st, struct sbx_err *err)
             st->user, st->distro, was);
 }
 
-static void report(const struct wsl2_state *st, struct sbx_caps *caps)
+static void report(const struct wsl2_state *st, const struct sbx_caps *lim, struct sbx_caps *caps)
 {
     const struct sbx_host *h = st->b.h;
     char note[120];
@@ -233,7 +348,14 @@ static void report(const struct wsl2_state *st, struct sbx_caps *caps)
     sbx_caps_set(caps, SBX_CTL_NO_NEW_PRIVS, SBX_ENF_FULL, note);
     snprintf(note, sizeof(note), "runs as '%.32s' in the distribution%s", st->user, unverified);
     sbx_caps_set(caps, SBX_CTL_UNPRIVILEGED, SBX_ENF_FULL, note);
-    h->cgroup_caps(h, caps);
+    /* the distribution's cgroup, or the agent's rlimits there: never the
+     * core's cgroup here (h->cgroup_caps), which holds nothing of the box */
+    (void)h;
+    for (int c = 0; c < SBX_CTL_MAX; c++)
+        if (c == SBX_CTL_MEMORY || c == SBX_CTL_CPU || c == SBX_CTL_PIDS) {
+            caps->level[c] = lim->level[c];
+            memcpy(caps->note[c], lim->note[c], sizeof(caps->note[c]));
+        }
 }
 
 int wsl2_probe(void *state, struct sbx_caps *caps, struct sbx_err *err)
@@ -242,6 +364,7 @@ int wsl2_probe(void *state, struct sbx_caps *caps, struct sbx_err *err)
     const struct sbx_host *h = st->b.h;
     const char *distro = h->setting(h, "distro"), *user = h->setting(h, "user");
     const char *bwrap = h->setting(h, "bwrap"), *opener = h->setting(h, "opener");
+    struct sbx_caps lim = {.size = sizeof(lim)};
 
     if (!distro || !*distro)
         return sbx_err_fill(err, SBX_E_UNAVAILABLE, 0,
@@ -268,13 +391,13 @@ int wsl2_probe(void *state, struct sbx_caps *caps, struct sbx_err *err)
     st->b.pasta[0] = '\0';
     st->b.tun_ok = false;
     if (find_launcher(st, err) < 0 || check_distro(st, err) < 0 || check_bwrap(st, err) < 0 ||
-            check_opener(st, err) < 0)
+            check_opener(st, err) < 0 || check_limits(st, &lim, err) < 0)
         return err->rc;
     /* The host's merged-/usr layout stands for the distribution's: the
      * same machine under the tests' launcher; on Windows, unverified. */
     jail_inspect_tops(&st->b.tops);
     if (jail_trial_box(&wsl2_ops, st, h, err) < 0)
         return trial_failed(st, err);
-    report(st, caps);
+    report(st, &lim, caps);
     return 0;
 }

@@ -789,7 +789,10 @@ def cgroup_facts():
 
 def cgroups_enforced():
     """Memory, pids and CPU limits are cgroups here (else rlimit fallbacks
-    and no CPU quota)."""
+    and no CPU quota). Under wsl2, the distribution's cgroup the opener
+    makes, as the plugin reports it, not the core's (plugins/wsl2)."""
+    if WSL2:
+        return backend_controls()["memory"]["level"] == "full"
     return bool(cgroup_facts()["enforced"])
 
 

@@ -190,7 +190,7 @@ def record(kind, fd, payload=b""):
     return bytes([kind, fd]) + len(payload).to_bytes(4, "little") + payload
 
 
-MAGIC = b"SBXWSL1\n"
+MAGIC = b"SBXWSL2\n"
 END = record(ord("E"), 0)
 
 
@@ -239,3 +239,256 @@ def test_the_opener_refuses_a_bad_stream(stream, says):
     p = opened(stream, "--", "/bin/echo", "bwrap ran")
     assert p.returncode == 125 and b"bwrap ran" not in p.stdout, p
     assert p.stderr.startswith(b"wsl2-open: ") and says in p.stderr, p
+
+
+# --- limits: the distribution's cgroup, made by the opener, or rlimits ------
+#
+# The limits are enforced where the sandbox runs, inside the distribution:
+# the opener makes the box's cgroup there with the core's cgroup code when
+# the distribution lets USER write one, else the agent's rlimits hold them,
+# and the report says which. Never the core's cgroup here on the host, which
+# on Windows holds nothing of the box. Under the stand-in the distribution
+# is this machine and USER the box's own uid: the per-box uids (as root) and
+# nobody may write no cgroup here, so both lanes see the fallback; the
+# stand-in starts USER's processes in /sys/fs/cgroup/H/DISTRO when the
+# machine delegated one to USER (delegated_cgroup below, as root), as a WSL
+# distribution with a delegated cgroup would.
+
+ROOT = conftest.ROOT
+HIERARCHIES = ("memory", "pids", "cpu")
+
+
+def limits(memory, pids, cpu=1000):
+    return record(ord("L"), 0, memory.to_bytes(8, "little") + cpu.to_bytes(8, "little")
+                  + pids.to_bytes(8, "little"))
+
+
+def stats_of(stderr):
+    """The opener's last line: {"oom_killed": N, "pids_limited": N}."""
+    lines = [l for l in stderr.decode().splitlines() if l.startswith("sbx-wsl2-stats ")]
+    assert lines, stderr
+    return {k: int(v) for k, v in (w.split("=") for w in lines[-1].split()[1:])}
+
+
+def cgroup_v1():
+    return os.path.isdir("/sys/fs/cgroup/memory") and os.path.isdir("/sys/fs/cgroup/pids")
+
+
+def groups_of_openers():
+    """The opener-made groups left in this process's memory cgroup."""
+    with open("/proc/self/cgroup") as f:
+        mem = [l.split(":", 2)[2].strip() for l in f if ":memory:" in l]
+    parent = "/sys/fs/cgroup/memory%s/llm-sandbox" % mem[0].rstrip("/") if mem else ""
+    return [] if not os.path.isdir(parent) else [
+        d for d in os.listdir(parent) if os.path.isdir(os.path.join(parent, d))]
+
+
+def test_limits_are_reported_as_the_distribution_holds_them():
+    """plugins --json: memory, CPU and pids as the opener found them in the
+    distribution, in the core's own words and naming the distribution;
+    here, for the boxes' users, the rlimit fallbacks (no cgroup they may
+    write), never the core's own cgroup on the host. A run carries the
+    fallback's warning, and the fallback holds: RLIMIT_AS makes the
+    allocation fail (MemoryError), no OOM kill."""
+    ctl = backend_controls()
+    for c in ("memory", "cpu", "pids"):
+        assert ctl[c]["note"].endswith(" in '%s'" % DISTRO), (c, ctl[c])
+    assert ctl["memory"]["level"] == "fallback", ctl["memory"]
+    assert "RLIMIT_AS per process (no writable cgroup" in ctl["memory"]["note"], ctl["memory"]
+    assert ctl["pids"]["level"] == "fallback", ctl["pids"]
+    assert "RLIMIT_NPROC per uid" in ctl["pids"]["note"], ctl["pids"]
+    assert ctl["cpu"]["level"] == "none", ctl["cpu"]
+    res = code("try:\n    x = bytearray(256 << 20)\n    print('survived')\n"
+               "except MemoryError:\n    print('refused')\n", "--memory", "64M")
+    assert res["status"] == "ok" and res["stdout"] == "refused\n", res
+    assert any(w.startswith("memory limit enforced by a fallback: RLIMIT_AS per process")
+               and w.endswith(" in '%s'" % DISTRO) for w in res["warnings"]), res["warnings"]
+
+
+def test_opener_caps_speak_for_its_user():
+    """wsl2-open --caps, through the launcher as the caller: as root the
+    cgroup service finds v1 (or v2) writable; unprivileged, the fallback
+    and why, in the core's words (core/src/host/cgroup.c)."""
+    p = subprocess.run([WSL2_ENV["LLM_SANDBOX_WSL2_LAUNCHER"], "-d", DISTRO, "-u", USER, "--cd",
+                        "/", "--exec", OPENER, "--caps"], capture_output=True, timeout=30, env={})
+    assert p.returncode == 0, p
+    caps = {l.split()[1]: l.split(" ", 3)[2:] for l in p.stdout.decode().splitlines()}
+    assert set(caps) == {"memory", "cpu", "pids"}, p.stdout
+    if ROOT:
+        assert [caps[c][0] for c in ("memory", "cpu", "pids")] == ["full"] * 3, caps
+        assert caps["pids"][1].startswith("cgroup v"), caps
+    else:
+        assert caps["memory"][0] == "fallback" and caps["memory"][1].startswith("RLIMIT_AS"), caps
+        assert caps["cpu"][0] == "none" and "writable cgroup" in caps["cpu"][1], caps
+
+
+@pytest.mark.skipif(ROOT, reason="as root the opener may write the cgroup")
+def test_opener_refuses_limits_it_cannot_enforce():
+    """Fail closed: a stream that asks for the cgroup (the host counted on
+    one) when the distribution gives USER none ends the box before bwrap
+    runs, and says why."""
+    p = opened(MAGIC + limits(64 << 20, 16) + END, "--", "/bin/echo", "bwrap ran")
+    assert p.returncode == 125 and b"bwrap ran" not in p.stdout, p
+    assert b"wsl2-open: limits asked for, but no cgroup in the distribution" in p.stderr, p
+
+
+needs_root_v1 = pytest.mark.skipif(not ROOT or not cgroup_v1(),
+                                   reason="the opener writes cgroup v1 here only as root")
+
+
+@needs_root_v1
+def test_opener_cgroup_holds_the_box_and_goes():
+    """As root the distribution (this machine) lets the opener write cgroup
+    v1: bwrap and what it starts are in the box's group (a child of
+    llm-sandbox under the opener's own cgroup, named after the opener), its
+    limits are the stream's, and it is gone when the opener exits."""
+    before = groups_of_openers()
+    p = opened(MAGIC + limits(96 << 20, 40, 500) + END, "--", "/bin/sh", "-c",
+               "cat /proc/self/cgroup; d=/sys/fs/cgroup; g=$(sed -n 's/^[0-9]*:memory://p' "
+               "/proc/self/cgroup); cat $d/memory$g/memory.limit_in_bytes "
+               "$d/pids$(sed -n 's/^[0-9]*:pids://p' /proc/self/cgroup)/pids.max "
+               "$d/cpu$(sed -n 's/^[0-9]*:cpu://p' /proc/self/cgroup)/cpu.cfs_quota_us")
+    assert p.returncode == 0, p
+    out = p.stdout.decode().splitlines()
+    mem = [l.split(":", 2)[2] for l in out if ":memory:" in l]
+    assert mem and "/llm-sandbox/p" in mem[0] and mem[0].endswith("-1"), out
+    assert out[-3:] == [str(96 << 20), "40", "50000"], out
+    assert stats_of(p.stderr) == {"oom_killed": 0, "pids_limited": 0}, p.stderr
+    assert groups_of_openers() == before, "the box's cgroup was left behind"
+
+
+@needs_root_v1
+def test_opener_cgroup_ooms_past_the_memory_limit():
+    """Past the limit the kernel's OOM killer ends the program (SIGKILL),
+    not a failed allocation (no RLIMIT_AS here), and the opener reports
+    the OOM kill to the host."""
+    p = opened(MAGIC + limits(48 << 20, 40) + END, "--", "/usr/bin/python3", "-c",
+               "x = bytearray(256 << 20)\nfor i in range(0, len(x), 4096): x[i] = 1\n"
+               "print('survived')")
+    assert p.returncode in (137, 128 + 9) and b"survived" not in p.stdout, p
+    assert b"MemoryError" not in p.stderr, p
+    assert stats_of(p.stderr)["oom_killed"] == 1, p.stderr
+
+
+@needs_root_v1
+def test_opener_cgroup_limits_processes():
+    """pids.max of the box's group refuses the fork past it (EAGAIN), and
+    the opener reports it."""
+    p = opened(MAGIC + limits(96 << 20, 12) + END, "--", "/usr/bin/python3", "-c",
+               "import os, time\nn = 0\ntry:\n    while n < 100:\n"
+               "        if os.fork() == 0:\n            time.sleep(3)\n            os._exit(0)\n"
+               "        n += 1\nexcept OSError as e:\n    print('refused', n, e.errno)\n")
+    assert p.returncode == 0 and p.stdout.startswith(b"refused "), p
+    n, err = p.stdout.split()[1:3]
+    assert int(n) < 12 and int(err) == errno.EAGAIN, p.stdout
+    assert stats_of(p.stderr)["pids_limited"] == 1, p.stderr
+
+
+@needs_root_v1
+def test_sigterm_kills_the_whole_cgroup():
+    """SIGTERM to the launcher (the host's kill on timeout) reaches every
+    process of the box through its cgroup, even one that left bwrap's
+    process tree (a daemon, without a pid namespace here): none is left,
+    and neither is the group."""
+    before = groups_of_openers()
+    argv = [WSL2_ENV["LLM_SANDBOX_WSL2_LAUNCHER"], "-d", DISTRO, "-u", USER, "--cd", "/",
+            "--exec", OPENER, BWRAP, "--ro-bind", "/", "/", "--tmpfs", "/run", "--",
+            "/bin/sh", "-c", "setsid /bin/sleep 300 & echo $!; exec /bin/sleep 300"]
+    p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, env={})
+    p.stdin.write(MAGIC + limits(96 << 20, 40) + END)
+    p.stdin.close()
+    daemon = int(p.stdout.readline())
+    p.terminate()
+    p.wait(timeout=30)
+    err = p.stderr.read()
+    p.stdout.close()
+    p.stderr.close()
+    assert p.returncode != 0, err
+    assert stats_of(err) == {"oom_killed": 0, "pids_limited": 0}, err
+    deadline = time.monotonic() + 10
+    while os.path.exists("/proc/%d" % daemon) and time.monotonic() < deadline:
+        with open("/proc/%d/stat" % daemon) as f:
+            if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                break
+        time.sleep(0.05)
+    alive = os.path.exists("/proc/%d" % daemon)
+    if alive:
+        with open("/proc/%d/stat" % daemon) as f:
+            alive = f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    assert not alive, "the daemon outside bwrap's tree survived"
+    assert groups_of_openers() == before, "the box's cgroup was left behind"
+
+
+@pytest.fixture
+def delegated_cgroup():
+    """As root: a cgroup of the stand-in distribution delegated to USER, as
+    systemd's Delegate=yes hands one to a user in a WSL distribution that
+    runs it: /sys/fs/cgroup/H/sbx-wsl2-test owned by the sandbox uid, every
+    box that uid (LLM_SANDBOX_UID_RANGE=off). The stand-in starts USER's
+    processes in it; removed afterwards, with whatever the opener left."""
+    made = []
+    for h in HIERARCHIES:
+        d = "/sys/fs/cgroup/%s/%s" % (h, DISTRO)
+        os.makedirs(d, exist_ok=True)
+        made.append(d)
+        for f in ("", "cgroup.procs", "tasks"):
+            os.chown(os.path.join(d, f), conftest.SANDBOX_UID, conftest.SANDBOX_GID)
+    yield {"LLM_SANDBOX_UID_RANGE": "off"}
+    for d in made:
+        for top, dirs, _ in sorted(os.walk(d), key=lambda w: -w[0].count("/")):
+            try:
+                os.rmdir(top)
+            except OSError:
+                pass
+    assert not [d for d in made if os.path.exists(d)], "a cgroup of the test was left"
+
+
+@needs_root_v1
+def test_through_the_core_the_distribution_cgroup_holds_the_limits(delegated_cgroup):
+    """The whole path: the probe finds the delegated cgroup (--caps as the
+    box's user), reports memory, CPU and pids as cgroup v1 in the
+    distribution; a run's program lives in the box's group under it (from
+    outside: its /proc/PID/cgroup), not in the core's; past --memory the
+    OOM killer ends it and the result says so (status oom, limit memory:
+    the opener's report crossed back); past --pids, forks fail."""
+    env = delegated_cgroup
+    entry = plugin_entry(plugins_json(extra_env=env), "wsl2")
+    assert entry["probe"] == "ok", entry
+    for c in ("memory", "cpu", "pids"):
+        ctl = entry["controls"][c]
+        assert ctl["level"] == "full" and ctl["note"].startswith("cgroup v1 ") and \
+            ctl["note"].endswith(" in '%s'" % DISTRO), (c, ctl)
+    mark = new_mark()
+    src = "open('.ready', 'w').close()\nimport time\ntime.sleep(2)\n"
+    p = subprocess.Popen([SBX_BIN, "run", "--json", "--timeout", "20", "--code", src],
+                         env=dict(clean_env(mark_value=mark), **env), stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, cwd="/")
+    conftest._cli_pids.append(p.pid)
+    try:
+        prog, deadline = None, time.monotonic() + 20
+        while prog is None and time.monotonic() < deadline and p.poll() is None:
+            found = find_marked(mark, "python3")
+            if found and os.path.exists("/proc/%d/cwd/.ready" % found[0]):
+                prog = found[0]
+            else:
+                time.sleep(0.02)
+        assert prog, "the program was not seen running"
+        with open("/proc/%d/cgroup" % prog) as f:
+            groups = {l.split(":")[1]: l.split(":", 2)[2].strip() for l in f}
+    finally:
+        out, _ = p.communicate(timeout=60)
+    assert b'"status":"ok"' in out and b"limit enforced by a fallback" not in out, out
+    for h in HIERARCHIES:
+        assert groups[h].startswith("/%s/llm-sandbox/p" % DISTRO), (h, groups)
+    res = code("x = bytearray(256 << 20)\nfor i in range(0, len(x), 4096): x[i] = 1\n"
+               "print('survived')", "--memory", "64M", extra_env=env)
+    assert res["status"] == "oom" and res["limit"] == "memory", res
+    assert res["exit_code"] == 137 and "survived" not in res["stdout"], res
+    assert not [w for w in res["warnings"] if "fallback" in w], res
+    res = code("import os, time\nn = 0\ntry:\n    while n < 100:\n"
+               "        if os.fork() == 0:\n            time.sleep(3)\n            os._exit(0)\n"
+               "        n += 1\nexcept OSError as e:\n    print('refused', n)\n",
+               "--pids", "16", extra_env=env)
+    assert res["status"] == "ok" and res["stdout"].startswith("refused "), res
+    assert int(res["stdout"].split()[1]) < 16, res

@@ -4,7 +4,8 @@
  * execs bwrap (plugins/common/wslframe.c): what the host writes reads back;
  * every refusal (bad magic, a record before it or after the end, a
  * descriptor out of range or given twice, a blob or a total too large, an
- * unknown type, an end with a payload) says why.
+ * unknown type, an end with a payload, a limits record of the wrong size,
+ * given twice, or without a memory or pids limit) says why.
  */
 /* clang-format off */
 #include <setjmp.h>
@@ -72,7 +73,7 @@ static void test_magic(void **state)
     wsl_frame_init(&f);
     assert_int_equal(header(&f, WSL_FRAME_END, -1, 0, &rec, &why), -1);
     assert_string_equal(why, "record before the magic");
-    assert_int_equal(wsl_frame_magic(&f, (const unsigned char *)"SBXWSL2\n", &why), -1);
+    assert_int_equal(wsl_frame_magic(&f, (const unsigned char *)"SBXWSL1\n", &why), -1);
     assert_string_equal(why, "not the llm-sandbox WSL2 stream (bad magic)");
     assert_int_equal(wsl_frame_magic(&f, (const unsigned char *)WSL_FRAME_MAGIC, &why), 0);
     assert_int_equal(wsl_frame_magic(&f, (const unsigned char *)WSL_FRAME_MAGIC, &why), -1);
@@ -93,6 +94,9 @@ static void test_refusals(void **state)
             {WSL_FRAME_FD, 5, WSL_FRAME_BLOB_MAX + 1, "blob larger than 64 MiB"},
             {WSL_FRAME_END, 3, 0, "end record with a payload"},
             {WSL_FRAME_END, 0, 1, "end record with a payload"},
+            {WSL_FRAME_LIMITS, 0, 23, "limits record not of 24 bytes"},
+            {WSL_FRAME_LIMITS, 0, 25, "limits record not of 24 bytes"},
+            {WSL_FRAME_LIMITS, 3, 24, "limits record not of 24 bytes"},
             {'f', 3, 1, "unknown record type"},
             {0, 0, 0, "unknown record type"},
     };
@@ -133,6 +137,53 @@ static void test_twice_total_and_after_end(void **state)
     assert_string_equal(why, "record after the end");
 }
 
+static void test_limits(void **state)
+{
+    static const struct wsl_frame_limits want = {
+            .memory_bytes = 0x0102030405060708u, .cpu_millicores = 1500, .pids_max = 64};
+    struct wsl_frame f;
+    struct wsl_frame_rec rec;
+    struct wsl_frame_limits got;
+    unsigned char hdr[WSL_FRAME_HDR], b[WSL_FRAME_LIMITS_LEN];
+    const char *why = "x";
+
+    (void)state;
+    started(&f);
+    wsl_frame_put(hdr, WSL_FRAME_LIMITS, -1, WSL_FRAME_LIMITS_LEN);
+    assert_memory_equal(hdr, "L\0\x18\0\0\0", WSL_FRAME_HDR);
+    assert_int_equal(wsl_frame_header(&f, hdr, &rec, &why), 0);
+    assert_int_equal(rec.type, WSL_FRAME_LIMITS);
+    assert_int_equal(rec.fd, -1);
+    assert_int_equal(rec.len, WSL_FRAME_LIMITS_LEN);
+    assert_true(f.limits);
+    assert_int_equal(f.fds, 0);
+    assert_int_equal(f.total, 0); /* not a blob: counts against no blob budget */
+    wsl_frame_limits_put(b, &want);
+    assert_int_equal(b[0], 0x08); /* little-endian */
+    assert_int_equal(b[7], 0x01);
+    assert_int_equal(wsl_frame_limits_get(b, &got, &why), 0);
+    assert_null(why);
+    assert_true(got.memory_bytes == want.memory_bytes && got.cpu_millicores == 1500 &&
+                got.pids_max == 64);
+    /* once only, and 0 is not "unlimited" for memory or pids (CPU: no quota) */
+    assert_int_equal(wsl_frame_header(&f, hdr, &rec, &why), -1);
+    assert_string_equal(why, "limits given twice");
+    wsl_frame_limits_put(b, &(struct wsl_frame_limits){.memory_bytes = 0, .pids_max = 1});
+    assert_int_equal(wsl_frame_limits_get(b, &got, &why), -1);
+    assert_string_equal(why, "limits without a memory limit");
+    wsl_frame_limits_put(b, &(struct wsl_frame_limits){.memory_bytes = 1, .pids_max = 0});
+    assert_int_equal(wsl_frame_limits_get(b, &got, &why), -1);
+    assert_string_equal(why, "limits without a pids limit");
+    wsl_frame_limits_put(b, &(struct wsl_frame_limits){.memory_bytes = 1, .pids_max = 1});
+    assert_int_equal(wsl_frame_limits_get(b, &got, &why), 0);
+    assert_int_equal(got.cpu_millicores, 0);
+    assert_int_equal(header(&f, WSL_FRAME_END, -1, 0, &rec, &why), 0);
+    started(&f);
+    assert_int_equal(header(&f, WSL_FRAME_END, -1, 0, &rec, &why), 0);
+    assert_int_equal(wsl_frame_header(&f, hdr, &rec, &why), -1);
+    assert_string_equal(why, "record after the end");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -140,6 +191,7 @@ int main(void)
             cmocka_unit_test(test_magic),
             cmocka_unit_test(test_refusals),
             cmocka_unit_test(test_twice_total_and_after_end),
+            cmocka_unit_test(test_limits),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

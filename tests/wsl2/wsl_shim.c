@@ -9,7 +9,7 @@
  *   -l -v                      the table "NAME STATE VERSION", '*' marking
  *                              the default, in the same encoding
  *   -d DISTRO -u USER --cd / --exec /ABS/PATH/bwrap --version
- *   -d DISTRO -u USER --cd / --exec /ABS/PATH/wsl2-open --version
+ *   -d DISTRO -u USER --cd / --exec /ABS/PATH/wsl2-open --version (or --caps)
  *   -d DISTRO -u USER --cd / --exec /ABS/PATH/wsl2-open /ABS/PATH/bwrap ARGS...
  *                              DISTRO one of the WSL2 distributions listed,
  *                              USER the one configured (SHIM_USER), the
@@ -18,15 +18,24 @@
  *                              environment a WSL session starts with (none
  *                              of the caller's: wsl.exe carries none) in "/"
  *
+ * The distribution's cgroup: when this machine made one for it, a directory
+ * /sys/fs/cgroup/HIERARCHY/DISTRO owned by the caller (the tests do, as
+ * root: test_wsl2.py), the program starts in it in each hierarchy, as in a
+ * WSL2 distribution whose USER has a delegated cgroup; otherwise where the
+ * caller is, as in WSL without systemd (the opener then finds no cgroup it
+ * may write, and says so).
+ *
  * Like wsl.exe, it carries only stdin, stdout and stderr: it closes every
  * descriptor above 2 before it looks at its arguments, so a box that still
  * relied on inherited descriptors fails here as on Windows. It cannot
  * switch users or cross into a VM: the program runs as the caller, on this
  * kernel. Exit status 2 and one line on stderr for a refused command line.
  */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -89,6 +98,34 @@ static int list(int verbose)
     return fflush(stdout) == 0 ? 0 : 1;
 }
 
+/* Into /sys/fs/cgroup/H/DISTRO for each hierarchy H (v1's, or v2's one)
+ * that has it and the caller owns: -1 when one cannot be entered. */
+static int enter_cgroup(const char *distro)
+{
+    static const char *const hier[] = {"memory/", "pids/", "cpu/", ""};
+    char path[256], pid[24];
+
+    snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+    for (size_t i = 0; i < sizeof(hier) / sizeof(hier[0]); i++) {
+        struct stat st;
+        int fd;
+
+        snprintf(path, sizeof(path), "/sys/fs/cgroup/%s%s", hier[i], distro);
+        if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
+            continue;
+        strncat(path, "/cgroup.procs", sizeof(path) - strlen(path) - 1);
+        fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd < 0 || write(fd, pid, strlen(pid)) < 0) {
+            perror(path);
+            if (fd >= 0)
+                close(fd);
+            return -1;
+        }
+        close(fd);
+    }
+    return 0;
+}
+
 static int run(int argc, char **argv)
 {
     const char *distro = argv[2], *user = argv[4], *prog = argv[8], *base;
@@ -118,11 +155,14 @@ static int run(int argc, char **argv)
                       "not cross",
                 argv[9]);
     if (strcmp(base, "wsl2-open") == 0 && strcmp(argv[9], "--version") != 0 &&
+            strcmp(argv[9], "--caps") != 0 &&
             (argv[9][0] != '/' || strcmp(strrchr(argv[9], '/'), "/bwrap") != 0))
         return refuse("wsl2-open given something other than bwrap's absolute path", argv[9]);
     snprintf(env_distro, sizeof(env_distro), "WSL_DISTRO_NAME=%s", distro);
     if (chdir("/") < 0)
         return refuse("chdir /", NULL);
+    if (enter_cgroup(distro) < 0)
+        return refuse("cannot start in the distribution's cgroup", distro);
     argv[8] = strrchr(argv[8], '/') + 1; /* base */
     execve(prog, argv + 8, envp);
     perror("wsl-shim: execve");

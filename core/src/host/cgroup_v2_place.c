@@ -38,7 +38,6 @@
 #include "base/util.h"
 #include "host/cgroup_int.h"
 #include "host/scope.h"
-#include "sdbus.h"
 
 #define CG_MOVE_PASSES 8
 
@@ -317,33 +316,3 @@ int cg_v2_take(const char *base, bool root, bool fake, struct sbx_error **err)
     return sbx_error_set(err, SBX_E_BACKEND, EBUSY,
             "%s: processes kept arriving while moving them to %s", base, leaf);
 }
-
-/* systemd answers in well under a second; a loaded or emulated machine
- * may take several. */
-#define SCOPE_TIMEOUT_MS 30000
-
-static int dbus_start_scope(const struct scope_request *req, void *userdata, struct sbx_error **err)
-{
-    char why[512];
-    const struct sdbus_api *api = sdbus_api_get(why, sizeof(why));
-
-    (void)userdata;
-    if (!api)
-        return sbx_error_set(err, SBX_E_UNAVAILABLE, 0, "%s", why);
-    return scope_start(api, req, SCOPE_TIMEOUT_MS, err);
-}
-
-static int dbus_unit_delegated(
-        const struct scope_request *req, const char *unit, void *userdata, struct sbx_error **err)
-{
-    char why[512];
-    const struct sdbus_api *api = sdbus_api_get(why, sizeof(why));
-
-    (void)userdata;
-    if (!api)
-        return sbx_error_set(err, SBX_E_UNAVAILABLE, 0, "%s", why);
-    return scope_unit_delegated(api, req, unit, err);
-}
-
-const struct cg_systemd cg_systemd_dbus = {
-        .start_scope = dbus_start_scope, .unit_delegated = dbus_unit_delegated};
