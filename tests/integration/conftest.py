@@ -51,11 +51,13 @@ import pytest
 import cluster
 import containers
 
-SBX_BIN = os.environ.get("SBX_BIN", "/work/main/build/bin/llm-sandbox")
-SBX_BUILD_DIR = os.environ.get("SBX_BUILD_DIR", os.path.dirname(os.path.dirname(SBX_BIN)))
+# ctest sets these; run by hand, the source tree's build/ is assumed.
 SBX_SOURCE_DIR = os.environ.get("SBX_SOURCE_DIR",
                                 os.path.dirname(os.path.dirname(os.path.dirname(
                                     os.path.abspath(__file__)))))
+SBX_BIN = os.path.abspath(os.environ.get("SBX_BIN", os.path.join(SBX_SOURCE_DIR, "build", "bin",
+                                                                 "llm-sandbox")))
+SBX_BUILD_DIR = os.environ.get("SBX_BUILD_DIR", os.path.dirname(os.path.dirname(SBX_BIN)))
 
 ROOT = os.geteuid() == 0
 # The backend under test, and the name its launcher process has on the host.

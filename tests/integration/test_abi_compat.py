@@ -10,9 +10,9 @@ import subprocess
 
 import pytest
 
-from conftest import FILTER_PROBE, code, plugin_entry, plugins_json, sbx
+from conftest import FILTER_PROBE, SBX_BUILD_DIR, code, plugin_entry, plugins_json, sbx
 
-FIXTURES = os.path.join(os.environ["SBX_BUILD_DIR"], "tests", "abi", "plugins")
+FIXTURES = os.path.join(SBX_BUILD_DIR, "tests", "abi", "plugins")
 # every frozen header: "1.0" builds compat10 (backend) and compat10lang
 ABIS = ["1.0", "1.3"]
 

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from conftest import (EXIT_TOOL, RESULT_FIELDS, cgroups_enforced, check_contract, clean_env, code,
-                      run_cli, sbx)
+from conftest import (EXIT_TOOL, RESULT_FIELDS, SBX_SOURCE_DIR, cgroups_enforced, check_contract,
+                      clean_env, code, run_cli, sbx)
 
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
@@ -344,9 +344,9 @@ def test_exit_codes_documented_alike():
     top-level --help, run --help and the README state."""
     top = run_cli(["--help"]).out.decode()
     run = run_cli(["run", "--help"]).out.decode()
-    with open(os.path.join(os.environ["SBX_SOURCE_DIR"], "README.md")) as f:
+    with open(os.path.join(SBX_SOURCE_DIR, "README.md")) as f:
         readme = f.read()
-    with open(os.path.join(os.environ["SBX_SOURCE_DIR"], "core", "cli", "cli.h")) as f:
+    with open(os.path.join(SBX_SOURCE_DIR, "core", "cli", "cli.h")) as f:
         codes = dict(re.findall(r"#define (EXIT_\w+)\s+(\d+)", f.read()))
     assert codes == {"EXIT_USAGE": "2", "EXIT_TOOL": "125", "EXIT_TIMEOUT": "124",
                      "EXIT_CANCEL": "130"}, codes
