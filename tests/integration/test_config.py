@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from conftest import EXIT_TIMEOUT, EXIT_TOOL, MARK_KEY, check_contract, code, run_cli, sbx
+from conftest import BACKEND, EXIT_TIMEOUT, EXIT_TOOL, MARK_KEY, check_contract, code, run_cli, sbx
 
 LOCATION = r"%s:\d+:\d+: "
 
@@ -99,8 +99,13 @@ def test_sequence_for_env_allow(tmp_path):
     assert res["status"] == "ok" and res["stdout"] == "yes None\n", res
 
 
+# The setting that names bwrap, per backend that runs it.
+BWRAP_SETTING = {"bwrap": "LLM_SANDBOX_BWRAP_PATH", "wsl2": "LLM_SANDBOX_WSL2_BWRAP"}
+
+
+@pytest.mark.skipif(BACKEND not in BWRAP_SETTING, reason="a setting of the plugins that run bwrap")
 def test_plugin_setting_from_file(tmp_path):
-    cfg = write(tmp_path, "LLM_SANDBOX_BWRAP_PATH: /nonexistent/bwrap\n")
+    cfg = write(tmp_path, "%s: /nonexistent/bwrap\n" % BWRAP_SETTING[BACKEND])
     res = result(run_cli(["--config", cfg, "run", "--json", "--code", "print(1)"]))
     assert res["status"] == "refused", res
     assert "/nonexistent/bwrap" in res["message"], res

@@ -52,6 +52,31 @@ def test_vsock_is_refused_by_our_filter():
     assert res["stdout"] == "%d\n%d\n" % (errno.EAFNOSUPPORT, errno.EAFNOSUPPORT), res
 
 
+def running_python(seconds, extra_env=None):
+    """A Python run that sleeps for seconds, started through the CLI, and
+    its program's host pid once it is seen running in its workspace, and
+    the run's mark. The caller ends it with p.communicate()."""
+    mark = new_mark()
+    src = "open('.ready', 'w').close()\nimport time\ntime.sleep(%d)\n" % seconds
+    p = subprocess.Popen([SBX_BIN, "run", "--json", "--timeout", "20", "--code", src],
+                         env=dict(clean_env(mark_value=mark), **(extra_env or {})),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         stdin=subprocess.DEVNULL, cwd="/")
+    conftest._cli_pids.append(p.pid)
+    prog, deadline = None, time.monotonic() + 20
+    while prog is None and time.monotonic() < deadline and p.poll() is None:
+        found = find_marked(mark, "python3")
+        if found and os.path.exists("/proc/%d/cwd/.ready" % found[0]):
+            prog = found[0]
+        else:
+            time.sleep(0.02)
+    if prog is None:
+        p.kill()
+        p.communicate(timeout=60)
+    assert prog, "the program was not seen running"
+    return p, prog, mark
+
+
 def test_launched_through_wsl_exe_without_a_shell():
     """From the host while a run lives: the process the CLI started is the
     launcher that became the opener, bwrap's parent (the stand-in execs only
@@ -60,23 +85,8 @@ def test_launched_through_wsl_exe_without_a_shell():
     session starts with (WSL_INTEROP and all: wsl.exe carries none of
     ours), while the program inside has exactly the documented environment,
     which bwrap was given as --clearenv and --setenv."""
-    mark = new_mark()
-    env = clean_env(mark_value=mark)
-    src = "open('.ready', 'w').close()\nimport time\ntime.sleep(2)\n"
-    p = subprocess.Popen([SBX_BIN, "run", "--json", "--timeout", "20", "--code", src], env=env,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         stdin=subprocess.DEVNULL, cwd="/")
-    conftest._cli_pids.append(p.pid)
+    p, prog, mark = running_python(2)
     try:
-        prog = None
-        deadline = time.monotonic() + 20
-        while prog is None and time.monotonic() < deadline and p.poll() is None:
-            found = find_marked(mark, "python3")
-            if found and os.path.exists("/proc/%d/cwd/.ready" % found[0]):
-                prog = found[0]
-            else:
-                time.sleep(0.02)
-        assert prog, "the program was not seen running"
         launched = launcher_above(prog)
         with open("/proc/%d/cmdline" % launched, "rb") as f:
             argv = f.read().split(b"\0")[:-1]
@@ -459,21 +469,8 @@ def test_through_the_core_the_distribution_cgroup_holds_the_limits(delegated_cgr
         ctl = entry["controls"][c]
         assert ctl["level"] == "full" and ctl["note"].startswith("cgroup v1 ") and \
             ctl["note"].endswith(" in '%s'" % DISTRO), (c, ctl)
-    mark = new_mark()
-    src = "open('.ready', 'w').close()\nimport time\ntime.sleep(2)\n"
-    p = subprocess.Popen([SBX_BIN, "run", "--json", "--timeout", "20", "--code", src],
-                         env=dict(clean_env(mark_value=mark), **env), stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, cwd="/")
-    conftest._cli_pids.append(p.pid)
+    p, prog, _ = running_python(2, env)
     try:
-        prog, deadline = None, time.monotonic() + 20
-        while prog is None and time.monotonic() < deadline and p.poll() is None:
-            found = find_marked(mark, "python3")
-            if found and os.path.exists("/proc/%d/cwd/.ready" % found[0]):
-                prog = found[0]
-            else:
-                time.sleep(0.02)
-        assert prog, "the program was not seen running"
         with open("/proc/%d/cgroup" % prog) as f:
             groups = {l.split(":")[1]: l.split(":", 2)[2].strip() for l in f}
     finally:
