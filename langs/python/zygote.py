@@ -127,6 +127,16 @@ def _sbx_serve():
         check(libc.prctl(U(38), U(1), U(0), U(0), U(0)), "no_new_privs")
         check(libc.prctl(U(22), U(2), ctypes.byref(prog), U(0), U(0)), "seccomp")
 
+    def read_record(fd):
+        # one 12-byte record (u32 errno, u32 pid, u32 stage), or less at EOF
+        rec = b""
+        while len(rec) < 12:
+            b = os.read(fd, 12 - len(rec))
+            if not b:
+                break
+            rec += b
+        return rec
+
     stage = [0]
     while True:
         try:
@@ -139,20 +149,24 @@ def _sbx_serve():
         for lvl, typ, data in anc:
             if lvl == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS:
                 fds.frombytes(data[: len(data) - len(data) % 4])
-        r, w = os.pipe()
+        # two pipes, one a writer: the short-lived child reports the run's
+        # pid (or where it failed) on its own, the run reports it is
+        # isolated on the other. One shared pipe gave no order between the
+        # two: a run isolated before its parent wrote the pid had its
+        # record read as the parent's, and the agent was told pid 0.
+        r1, w1 = os.pipe()
+        r2, w2 = os.pipe()
         pid = os.fork() if len(fds) == 3 else -1
         if pid == 0:
             break
-        os.close(w)
+        os.close(w1)
+        os.close(w2)
         for fd in fds:
             os.close(fd)
-        rep = b""
-        while pid > 0 and len(rep) < 24:
-            b = os.read(r, 24 - len(rep))
-            if not b:
-                break
-            rep += b
-        os.close(r)
+        rep = read_record(r1) if pid > 0 else b""
+        ran = read_record(r2) if len(rep) == 12 and rep[:4] == b"\0\0\0\0" else b""
+        os.close(r1)
+        os.close(r2)
         if pid > 0:
             os.waitpid(pid, 0)
         if pid < 0:
@@ -160,26 +174,30 @@ def _sbx_serve():
         elif len(rep) < 12:
             out = struct.pack("<III", 10, 0, 2)  # ECHILD
         elif struct.unpack_from("<i", rep)[0] != 0:
-            out = rep[:12]
-        elif len(rep) < 24:
+            out = rep
+        elif len(ran) < 12:
             out = struct.pack("<III", 10, 0, 3)
         else:
-            e, _, st = struct.unpack_from("<iII", rep, 12)
+            e, _, st = struct.unpack_from("<iII", ran)
             out = struct.pack("<iII", e, struct.unpack_from("<I", rep, 4)[0], st)
         ctl.send(out)
 
     # the run's child: its own namespaces; then a grandchild, the init of the
     # new pid namespace, becomes the run (the agent's once this one exits)
-    os.close(r)
+    os.close(r1)
+    os.close(r2)
     ctl.detach()  # fd 3 is closed below, never again by this object
+    w = w1  # where a failure is reported: the parent's pipe, then the run's
     try:
         stage[0] = 1
         check(libc.unshare(U(0x20000 | 0x20000000 | 0x08000000 | 0x40000000)), "unshare")
         stage[0] = 2
         pid = os.fork()
         if pid:
-            os.write(w, struct.pack("<iII", 0, pid, 0))
+            os.write(w1, struct.pack("<iII", 0, pid, 0))
             os._exit(0)
+        os.close(w1)
+        w = w2
         stage[0] = 3
         flags, argc, envc = struct.unpack_from("<III", msg)
         strs = msg[12:].split(b"\0")[: argc + envc + 1]
