@@ -259,6 +259,45 @@ def test_concurrent_runs_while_the_zygote_is_busy(zserver):
     assert "zygote" in kinds and set(kinds) - {"zygote"}, kinds
 
 
+# (program, what it prints): a trivial run, a run whose background child
+# (its own, or a subprocess) still holds stdout when the program ends, and
+# one that fills the pipe
+BACK_TO_BACK = [
+    ("print('hi')", "hi\n"),
+    ("import os, time\nif os.fork() == 0:\n    time.sleep(5)\nprint('forked')", "forked\n"),
+    ("import subprocess\nsubprocess.Popen(['sleep', '5'])\nprint('bg')", "bg\n"),
+    ("import sys\nsys.stdout.write('x' * 100000)", "x" * 100000),
+]
+
+
+def test_zygote_runs_back_to_back_beside_ready_sandboxes():
+    """Forked runs while the pool makes ready sandboxes beside the zygote
+    box (two other runs in flight with each, so boxes start all the time
+    and the CPUs are busy). A forked run once ended now and then without
+    its end being seen (killed at its timeout, status "timeout"): the
+    zygote read the run's "isolated" record as its parent's, which holds
+    the run's pid, and told the agent pid 0 (zygote.py's two pipes)."""
+    s = ZygoteServer(pool="4")
+    bad, forked = [], 0
+    try:
+        s.zygote_run("pass")
+        for i in range(450):
+            code, want = BACK_TO_BACK[i % len(BACK_TO_BACK)]
+            ids = [s.s.request_async("tools/call", {"name": "execute_code", "arguments": {
+                "code": c, "language": "python", "timeout": 10}})
+                for c in (code, "print(1)", "print(2)")]
+            for k, (rid, w) in enumerate(zip(ids, (want, "1\n", "2\n"))):
+                sc = s.s.response(rid, 120)["result"]["structuredContent"]
+                forked += sc.get("sandbox") == "zygote"
+                if sc.get("status") != "ok" or sc.get("stdout") != w:
+                    bad.append((i, k, sc.get("sandbox"), sc.get("status"),
+                                sc.get("stdout", "")[:40], sc.get("stderr", "")[:200]))
+    finally:
+        s.finish()
+    assert not bad, "%d of %d runs went wrong: %r" % (len(bad), 3 * 450, bad[:5])
+    assert forked >= 100, "only %d of %d runs were forked from the zygote" % (forked, 3 * 450)
+
+
 def test_zygote_off_forks_nothing():
     s = Server(extra={"LLM_SANDBOX_ZYGOTE": "false", "LLM_SANDBOX_CGROUP": "off"})
     try:
