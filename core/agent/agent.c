@@ -19,12 +19,14 @@
 #include <linux/seccomp.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -66,6 +68,7 @@ struct exec_state {
     int in_fd;             /* write end of its stdin pipe; -1: none or closed */
     bool in_eof;           /* STDIN_EOF received: close once the buffer drained */
     bool failed;           /* it never reached execve: AGENT_EXIT_EXEC_FAILED */
+    bool forked;           /* a zygote's child: the init of its own pid namespace */
     size_t in_off, in_len; /* pending stdin bytes in g_stdin */
 };
 
@@ -81,7 +84,12 @@ static struct {
     int put_fd;
     char put_path[PUT_PATH_MAX + 1];
     struct exec_state ex;
-    int relay_fd; /* RELAY: the loopback listener, or -1 */
+    int relay_fd;           /* RELAY: the loopback listener, or -1 */
+    pid_t zyg_pid;          /* the box's zygote (EXEC with AGENT_EXEC_ZYGOTE), or 0 */
+    int zyg_fd;             /* its control socket, or -1 */
+    char ws_path[PATH_MAX]; /* the workspace's path, for FRESH */
+    bool ws_fresh;          /* a tmpfs of FRESH's is mounted there */
+    char ws_opts[128];      /* the workspace tmpfs as the box made it, for FRESH */
     struct sockaddr_un relay_to;
 } g;
 
@@ -121,7 +129,9 @@ static void exec_reset(void)
 /* Signals every process of the current exec. kill(-1) appears only here and in reap_all(). */
 static void kill_exec(int sig)
 {
-    if (g.pid1)
+    if (g.ex.forked) /* its pid namespace ends with it; the zygote lives on */
+        kill(g.ex.pid, sig);
+    else if (g.pid1)
         kill(-1, sig);
     else if (g.ex.pid > 0)
         kill(-g.ex.pid, sig);
@@ -155,6 +165,7 @@ static NORETURN void terminate(int status)
     close_fd(&g.tmp_fd);
     close_fd(&g.sig_fd);
     close_fd(&g.relay_fd);
+    close_fd(&g.zyg_fd);
     for (size_t i = 0; i < AGENT_RELAY_CONNS; i++) {
         close_fd(&g_relay[i].fd[0]);
         close_fd(&g_relay[i].fd[1]);
@@ -702,12 +713,12 @@ static void exec_start(struct spawn *sp, bool stdin_pipe)
             rep.stage == STAGE_CHDIR ? sp->cwd : sp->argv[0], strerror(rep.err));
 }
 
-/* EXEC: u32 flags, u32 argc, u32 envc, argc + envc + 1 NUL-terminated strings. */
-static void on_exec(uint32_t len)
+/* EXEC and FORK: u32 flags, u32 argc, u32 envc, argc + envc + 1
+ * NUL-terminated strings, into sp; false after an ERROR was sent. */
+static bool exec_parse(uint32_t len, struct spawn *sp)
 {
-    uint32_t flags = agent_get_u32(g_pay), argc = agent_get_u32(g_pay + 4);
+    uint32_t argc = agent_get_u32(g_pay + 4);
     uint32_t envc = agent_get_u32(g_pay + 8);
-    struct spawn sp = {0};
     size_t off = 12, nstr;
 
     if ((uint64_t)argc + envc + 1 > len - 12u)
@@ -715,7 +726,7 @@ static void on_exec(uint32_t len)
     nstr = (size_t)argc + envc + 1;
     if (nstr + 1 > VEC_MAX) {
         send_text(AGENT_ERROR, E2BIG, "EXEC has too many strings");
-        return;
+        return false;
     }
     for (size_t i = 0; i < nstr; i++) {
         unsigned char *end = memchr(g_pay + off, 0, len - off);
@@ -726,25 +737,43 @@ static void on_exec(uint32_t len)
         if (i + 1 < nstr)
             g_vec[i < argc ? i : i + 1] = (char *)g_pay + off;
         else
-            sp.cwd = (char *)g_pay + off;
+            sp->cwd = (char *)g_pay + off;
         off = (size_t)(end - g_pay) + 1;
     }
     if (off != len)
         fatal("EXEC has trailing bytes");
     g_vec[argc] = NULL;
     g_vec[nstr] = NULL;
-    sp.argv = g_vec;
-    sp.envp = g_vec + argc + 1;
-    for (char **e = sp.envp; *e; e++) {
+    sp->argv = g_vec;
+    sp->envp = g_vec + argc + 1;
+    for (char **e = sp->envp; *e; e++) {
         if ((*e)[0] == '=' || !strchr(*e, '=')) {
             send_text(AGENT_ERROR, EINVAL, "EXEC environment entry '%.64s' is not K=V", *e);
-            return;
+            return false;
         }
     }
-    if (g.ex.pid > 0)
+    if (argc == 0) {
+        send_text(AGENT_ERROR, EINVAL, "EXEC needs argv[0]");
+        return false;
+    }
+    return true;
+}
+
+#include "zygote.inc"
+
+static void on_exec(uint32_t len)
+{
+    uint32_t flags = agent_get_u32(g_pay);
+    struct spawn sp = {0};
+
+    if (!exec_parse(len, &sp))
+        return;
+    if (flags == AGENT_EXEC_ZYGOTE)
+        zygote_start(&sp);
+    else if (g.ex.pid > 0)
         send_text(AGENT_ERROR, EBUSY, "an exec is already running");
-    else if (argc == 0 || (flags & ~(uint32_t)AGENT_EXEC_STDIN_PIPE) != 0)
-        send_text(AGENT_ERROR, EINVAL, "EXEC needs argv[0] and known flags only");
+    else if ((flags & ~(uint32_t)AGENT_EXEC_STDIN_PIPE) != 0)
+        send_text(AGENT_ERROR, EINVAL, "EXEC needs known flags only");
     else
         exec_start(&sp, (flags & AGENT_EXEC_STDIN_PIPE) != 0);
 }
@@ -898,7 +927,8 @@ static void exec_finish(void)
     kill_exec(SIGKILL);
     while (wait4(g.ex.pid, &st, __WALL, &ru) < 0 && errno == EINTR) {
     }
-    reap_all();
+    if (!g.ex.forked) /* a forked run's init took its namespace with it */
+        reap_all();
     while (g.ex.out_fd[0] >= 0 || g.ex.out_fd[1] >= 0) {
         struct pollfd pf[2] = {
                 {.fd = g.ex.out_fd[0], .events = POLLIN}, {.fd = g.ex.out_fd[1], .events = POLLIN}};
@@ -940,10 +970,15 @@ static void on_sigchld(void)
         memset(&si, 0, sizeof si);
         if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT | __WALL) < 0 || si.si_pid == 0)
             return;
-        if (g.ex.pid > 0 && si.si_pid == g.ex.pid)
+        if (g.ex.pid > 0 && si.si_pid == g.ex.pid) {
             exec_finish();
-        else
+        } else {
             waitpid(si.si_pid, NULL, __WALL);
+            if (si.si_pid == g.zyg_pid) { /* no more forks in this box */
+                g.zyg_pid = 0;
+                close_fd(&g.zyg_fd);
+            }
+        }
     }
 }
 
@@ -1150,6 +1185,8 @@ static bool frame_ok(const struct agent_hdr *h)
     case AGENT_GET: return h->len >= 5 && h->flags == 0;
     case AGENT_LIST: return h->len >= 1 && (h->flags & ~AGENT_LIST_STAT) == 0;
     case AGENT_FILTER: return h->len >= 8 && h->flags == 0;
+    case AGENT_FORK: return h->len >= 12 && h->flags == 0;
+    case AGENT_FRESH: return h->len == 0 && h->flags == 0;
     default: return false;
     }
 }
@@ -1168,6 +1205,8 @@ static bool dispatch(void)
     case AGENT_GET: on_get(g.h.len); break;
     case AGENT_LIST: on_list(g.h.len); break;
     case AGENT_FILTER: on_filter(g.h.len); break;
+    case AGENT_FORK: on_fork(g.h.len); break;
+    case AGENT_FRESH: on_fresh(); break;
     case AGENT_STDIN_EOF:
         g.ex.in_eof = g.ex.pid > 0;
         stdin_pump();
@@ -1228,13 +1267,15 @@ static int setup(void)
     sigprocmask(SIG_BLOCK, &mask, NULL);
     g.sig_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
     g.ws_fd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (!getcwd(g.ws_path, sizeof g.ws_path))
+        g.ws_path[0] = '\0';                                     /* FRESH then fails */
     g.tmp_fd = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* may be missing */
     return g.sig_fd < 0 || g.ws_fd < 0 ? -1 : 0;
 }
 
 int main(void)
 {
-    g.put_fd = g.ws_fd = g.tmp_fd = g.sig_fd = g.relay_fd = -1;
+    g.put_fd = g.ws_fd = g.tmp_fd = g.sig_fd = g.relay_fd = g.zyg_fd = -1;
     for (size_t i = 0; i < AGENT_RELAY_CONNS; i++)
         g_relay[i].fd[0] = g_relay[i].fd[1] = -1;
     exec_reset();

@@ -92,6 +92,32 @@
  *                   code 126 with AGENT_EXIT_EXEC_FAILED). Once per box
  *                   (a second is an ERROR EEXIST), before any EXEC.
  *   A: OK | ERROR   (READY's AGENT_READY_FILTER says the agent knows it)
+ *   H: EXEC with AGENT_EXEC_ZYGOTE: start the box's zygote, a pre-loaded
+ *                   interpreter that forks one child per run (see
+ *                   docs/zygote-security.md). It gets no seccomp filter of
+ *                   the agent's (the box's own, looser one holds), stdin
+ *                   /dev/null, stdout and stderr on the agent's stderr, and
+ *                   a SOCK_SEQPACKET control socket as fd 3, on which the
+ *                   agent first sends the FILTER program (refused when none
+ *                   was set: a child must never run without it) and waits
+ *                   for one message "ready". Once per box; not an exec.
+ *   A: OK | ERROR
+ *   H: FORK         as EXEC's payload (STDIN_PIPE the only flag): the
+ *                   zygote forks a child that enters its own mount, pid,
+ *                   ipc and network namespaces, a fresh /tmp (the box's
+ *                   support files copied in), /dev/shm and /proc, drops
+ *                   its capabilities and applies the filter, then runs
+ *                   argv in the loaded interpreter. Its workspace is the
+ *                   box's (staged before, read for artifacts after). The
+ *                   child is then the current exec: STARTED,
+ *                   STDOUT/STDERR, SIGNAL and EXITED as for EXEC (its
+ *                   processes end with it: it is their pid namespace's
+ *                   init). ERROR (no STARTED) when there is no zygote, an
+ *                   exec runs, or the child could not be isolated.
+ *   H: FRESH        (a zygote box, between runs) a new empty tmpfs replaces
+ *                   the workspace, of the same size and mode: a run's
+ *                   workspace is never the next one's
+ *   A: OK | ERROR   (an ERROR of the mount itself ends the agent)
  *   H: QUIT         the agent kills everything and exits 0 (so does EOF
  *                   on its input between frames).
  * ERROR payload: i32 errno, then a message string.
@@ -127,6 +153,8 @@ enum agent_type {
     AGENT_GET = 9,
     AGENT_LIST = 10,
     AGENT_FILTER = 11,
+    AGENT_FORK = 12,
+    AGENT_FRESH = 13,
     /* agent -> host */
     AGENT_READY = 64,
     AGENT_STDOUT = 65,
@@ -161,7 +189,10 @@ enum agent_put_flags {
     AGENT_PUT_REPLACE = 1u << 2, /* with FIRST: an existing regular file is truncated */
     AGENT_PUT_TMP = 1u << 3,     /* with FIRST: beneath the sandbox's /tmp, not the workspace */
 };
-enum agent_exec_flags { AGENT_EXEC_STDIN_PIPE = 1u << 0 };
+enum agent_exec_flags {
+    AGENT_EXEC_STDIN_PIPE = 1u << 0,
+    AGENT_EXEC_ZYGOTE = 1u << 1, /* EXEC: start the box's zygote (see FORK) */
+};
 enum agent_list_flags { AGENT_LIST_STAT = 1u << 0 };
 enum agent_exit_kind { AGENT_EXIT_CODE = 0, AGENT_EXIT_SIGNAL = 1 };
 enum agent_exit_flags {

@@ -42,7 +42,10 @@
     "\"images_held_back\":{\"type\":\"integer\",\"description\":\"Images past the inline "         \
     "cap (LLM_SANDBOX_INLINE_IMAGES), returned as resource links instead.\"},"                     \
     "\"warm\":{\"type\":\"boolean\",\"description\":\"It ran in a fresh sandbox made "             \
-    "before the call (never one used before).\"}},"                                                \
+    "before the call (never one used before).\"},"                                                 \
+    "\"sandbox\":{\"type\":\"string\",\"enum\":[\"cold\",\"ready\",\"zygote\"],"                   \
+    "\"description\":\"Where a one-shot run's sandbox came from: made for it (cold), made "        \
+    "before it (ready), or forked for it from a zygote box.\"}},"                                  \
     "\"required\":[\"status\",\"exit_code\",\"limit\",\"stdout\",\"stderr\","                      \
     "\"stdout_truncated\",\"stderr_truncated\",\"stdout_bytes\",\"stderr_bytes\","                 \
     "\"duration_ms\",\"backend\",\"language\",\"message\",\"artifacts\"]}"

@@ -116,12 +116,18 @@ static void fds_init(struct box_fds *f)
     f->info_r = f->block_w = -1;
 }
 
-static int fds_open(
-        const struct sbx_host *h, bool net_on, bool wsl, struct box_fds *f, struct sbx_err *err)
+static int fds_open(const struct sbx_host *h, const struct sbx_box_spec *spec, bool wsl,
+        struct box_fds *f, struct sbx_err *err)
 {
+    bool net_on = spec->policy->network == SBX_NET_ON;
+    bool zygote =
+            SBX_HAS_FIELD(struct sbx_box_spec, spec, flags) && (spec->flags & SBX_BOX_ZYGOTE) != 0;
     int p[2];
 
-    if (h->seccomp_bpf_fd(h, &f->fd[FD_SECCOMP], err) < 0 ||
+    if (zygote && !SBX_HAS_FIELD(struct sbx_host, h, seccomp_zygote_bpf_fd))
+        return sbx_err_fill(err, SBX_E_UNSUPPORTED, 0, "this core has no zygote filter (ABI 1.6)");
+    if ((zygote ? h->seccomp_zygote_bpf_fd(h, &f->fd[FD_SECCOMP], err)
+                : h->seccomp_bpf_fd(h, &f->fd[FD_SECCOMP], err)) < 0 ||
             h->agent_fd(h, &f->fd[FD_AGENT], err) < 0 ||
             h->memfd_new(h, "passwd", passwd_data, sizeof(passwd_data) - 1, &f->fd[FD_PASSWD],
                     err) < 0 ||
@@ -352,7 +358,7 @@ int bwrap_box_open(
     fds_init(&f);
     r = st->wsl ? 0 : jail_cgroup_new(h, spec, &b->jb.cg, err); /* WSL2: the opener's */
     if (r == 0)
-        r = fds_open(h, net_on, st->wsl != NULL, &f, err);
+        r = fds_open(h, spec, st->wsl != NULL, &f, err);
     if (r == 0)
         r = spawn_bwrap(b, spec, &f, child, err);
     if (r == 0 && st->wsl) {

@@ -7,6 +7,10 @@
  *   namespaces              --unshare-user --unshare-pid --unshare-ipc --unshare-uts
  *                           --unshare-cgroup, --unshare-net unless network is host;
  *                           --disable-userns (no nested user namespaces)
+ *   zygote box (ABI 1.6)    instead of --disable-userns: --cap-add CAP_SYS_ADMIN,
+ *                           CAP_NET_ADMIN, CAP_SYS_RESOURCE, CAP_SETPCAP (the zygote's, never a
+ *                           child's: docs/zygote-security.md); the runner passes the
+ *                           zygote's seccomp program
  *   identity                --uid/--gid (unprivileged inside; the runner has already
  *                           dropped to the sandbox uid when the core is root)
  *   seccomp, no_new_privs   --seccomp FD (the core's one policy; bwrap sets no_new_privs)
@@ -287,6 +291,11 @@ int bwrap_translate(const struct bwrap_input *in, struct bwrap_argv *out, struct
         snprintf(err->msg, sizeof(err->msg), "network mode needs the filtering proxy");
         return SBX_E_UNSUPPORTED;
     }
+    if (in->wsl && in->box.zygote) {
+        err->rc = SBX_E_UNSUPPORTED;
+        snprintf(err->msg, sizeof(err->msg), "no zygote boxes through WSL2");
+        return SBX_E_UNSUPPORTED;
+    }
     if (in->wsl && wsl_check(in, err) < 0)
         return err->rc;
     if (in->wsl)
@@ -297,7 +306,14 @@ int bwrap_translate(const struct bwrap_input *in, struct bwrap_argv *out, struct
     add2(&b, "--unshare-uts", "--unshare-cgroup");
     if (p->network != SBX_NET_HOST)
         add(&b, "--unshare-net");
-    add(&b, "--disable-userns");
+    if (in->box.zygote) { /* plugin.h: SBX_BOX_ZYGOTE; no child keeps these */
+        add2(&b, "--cap-add", "CAP_SYS_ADMIN");
+        add2(&b, "--cap-add", "CAP_NET_ADMIN");
+        add2(&b, "--cap-add", "CAP_SYS_RESOURCE");
+        add2(&b, "--cap-add", "CAP_SETPCAP"); /* so a child can empty its bounding set */
+    } else {
+        add(&b, "--disable-userns");
+    }
     add(&b, "--uid");
     add_num(&b, in->box.sandbox_uid);
     add(&b, "--gid");

@@ -270,5 +270,7 @@ void jail_input_init(
             .proxy_socket = v12 ? spec->proxy_socket : NULL,
             .envp = spec->envp,
             .sandbox_uid = 1000,
-            .sandbox_gid = 1000};
+            .sandbox_gid = 1000,
+            .zygote = SBX_HAS_FIELD(struct sbx_box_spec, spec, flags) &&
+                      (spec->flags & SBX_BOX_ZYGOTE) != 0};
 }

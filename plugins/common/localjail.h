@@ -54,6 +54,7 @@ struct jail_input {
     const char *proxy_socket;          /* network registries/allowlist: the core's proxy */
     const char *const *envp;           /* the agent's environment, NULL-terminated */
     uint32_t sandbox_uid, sandbox_gid; /* ids inside the sandbox: 1000 */
+    bool zygote;                       /* ABI 1.6: SBX_BOX_ZYGOTE (plugin.h) */
 };
 
 struct jail_tops {

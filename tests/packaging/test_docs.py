@@ -172,6 +172,7 @@ SCHEMA_PLACES = {
     "warm_keys": "language.warm.",
     "session_keys": "language.session.",
     "prestart_keys": "language.prestart.",
+    "zygote_keys": "language.zygote.",
     "support_keys": "language.support[].",
 }
 

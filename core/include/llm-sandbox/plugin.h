@@ -387,6 +387,12 @@ struct sbx_host {
      * it is dead; 0 when it lives, is of another scope, or is no instance
      * id (not ours to judge). */
     int (*instance_dead)(const struct sbx_host *h, const char *name);
+
+    /* ABI 1.6: the seccomp policy of a zygote box (SBX_BOX_ZYGOTE), as
+     * seccomp_bpf_fd: the one policy plus unshare, mount and umount2, which
+     * the zygote needs to give each child namespaces of its own; every child
+     * applies the one policy on top (docs/zygote-security.md). */
+    int (*seccomp_zygote_bpf_fd)(const struct sbx_host *h, int *ret_fd, struct sbx_err *err);
 };
 
 /* ------------------------------------------------------------------------ */
@@ -445,6 +451,13 @@ enum sbx_box_flags {
     /* Only a version probe: fetch nothing the host lacks (an image), fail
      * with SBX_E_UNAVAILABLE instead. */
     SBX_BOX_PROBE = 1u << 0,
+    /* ABI 1.6: a zygote box (core/agent/proto.h, FORK): as any box, but
+     * the agent's processes keep CAP_SYS_ADMIN, CAP_NET_ADMIN,
+     * CAP_SYS_RESOURCE and CAP_SETPCAP in the box's user namespace, nested user namespaces
+     * are not disabled by the backend (the zygote sets its own limit of 0),
+     * and the filter is seccomp_zygote_bpf_fd's. A backend that cannot make
+     * one fails with SBX_E_UNSUPPORTED. */
+    SBX_BOX_ZYGOTE = 1u << 1,
 };
 
 /* Does a struct that starts with its size carry this field (ABI minors)? */

@@ -154,6 +154,12 @@ struct sbx_artifact {
     size_t len;
 };
 
+/* Where a one-shot run's sandbox came from ("sandbox" in the result). */
+enum sbx_origin {
+    SBX_ORIGIN_COLD = 0,   /* made for this run */
+    SBX_ORIGIN_READY = 1,  /* made before the run was asked for (the pool) */
+    SBX_ORIGIN_ZYGOTE = 2, /* forked for this run from a zygote box */
+};
 struct sbx_execution {
     enum sbx_status status;
     bool has_exit_code;
@@ -187,6 +193,7 @@ struct sbx_execution {
     size_t n_artifacts;
     bool artifacts_truncated; /* some were left out (LLM_SANDBOX_ARTIFACTS_MAX, _BYTES) */
     bool warm;                /* it ran in a sandbox made before it was asked for */
+    enum sbx_origin origin;   /* where a one-shot run's sandbox came from */
 };
 struct sbx_execution *sbx_execution_free(struct sbx_execution *ex);
 /* The result object of `run --json` and of MCP execute_code. */

@@ -321,6 +321,12 @@ int agentc_relay(struct agentc *ac, uint16_t port, const char *path, int64_t dea
 
 int agentc_queue_exec(struct agentc *ac, char *const *argv, char *const *envp, bool with_stdin)
 {
+    return agentc_queue_run(ac, AGENT_EXEC, with_stdin ? AGENT_EXEC_STDIN_PIPE : 0, argv, envp);
+}
+
+int agentc_queue_run(
+        struct agentc *ac, uint8_t type, uint32_t flags, char *const *argv, char *const *envp)
+{
     struct dynbuf b;
     unsigned char head[12];
     uint32_t argc = 0, envc = 0;
@@ -330,7 +336,7 @@ int agentc_queue_exec(struct agentc *ac, char *const *argv, char *const *envp, b
         argc++;
     while (envp[envc])
         envc++;
-    agent_put_u32(head, with_stdin ? AGENT_EXEC_STDIN_PIPE : 0);
+    agent_put_u32(head, flags);
     agent_put_u32(head + 4, argc);
     agent_put_u32(head + 8, envc);
     dynbuf_init(&b, AGENT_MAX_PAYLOAD);
@@ -342,7 +348,7 @@ int agentc_queue_exec(struct agentc *ac, char *const *argv, char *const *envp, b
     if (r == 0)
         r = dynbuf_append(&b, "", 1);
     if (r == 0)
-        r = agentc_queue_frame(ac, AGENT_EXEC, 0, b.buf, b.len, NULL, 0);
+        r = agentc_queue_frame(ac, type, 0, b.buf, b.len, NULL, 0);
     dynbuf_done(&b);
     return r;
 }

@@ -107,6 +107,16 @@ void agentc_entries_free(struct agentc_entry *e, size_t n);
 int agentc_exec(struct agentc *ac, char *const *argv, char *const *envp, const char *stdin_data,
         size_t stdin_len, int64_t deadline_ms, struct agentc_sink *sink,
         struct agentc_exit *ret_exit);
+/* A zygote box (core/agent/proto.h): start its zygote (0, or a negative
+ * enum sbx_rc / enum agentc_end with agentc_last_error saying why); run
+ * a program forked from it, as agentc_exec (a refused FORK, the child not
+ * isolated, is SBX_E_BACKEND: nothing of the program ran); give the next
+ * run a fresh workspace (0, or as agentc_zygote). agentc_zygote.c. */
+int agentc_zygote(struct agentc *ac, char *const *argv, char *const *envp, int64_t deadline_ms);
+int agentc_fork(struct agentc *ac, char *const *argv, char *const *envp, const char *stdin_data,
+        size_t stdin_len, int64_t deadline_ms, struct agentc_sink *sink,
+        struct agentc_exit *ret_exit);
+int agentc_fresh(struct agentc *ac, int64_t deadline_ms);
 /* Ask the agent to end everything and exit (best effort, no wait). */
 void agentc_quit(struct agentc *ac);
 

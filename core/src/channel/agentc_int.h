@@ -60,6 +60,9 @@ int agentc_next_reply(struct agentc *ac, int64_t deadline_ms);
 void agentc_take_error(struct agentc *ac, const char *what);
 /* Queue an EXEC of argv with envp: 0, or < 0 when it is too large. */
 int agentc_queue_exec(struct agentc *ac, char *const *argv, char *const *envp, bool with_stdin);
+/* EXEC or FORK (type) with flags, as agentc_queue_exec. */
+int agentc_queue_run(
+        struct agentc *ac, uint8_t type, uint32_t flags, char *const *argv, char *const *envp);
 /* Handle one frame of a running exec: output into sink, GOT_START,
  * AGENTC_EXITED with *ret_exit, GOT_FRAME (go on), or an enum agentc_end. */
 int agentc_exec_frame(struct agentc *ac, struct agentc_sink *sink, struct agentc_exit *ret_exit);

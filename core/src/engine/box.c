@@ -90,6 +90,8 @@ int engine_open_box(struct run *r, struct sbx_error **err)
     }
     spec.proxy_socket = r->proxy_sock;
     spec.flags = r->probe_argv ? SBX_BOX_PROBE : 0; /* probing pulls no image */
+    if (r->zygote_box)
+        spec.flags |= SBX_BOX_ZYGOTE;
     if (uid > 0) {
         spec.host_uid = (uint32_t)uid;
         spec.host_gid = (uint32_t)gid;
@@ -144,7 +146,8 @@ int engine_greet(struct run *r, int64_t deadline_ms)
     int end = agentc_hello(r->ac, deadline_ms);
 
     engine_mark(r, "agent ready");
-    if (end == 0 && r->backend->agent_filter) {
+    /* a zygote box: the agent hands the filter to the zygote for its children */
+    if (end == 0 && (r->backend->agent_filter || r->zygote_box)) {
         if (seccomp_bpf_get(&bpf, &len, &e) < 0) { /* the probe compiled it: not reached */
             sbx_error_free(e);
             return SBX_E_IO;

@@ -32,6 +32,7 @@ struct plugin;
 struct sbx_plan;
 struct deps_set;
 struct uid_lease;
+struct pbox;
 
 /* Everything one run holds; released by engine_release. */
 struct run {
@@ -71,7 +72,9 @@ struct run {
     /* a box that outlives one run (a session's, a pooled one): how long the
      * backend's own backstop must let it live, or 0: the run's wall time */
     uint64_t box_life_ms;
-    bool prestarted; /* a pooled box whose interpreter waits for the go (pool.c) */
+    bool prestarted;  /* a pooled box whose interpreter waits for the go (pool.c) */
+    bool zygote_box;  /* open the box as a zygote box (plugin.h SBX_BOX_ZYGOTE; pool.c) */
+    struct pbox *zyg; /* a zygote box lent to this run (pool.c): r->box and r->ac are its */
     /* as root: the host uid this run's boxes (and the files they write)
      * are, its own while the run or the session's box lives; or NULL */
     struct uid_lease *ids;

@@ -163,6 +163,11 @@ struct json_object *sbx_execution_to_json(const struct sbx_execution *ex)
         json_object_object_add(o, "session_id", json_object_new_string(ex->session_id));
     if (ex->warm)
         json_object_object_add(o, "warm", json_object_new_boolean(true));
+    if (!ex->session_id && ex->status != SBX_STATUS_REFUSED)
+        json_object_object_add(o, "sandbox",
+                json_object_new_string(ex->origin == SBX_ORIGIN_ZYGOTE  ? "zygote"
+                                       : ex->origin == SBX_ORIGIN_READY ? "ready"
+                                                                        : "cold"));
     if (ex->has_build_cache) {
         struct json_object *b = json_object_new_object();
 

@@ -117,5 +117,8 @@ int seccomp_kafel_get(const char **ret, struct sbx_error **err);
 /* The embedded policy, parsed and compiled once per process (thread-safe).
  * (transfer none: valid until exit) */
 int seccomp_bpf_get(const void **ret_bpf, size_t *ret_len, struct sbx_error **err);
+/* The zygote box's program (plugin.h, SBX_BOX_ZYGOTE): the same list with
+ * unshare, mount and umount2 allowed, compiled once; as seccomp_bpf_get. */
+int seccomp_zygote_bpf_get(const void **ret_bpf, size_t *ret_len, struct sbx_error **err);
 
 #endif

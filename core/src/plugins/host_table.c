@@ -241,6 +241,18 @@ static int host_seccomp_bpf_fd(const struct sbx_host *h, int *ret_fd, struct sbx
     return memfd_with("sbx-seccomp", bpf, len, ret_fd, perr);
 }
 
+static int host_seccomp_zygote_bpf_fd(const struct sbx_host *h, int *ret_fd, struct sbx_err *perr)
+{
+    struct sbx_error *e = NULL;
+    const void *bpf;
+    size_t len;
+
+    (void)h;
+    if (seccomp_zygote_bpf_get(&bpf, &len, &e) < 0)
+        return to_perr(perr, e);
+    return memfd_with("sbx-seccomp-zygote", bpf, len, ret_fd, perr);
+}
+
 static int host_seccomp_kafel_fd(const struct sbx_host *h, int *ret_fd, struct sbx_err *perr)
 {
     struct sbx_error *e = NULL;
@@ -439,6 +451,7 @@ void host_init(struct host_ctx *hc, struct sbx_runtime *rt, struct plugin *pl)
             .ws_free = http_ws_free,
             .agent_sha256 = host_agent_sha256,
             .instance_dead = host_instance_dead,
+            .seccomp_zygote_bpf_fd = host_seccomp_zygote_bpf_fd,
     };
 }
 

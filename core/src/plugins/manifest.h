@@ -122,6 +122,8 @@ struct manifest_lang {
                                           call's program anew (files persist) */
     struct manifest_session *prestart; /* language.prestart, or NULL: a pooled sandbox
                                           execs the program (pool.c: the protocol) */
+    struct manifest_session *zygote;   /* language.zygote, or NULL: no zygote boxes
+                                          (pool.c; core/agent/proto.h, FORK) */
     struct manifest_support *support;  /* language.support, in file order */
     size_t n_support;
 };

@@ -388,6 +388,21 @@ static int store_prestart(struct manifest_ctx *c, const struct yamltree_node *n,
     return manifest_apply_schema(c, n, prestart_keys, ARRAY_SIZE(prestart_keys), l->prestart);
 }
 
+static const struct key_desc zygote_keys[] = {
+        {"run", YAMLTREE_SEQ, KEY_REQUIRED | KEY_NONEMPTY, SESSION(run), MR_ANY, NULL},
+        {"driver", YAMLTREE_SCALAR, KEY_REQUIRED, SESSION(driver), MR_FILE, NULL},
+};
+
+static int store_zygote(struct manifest_ctx *c, const struct yamltree_node *n, void *obj)
+{
+    struct manifest_lang *l = obj;
+
+    l->zygote = calloc(1, sizeof(*l->zygote));
+    if (!l->zygote)
+        return manifest_oom(c);
+    return manifest_apply_schema(c, n, zygote_keys, ARRAY_SIZE(zygote_keys), l->zygote);
+}
+
 static int store_support_path(struct manifest_ctx *c, const struct yamltree_node *n, void *obj)
 {
     struct manifest_support *sp = obj;
@@ -449,6 +464,7 @@ static const struct key_desc lang_keys[] = {
         {"build_outputs", YAMLTREE_SEQ, KEY_NONEMPTY, 0, MR_ANY, store_build_outputs},
         {"session", YAMLTREE_MAP, 0, 0, MR_ANY, store_session},
         {"prestart", YAMLTREE_MAP, 0, 0, MR_ANY, store_prestart},
+        {"zygote", YAMLTREE_MAP, 0, 0, MR_ANY, store_zygote},
         {"support", YAMLTREE_SEQ, 0, 0, MR_ANY, store_support},
 };
 
@@ -519,8 +535,8 @@ void manifest_lang_free(struct manifest_lang *l)
         free(l->support[i].file);
     }
     free(l->support);
-    for (int i = 0; i < 2; i++) {
-        struct manifest_session *d = i ? l->prestart : l->session;
+    for (int i = 0; i < 3; i++) {
+        struct manifest_session *d = i == 2 ? l->zygote : i ? l->prestart : l->session;
 
         if (d) {
             strv_free(d->run);

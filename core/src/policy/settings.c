@@ -528,7 +528,8 @@ static int load_misc(struct settings *s, struct sbx_error **err)
     }
     if (load_bool(s, "SANDBOX_READ_ONLY", &ro, err) < 0 ||
             load_bool(s, "SANDBOX_PRIVILEGED", &priv, err) < 0 ||
-            load_bool(s, "LLM_SANDBOX_ALLOW_HOST_NETWORK", &s->allow_host_network, err) < 0)
+            load_bool(s, "LLM_SANDBOX_ALLOW_HOST_NETWORK", &s->allow_host_network, err) < 0 ||
+            load_bool(s, "LLM_SANDBOX_ZYGOTE", &s->zygote, err) < 0)
         return (*err)->rc;
     if (priv)
         return sbx_error_set_field(err, SBX_E_UNSUPPORTED, "SANDBOX_PRIVILEGED",
@@ -595,6 +596,7 @@ static const struct {
         {"LLM_SANDBOX_POOL", 0},
         {"LLM_SANDBOX_POOL_MAX", 0},
         {"LLM_SANDBOX_POOL_IDLE", 0},
+        {"LLM_SANDBOX_ZYGOTE", 0},
         {"LLM_SANDBOX_INLINE_IMAGES", 0},
         {"LLM_SANDBOX_INLINE_IMAGE_BYTES", 0},
         {"LLM_SANDBOX_RESULT_TEXT", 0},

@@ -74,6 +74,8 @@ struct settings {
     uint64_t pool_size;    /* LLM_SANDBOX_POOL: ready sandboxes per kind in use, 0: off; 2 */
     uint64_t pool_max;     /* LLM_SANDBOX_POOL_MAX: ready sandboxes of all kinds, default 8 */
     uint64_t pool_idle_ms; /* LLM_SANDBOX_POOL_IDLE: a kind unused this long is emptied, 300 s */
+    bool zygote;           /* LLM_SANDBOX_ZYGOTE: one-shot runs fork from a zygote box where
+                              the language and backend have them (pool.c); false */
     /* MCP tool results (core/mcp/results.c) */
     uint64_t inline_images_max;  /* LLM_SANDBOX_INLINE_IMAGES: per result, default 8 */
     uint64_t inline_image_bytes; /* LLM_SANDBOX_INLINE_IMAGE_BYTES: their bytes, default 4M */

@@ -133,6 +133,61 @@ go:
     return 0;
 }
 
+/* A zygote box (pool.c): staged, then the program forked from its zygote.
+ * SBX_E_BACKEND before anything ran when the child could not be isolated
+ * (the run then opens a box of its own). */
+static int zygote_phases(
+        struct run *r, int *ret_end, struct agentc_exit *ex, struct sbx_error **err)
+{
+    const struct sbx_request *q = r->req;
+    int end;
+
+    r->ex->warm = true;
+    r->ex->origin = SBX_ORIGIN_ZYGOTE;
+    if ((end = stage_all(r, err)) < 0)
+        return end;
+    if (end == AGENTC_CANCELLED) {
+        *ret_end = end;
+        return 0;
+    }
+    engine_mark(r, "staged");
+    engine_phase(r, "running");
+    end = agentc_fork(r->ac, r->plan->run, r->env, q->stdin_data ? q->stdin_data : "",
+            q->stdin_data ? q->stdin_len : 0, now_ms() + (int64_t)r->policy.wall_time_ms, &r->sink,
+            ex);
+    if (end == SBX_E_BACKEND) /* refused: nothing of the program ran */
+        return sbx_error_set(err, SBX_E_BACKEND, 0, "%s", agentc_last_error(r->ac));
+    r->ran = true;
+    if (end < 0)
+        return sbx_error_set(err, SBX_E_BACKEND, 0, "%s", agentc_last_error(r->ac));
+    engine_mark(r, "program ended");
+    *ret_end = end;
+    return 0;
+}
+
+/* After a zygote run: its artifacts, then the box goes back with a fresh
+ * workspace (or is closed, when the program did not end on its own). No
+ * box stats: the box outlives the run (pool.c: no zygote where a cgroup
+ * of the box's would be the run's). */
+static int zygote_end(
+        struct run *r, int rc, int end, const struct agentc_exit *ex, struct sbx_error **err)
+{
+    struct sbx_box_stats st;
+
+    if (rc == 0 && end == AGENTC_EXITED)
+        artifacts_collect(r, NULL, 0);
+    pool_zygote_return(r, rc == 0 && end == AGENTC_EXITED);
+    if (rc < 0)
+        return (*err)->rc;
+    memset(&st, 0, sizeof(st));
+    st.size = sizeof(st);
+    st.oom_killed = st.pids_limited = -1;
+    engine_classify(r, end, ex, &st);
+    if (r->ex->status == SBX_STATUS_ERROR && end == AGENTC_LOST)
+        r->ex->message = strdup("the sandbox agent was lost");
+    return 0;
+}
+
 /* No group of its own (a unit without Delegate=yes): an OOM kill in the
  * unit's cgroup during the run that ended the program (SIGKILL) or the
  * server's unit (systemd's OOMPolicy=stop cancels the run) was the
@@ -165,20 +220,33 @@ static int run_box(struct run *r, struct sbx_error **err)
 
     rc = 1;
     if (pool_take(r)) {
-        rc = pooled_phases(r, &end, &ex, err);
+        rc = r->zyg ? zygote_phases(r, &end, &ex, err) : pooled_phases(r, &end, &ex, err);
         if (rc < 0 && !r->ran) {
-            /* a ready box that died while it waited: the run opens its own */
-            log_msg(SBX_LOG_WARN, r->backend->name, "a ready sandbox was unusable (%s)",
-                    (*err)->msg);
-            engine_notice(r, SBX_NOTICE_WARNING,
-                    "a ready sandbox was unusable (%s); the run starts a new one", (*err)->msg);
+            /* a ready box that died while it waited, or a zygote that could
+             * not isolate the run: the run opens its own, and says so */
+            const char *what = r->zyg ? "a zygote box" : "a ready sandbox";
+
+            log_msg(SBX_LOG_WARN, r->backend->name, "%s was unusable (%s)", what, (*err)->msg);
+            engine_notice(r, SBX_NOTICE_WARNING, "%s was unusable (%s); the run starts a new one",
+                    what, (*err)->msg);
+            (void)strv_pushf(&r->ex->warnings,
+                    "%s was unusable (%s); the run started a new sandbox", what, (*err)->msg);
             *err = sbx_error_free(*err);
-            r->backend->desc->backend->box_kill(r->box);
-            engine_release_box(r);
+            if (r->zyg) {
+                pool_zygote_return(r, false);
+            } else {
+                r->backend->desc->backend->box_kill(r->box);
+                engine_release_box(r);
+            }
             r->ex->warm = r->prestarted = false;
+            r->ex->origin = SBX_ORIGIN_COLD;
             rc = 1;
+        } else if (!r->zyg) {
+            r->ex->origin = SBX_ORIGIN_READY;
         }
     }
+    if (r->zyg)
+        return zygote_end(r, rc, end, &ex, err);
     if (rc == 1) {
         rc = engine_open_box(r, err);
         if (rc == 0)

@@ -81,6 +81,7 @@ struct pbox {
     struct sbx_execution ex;
     bool started; /* its interpreter waits for the go */
     int64_t made_ms;
+    bool busy; /* a zygote box lent to a run (zygote.c) */
 };
 
 /* The ready sandboxes of one kind. Only a filler thread frees a pool, and
@@ -96,6 +97,11 @@ struct pool {
     unsigned failed;  /* sandboxes that could not be made in a row */
     int64_t retry_ms; /* after a failure: not before then */
     bool broken;      /* FAIL_MAX failed in a row: cold runs until emptied */
+    /* its zygote box (LLM_SANDBOX_ZYGOTE), at the end of this file */
+    struct pbox *zyg;
+    bool zyg_filling, zyg_broken;
+    unsigned zyg_failed;
+    int64_t zyg_retry_ms;
 };
 
 struct pools {
@@ -108,6 +114,10 @@ struct pools {
     unsigned n_fillers;
     struct sbx_runtime *rt;
 };
+
+static bool zygote_fill(struct pools *ps);
+static void zygote_drop(struct pools *ps, struct pool *p, struct pbox **gone);
+static bool zygote_lend(struct pools *ps, struct pool *p, struct run *r);
 
 /* The policy's box-level part: the wall time and output cap are the
  * core's to enforce per run, everything else is the sandbox's. */
@@ -142,10 +152,11 @@ static void pbox_free(struct pbox *b)
 
 /* A new sandbox of the pool's kind, ready for a run: NULL with err set
  * when it could not be made. Runs without the lock. */
-static struct pbox *pbox_make(struct pools *ps, struct pool *p, struct sbx_error **err)
+static struct pbox *pbox_make(struct pools *ps, struct pool *p, bool zygote, struct sbx_error **err)
 {
     struct pbox *b = calloc(1, sizeof(*b));
-    const struct manifest_session *pre = p->lang->m->lang->prestart;
+    const struct manifest_session *pre =
+            zygote ? p->lang->m->lang->zygote : p->lang->m->lang->prestart;
     struct run *r;
     char **argv = NULL;
     int end, status;
@@ -161,6 +172,7 @@ static struct pbox *pbox_make(struct pools *ps, struct pool *p, struct sbx_error
     r->backend = p->backend;
     r->lang = p->lang;
     r->policy = p->policy;
+    r->zygote_box = zygote;
     if (p->warm) { /* as prepare_warm (install.c) mounts it for a cold run */
         if (!(r->warm = deps_share(p->warm))) {
             sbx_error_set(err, SBX_E_IO, errno, "the warm-up set: %s", strerror(errno));
@@ -196,6 +208,16 @@ static struct pbox *pbox_make(struct pools *ps, struct pool *p, struct sbx_error
                 sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
                 goto fail;
             }
+        if (zygote) {
+            free(driver);
+            if (agentc_zygote(r->ac, argv, r->env, now_ms() + SETUP_TIMEOUT_MS) != 0) {
+                sbx_error_set(err, SBX_E_BACKEND, 0, "%s", agentc_last_error(r->ac));
+                goto fail;
+            }
+            strv_free(argv);
+            argv = NULL;
+            goto made;
+        }
         end = agentc_start(r->ac, argv, r->env, now_ms() + SETUP_TIMEOUT_MS, &r->sink, &ex);
         /* feed: source reads its driver, then the program, from stdin */
         if (end == 0)
@@ -219,6 +241,7 @@ static struct pbox *pbox_make(struct pools *ps, struct pool *p, struct sbx_error
         b->started = true;
         strv_free(argv);
     }
+made:
     /* what it said while starting is not the run's */
     capture_done(&r->sink.out);
     capture_done(&r->sink.err);
@@ -266,7 +289,8 @@ static struct pbox *trim(struct pools *ps)
             b->next = gone;
             gone = b;
         }
-        if (unused && p->filling == 0) {
+        zygote_drop(ps, p, &gone);
+        if (unused && p->filling == 0 && !p->zyg && !p->zyg_filling) {
             *pp = p->next;
             deps_close(p->warm);
             free(p);
@@ -361,6 +385,8 @@ static void *filler(void *arg)
         struct pbox *b;
         struct sbx_error *e = NULL;
 
+        if (zygote_fill(ps)) /* a zygote box where a kind wants one; under the lock */
+            continue;
         if (!p || now_ms() - trimmed >= TRIM_EVERY) {
             struct pbox *gone = trim(ps);
 
@@ -383,7 +409,7 @@ static void *filler(void *arg)
         p->filling++;
         ps->filling++;
         pthread_mutex_unlock(&ps->lock);
-        b = pbox_make(ps, p, &e);
+        b = pbox_make(ps, p, false, &e);
         pthread_mutex_lock(&ps->lock);
         p->filling--;
         ps->filling--;
@@ -484,6 +510,10 @@ void pools_free(struct pools *ps)
         struct pool *p = ps->head;
 
         ps->head = p->next;
+        if (p->zyg) { /* no run holds it: runs end before the runtime */
+            p->zyg->next = gone;
+            gone = p->zyg;
+        }
         while (p->head) {
             struct pbox *b = p->head;
 
@@ -526,6 +556,10 @@ bool pool_take(struct run *r)
     /* the first run of a kind runs cold, and the next ones warm; a run
      * that finds its pool empty makes it bigger */
     p = pool_of(ps, r, &made);
+    if (p && zygote_lend(ps, p, r)) {
+        pthread_mutex_unlock(&ps->lock);
+        return true;
+    }
     if (p && !made && !p->head && !p->broken && p->want < ps->rt->settings->pool_size)
         p->want++;
     if (p) {
@@ -555,4 +589,126 @@ bool pool_take(struct run *r)
     agentc_set_cancel(r->ac, r->req->cancel ? r->req->cancel->fd : -1, -1);
     pbox_free(b);
     return true;
+}
+
+/*
+ * Zygote boxes (LLM_SANDBOX_ZYGOTE). A kind whose language has
+ * language.zygote, on a backend of ABI 1.6 or later, keeps one zygote box
+ * besides its ready sandboxes: a box opened with SBX_BOX_ZYGOTE whose
+ * agent runs the language's zygote (core/agent/proto.h). A run of the
+ * kind that finds it free borrows it, stages its files, and FORKs its
+ * program, which runs in namespaces, a /tmp and /proc of its own under the
+ * strict filter (docs/zygote-security.md); the box then gets a fresh
+ * workspace and waits for the next run. One run at a time: a run that
+ * finds it busy takes a ready sandbox or starts cold. A child shares its
+ * box's cgroup with the zygote, so where the backend enforces memory,
+ * pids or CPU by cgroup the kind gets no zygote (the limits would not be
+ * the run's own); the rlimit fallbacks are per process, as in a cold box.
+ * Only network off (a child's network namespace is empty), no build, no
+ * mode, no warm-up set. Made and replaced by the filler as ready
+ * sandboxes are; FAIL_MAX failures in a row end a kind's zygote until its
+ * pool is emptied.
+ */
+static bool zygote_able(const struct pools *ps, const struct pool *p)
+{
+    const struct sbx_caps *caps = &p->backend->caps;
+
+    return ps->rt->settings->zygote && p->lang->m->lang->zygote &&
+           p->backend->desc->abi_minor >= 6 && !p->warm && p->policy.network == SBX_NET_OFF &&
+           caps->level[SBX_CTL_MEMORY] != SBX_ENF_FULL &&
+           caps->level[SBX_CTL_PIDS] != SBX_ENF_FULL && caps->level[SBX_CTL_CPU] != SBX_ENF_FULL;
+}
+
+/* Under the lock: make one zygote box where a kind wants one (the lock is
+ * dropped meanwhile). True when it tried. */
+static bool zygote_fill(struct pools *ps)
+{
+    struct sbx_error *e = NULL;
+    struct pool *p;
+    struct pbox *b;
+
+    for (p = ps->head; p; p = p->next)
+        if (!p->zyg && !p->zyg_filling && !p->zyg_broken && now_ms() >= p->zyg_retry_ms &&
+                zygote_able(ps, p))
+            break;
+    if (!p)
+        return false;
+    p->zyg_filling = true;
+    pthread_mutex_unlock(&ps->lock);
+    b = pbox_make(ps, p, true, &e);
+    pthread_mutex_lock(&ps->lock);
+    p->zyg_filling = false;
+    if (b) {
+        p->zyg_failed = 0;
+        p->zyg = b;
+        return true;
+    }
+    p->zyg_retry_ms = now_ms() + 1000 * (int64_t)++p->zyg_failed;
+    if (p->zyg_failed >= FAIL_MAX)
+        p->zyg_broken = true;
+    log_msg(p->zyg_broken ? SBX_LOG_WARN : SBX_LOG_INFO, p->lang->name, "%s zygote box on %s: %s%s",
+            p->zyg_broken ? "no" : "a", p->backend->name, e && e->msg ? e->msg : "unknown error",
+            p->zyg_broken ? "; its runs use ready sandboxes or start cold" : "");
+    sbx_error_free(e);
+    return true;
+}
+
+/* Under the lock: a free zygote box that waited too long (its backend's
+ * backstop would end it), or of a kind no longer used, onto *gone. */
+static void zygote_drop(struct pools *ps, struct pool *p, struct pbox **gone)
+{
+    int64_t idle = (int64_t)ps->rt->settings->pool_idle_ms, now = now_ms();
+
+    if (!p->zyg || p->zyg->busy || (now - p->zyg->made_ms < idle && now - p->used_ms < idle))
+        return;
+    p->zyg->next = *gone;
+    *gone = p->zyg;
+    p->zyg = NULL;
+}
+
+/* Under the lock: lend p's zygote box to r when it is free and fits. */
+static bool zygote_lend(struct pools *ps, struct pool *p, struct run *r)
+{
+    struct pbox *b = p->zyg;
+
+    if (!b || b->busy || !zygote_able(ps, p) || !r->plan || r->plan->build || r->plan->mode ||
+            r->probe_argv)
+        return false;
+    b->busy = true;
+    p->used_ms = now_ms();
+    r->zyg = b;
+    r->box = b->r.box;
+    r->ac = b->r.ac;
+    agentc_set_cancel(r->ac, r->req->cancel ? r->req->cancel->fd : -1, -1);
+    return true;
+}
+
+void pool_zygote_return(struct run *r, bool ok)
+{
+    struct pools *ps = r->rt->pools;
+    struct pbox *b = r->zyg;
+
+    if (!b)
+        return;
+    agentc_set_cancel(r->ac, -1, -1);
+    if (ok && agentc_fresh(r->ac, now_ms() + SETUP_TIMEOUT_MS) != 0) {
+        log_msg(SBX_LOG_INFO, r->lang->name, "a zygote box on %s is closed: %s", r->backend->name,
+                agentc_last_error(r->ac));
+        ok = false;
+    }
+    r->zyg = NULL;
+    r->box = NULL;
+    r->ac = NULL;
+    pthread_mutex_lock(&ps->lock);
+    b->busy = false;
+    if (!ok)
+        for (struct pool *p = ps->head; p; p = p->next)
+            if (p->zyg == b)
+                p->zyg = NULL;
+    pthread_cond_signal(&ps->wake);
+    pthread_mutex_unlock(&ps->lock);
+    if (!ok) {
+        b->r.backend->desc->backend->box_kill(b->r.box);
+        pbox_free(b);
+    }
 }

@@ -21,7 +21,12 @@ int pools_start(struct pools *ps, bool ready_default, struct sbx_error **err);
 void pools_free(struct pools *ps);
 
 /* A ready box of the run's kind into r (r->box, r->ac, r->prestarted), or
- * false: the run opens its own. */
+ * its kind's zygote box, lent (r->zyg, r->box, r->ac; the run forks its
+ * program from it and gives it back), or false: the run opens its own. */
 bool pool_take(struct run *r);
+/* Give a lent zygote box back: with a fresh workspace for the next run
+ * when ok and that works, else it is closed (the filler makes another).
+ * Clears r->zyg, r->box and r->ac. */
+void pool_zygote_return(struct run *r, bool ok);
 
 #endif
