@@ -10,7 +10,9 @@ Runs when SBX_TEST_BACKEND=wsl2 (ctest integration.wsl2), beside the part
 of the contract suite wsl2-ci.list names; the other backends skip it."""
 import errno
 import os
+import shutil
 import subprocess
+import tempfile
 import time
 
 import pytest
@@ -437,6 +439,14 @@ def delegated_cgroup():
     runs it: /sys/fs/cgroup/H/sbx-wsl2-test owned by the sandbox uid, every
     box that uid (LLM_SANDBOX_UID_RANGE=off). The stand-in starts USER's
     processes in it; removed afterwards, with whatever the opener left."""
+    # The stand-in and the opener start as the box's uid, which may not
+    # reach them in the build tree (a checkout under /root is 0700): the
+    # ones under test go to a directory every user may read.
+    stage = tempfile.mkdtemp(prefix="sbx-wsl2-bin-")
+    os.chmod(stage, 0o755)
+    for f in (WSL2_SHIM, WSL2_OPENER):
+        shutil.copy(f, stage)
+        os.chmod(os.path.join(stage, os.path.basename(f)), 0o755)
     made = []
     for h in HIERARCHIES:
         d = "/sys/fs/cgroup/%s/%s" % (h, DISTRO)
@@ -444,7 +454,10 @@ def delegated_cgroup():
         made.append(d)
         for f in ("", "cgroup.procs", "tasks"):
             os.chown(os.path.join(d, f), conftest.SANDBOX_UID, conftest.SANDBOX_GID)
-    yield {"LLM_SANDBOX_UID_RANGE": "off"}
+    yield {"LLM_SANDBOX_UID_RANGE": "off",
+           "LLM_SANDBOX_WSL2_LAUNCHER": os.path.join(stage, os.path.basename(WSL2_SHIM)),
+           "LLM_SANDBOX_WSL2_OPENER": os.path.join(stage, os.path.basename(WSL2_OPENER))}
+    shutil.rmtree(stage)
     for d in made:
         for top, dirs, _ in sorted(os.walk(d), key=lambda w: -w[0].count("/")):
             try:
