@@ -215,6 +215,14 @@ if [ "$role" = root ]; then
         mkdir -p "$SBX_VM_BUILD_SHARE"
         mount -t 9p -o "ro,$ninep" build "$SBX_VM_BUILD_SHARE" || fail "cannot mount build"
     fi
+    # The shares sit at the host's paths, and a checkout under /root (0700
+    # here too) would keep the user out of it: the directories above each
+    # share are made passable in this throwaway guest, never listable.
+    for d in "$SBX_VM_SRC" ${SBX_VM_BUILD_SHARE:+"$SBX_VM_BUILD_SHARE"}; do
+        while d=$(dirname "$d") && [ "$d" != / ]; do
+            chmod o+x "$d" || say "cannot let the user through $d"
+        done
+    done
     touch /run/sbx-vm/shares-ready
     chmod 755 /run/sbx-vm
     say "shares mounted; running $SBX_VM_SRC/tests/vm/guest-run.sh"
