@@ -2,10 +2,11 @@
 # per box that forks one child per run (core/agent/proto.h, EXEC with
 # AGENT_EXEC_ZYGOTE and FORK; docs/zygote-security.md says what the child
 # inherits and why that is acceptable).
-# Run as: python3 -c "<this file's contents>" (no __file__), with fd 3 the
-# agent's SOCK_SEQPACKET control socket and CAP_SYS_ADMIN, CAP_NET_ADMIN,
-# CAP_SYS_RESOURCE and CAP_SETPCAP in the box's user namespace, which no
-# child keeps.
+# Run as: python3 -c "<this file's contents>" STARTER (no __file__), where
+# STARTER is the one-shot starter (start.py, staged in the box), whose
+# _sbx_exec runs each child's program; with fd 3 the agent's SOCK_SEQPACKET
+# control socket and CAP_SYS_ADMIN, CAP_NET_ADMIN, CAP_SYS_RESOURCE and
+# CAP_SETPCAP in the box's user namespace, which no child keeps.
 #
 # Protocol on fd 3: the agent sends the seccomp filter (classic BPF, 8
 # bytes an instruction); the zygote answers "ready". Then each message is a
@@ -27,7 +28,6 @@ def _sbx_serve():
     # what most programs import anyway: loaded once here, shared by every child
     import collections, datetime, functools, io, itertools, json, math, re, string  # noqa
 
-    compile("pass", "<zygote>", "exec", dont_inherit=True)
     import gc
 
     gc.collect()
@@ -224,36 +224,6 @@ def _sbx_serve():
     return [a.decode("utf-8", "surrogateescape") for a in argv]
 
 
-def _sbx_run(argv):
-    import importlib.machinery, os, sys
-
-    # the run's own random state: the zygote's was made before any run
-    if "random" in sys.modules:
-        sys.modules["random"].seed()
-    # argv is the run command (python3 FILE): run FILE as that would
-    name = argv[-1]
-    path = os.path.abspath(name)
-    sys.argv = [name]
-    sys.path[0] = os.path.dirname(path)  # as for a script: its directory
-    with open(path, "rb") as f:
-        source = f.read()
-    G = sys.modules["__main__"].__dict__
-    G["__file__"] = path
-    G["__cached__"] = None
-    G["__loader__"] = importlib.machinery.SourceFileLoader("__main__", path)
-    try:
-        code = compile(source, path, "exec", dont_inherit=True)
-        del source
-        exec(code, G)
-    except SystemExit:
-        raise
-    except BaseException as e:
-        # as the interpreter reports it, without this driver's frames
-        e = e.with_traceback(e.__traceback__.tb_next if e.__traceback__ else None)
-        sys.excepthook(type(e), e, e.__traceback__)
-        sys.exit(1)
-
-
 def _sbx_exit(code):
     # The end of `python3 main.py` without the interpreter's finalization:
     # that touches every object the zygote loaded, copying each page of its
@@ -284,12 +254,25 @@ def _sbx_exit(code):
 
 
 def _sbx_main():
+    import sys
+
     g = globals()
-    serve, run, end = g.pop("_sbx_serve"), g.pop("_sbx_run"), g.pop("_sbx_exit")
+    serve, end = g.pop("_sbx_serve"), g.pop("_sbx_exit")
     del g["_sbx_main"]
+    # the one-shot starter (start.py, staged in the box) runs the program:
+    # loaded before the first fork, so that every child shares it
+    starter = {"__name__": "_sbx_start"}
+    with open(sys.argv[1], "rb") as f:
+        exec(compile(f.read(), sys.argv[1], "exec", dont_inherit=True), starter)
+    run = starter["_sbx_exec"]
+    del starter
     argv = serve()
+    # the run's own random state: the zygote's was made before any run
+    if "random" in sys.modules:
+        sys.modules["random"].seed()
+    # argv is the run command (python3 FILE): run FILE as that would
     try:
-        run(argv)
+        run(argv[-1], [argv[-1]])
     except SystemExit as e:
         end(e.code)
     end(0)
