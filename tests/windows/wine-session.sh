@@ -16,6 +16,10 @@ set -eu
 case ${1:-} in
 start)
     wine=${2:?usage: wine-session.sh start WINE}
+    # a new prefix (a fresh machine's cache) is made here: wineserver will
+    # not start for a directory that does not exist, and the first program
+    # below fills it (about 20 s, once)
+    mkdir -p "$WINEPREFIX"
     # a wineserver of the prefix already up (an earlier run's, lingering)
     # is ended first: this one must be started here, away from any pipe
     if ! wineserver -p 60 </dev/null >/dev/null 2>&1; then
