@@ -7,7 +7,8 @@
 #
 #   - Kubernetes (kube-apiserver, kube-controller-manager, kube-scheduler,
 #     kubelet, kubectl) and etcd are built once from the Go module proxy with
-#     the machine's Go, and kube-router (its NetworkPolicy firewall only) the
+#     a pinned Go toolchain that comes from that proxy too (not the
+#     machine's), and kube-router (its NetworkPolicy firewall only) the
 #     same way; the binaries are cached outside the repository under
 #     $LLM_SANDBOX_CACHE/k8s/<version>-<recipe hash>/bin. (SIG Network's
 #     kube-network-policies was the first choice; it cannot work on this
@@ -70,16 +71,28 @@ PAUSE_IMAGE=docker.io/llm-sandbox-k8s/pause:1
 # tests/integration/containers.py), written to $K/test-image at `up`.
 TEST_REPO=docker.io/llm-sandbox-test/debian
 
-# Go: private module and build caches (shared by every recipe key, they are
-# content-addressed), the local toolchain only, pure-Go static binaries.
+# Go: a pinned toolchain, fetched from the Go module proxy (as Go's own
+# GOTOOLCHAIN does) and checked against its SHA-256 here, never the
+# machine's: Debian 12's golang-go is 1.19, which cannot read Kubernetes'
+# go.mod (go 1.24.0), and a development machine's newer Go would hide that.
+# Private module and build caches (shared by every recipe key, they are
+# content-addressed), pure-Go static binaries.
+GO_VERSION=go1.24.13
+case $(uname -m) in
+x86_64) GO_ARCH=amd64 GO_SHA256=d2b048367a3d1a748b87f756fa06df12ce3b419e1d5f2a3612acb8950d615f9f ;;
+aarch64) GO_ARCH=arm64 GO_SHA256=50c7b3e59fa87479d8edf3e9ad81daa477c050fb580f2661cb3b8adaf70af86c ;;
+*) GO_ARCH=unknown GO_SHA256="" ;;
+esac
+GO_ROOT=$TOP/go/toolchain-$GO_VERSION.linux-$GO_ARCH-$(printf '%s' "$GO_SHA256" | cut -c1-16)
+GO_PROXY_URL=${LLM_SANDBOX_GOPROXY:-https://proxy.golang.org}
 export GOMODCACHE=$TOP/go/mod GOCACHE=$TOP/go/build GOFLAGS=-modcacherw
 export GOTOOLCHAIN=local CGO_ENABLED=0
-PATH=/usr/local/go/bin:/usr/sbin:/usr/bin:/sbin:/bin
+PATH=$GO_ROOT/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export PATH
 
 # What the cached binaries are built from; a change here builds again.
-K8S_RECIPE="k8s.io/kubernetes@$KV cmd/{kube-apiserver,kube-controller-manager,kube-scheduler,kubelet,kubectl} + go.etcd.io/etcd/server/v3 at kubernetes' go.mod; staging replaced by published v0 modules; CGO_ENABLED=0 -trimpath -s -w, version ldflags; v1"
-KR_RECIPE="github.com/cloudnativelabs/kube-router/v2@$KR_VERSION cmd/kube-router; CGO_ENABLED=0 -trimpath -s -w; v1"
+K8S_RECIPE="k8s.io/kubernetes@$KV cmd/{kube-apiserver,kube-controller-manager,kube-scheduler,kubelet,kubectl} + go.etcd.io/etcd/server/v3 at kubernetes' go.mod; staging replaced by published v0 modules; $GO_VERSION; CGO_ENABLED=0 -trimpath -s -w, version ldflags; v1"
+KR_RECIPE="github.com/cloudnativelabs/kube-router/v2@$KR_VERSION cmd/kube-router; $GO_VERSION; CGO_ENABLED=0 -trimpath -s -w; v1"
 K8S_BIN=$TOP/$KV-$(printf '%s' "$K8S_RECIPE" | sha256sum | cut -c1-16)/bin
 KR_BIN=$TOP/kube-router-$KR_VERSION-$(printf '%s' "$KR_RECIPE" | sha256sum | cut -c1-16)/bin
 
@@ -96,6 +109,55 @@ since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f s", b - a }'; }
 heavy() { nice -n 19 ionice -c3 "$@"; }
 
 # ---------------------------------------------------------------- build
+
+# The pinned Go toolchain in $GO_ROOT: the module proxy's
+# golang.org/toolchain zip (what `GOTOOLCHAIN=goX.Y.Z` downloads), checked
+# against GO_SHA256, unpacked with its file modes.
+fetch_go() {
+    [ -x "$GO_ROOT/bin/go" ] && return 0
+    [ -n "$GO_SHA256" ] || die "no pinned Go toolchain for $(uname -m) (amd64 and arm64 only)"
+    local url zip tmp
+    url=$GO_PROXY_URL/golang.org/toolchain/@v/v0.0.1-$GO_VERSION.linux-$GO_ARCH.zip
+    say "fetching Go $GO_VERSION (the toolchain that builds the cluster) from the Go module proxy:"
+    say "  $url (about 80 MB, once)"
+    mkdir -p "$TOP/go"
+    tmp=$(mktemp -d "$TOP/go/toolchain.XXXXXX")
+    zip=$tmp/go.zip
+    curl -fsSL --retry 3 --max-time 900 -o "$zip" "$url" || {
+        rm -rf "$tmp"
+        die "could not fetch Go $GO_VERSION from $url"
+    }
+    printf '%s  %s\n' "$GO_SHA256" "$zip" | sha256sum -c --quiet - >/dev/null 2>&1 || {
+        rm -rf "$tmp"
+        die "Go $GO_VERSION from $url does not have the pinned SHA-256 $GO_SHA256: not used"
+    }
+    /usr/bin/python3 - "$zip" "$tmp/root" "golang.org/toolchain@v0.0.1-$GO_VERSION.linux-$GO_ARCH/" \
+        <<'PY' || { rm -rf "$tmp"; die "could not unpack $zip"; }
+import os, sys, zipfile
+z = zipfile.ZipFile(sys.argv[1])
+top = sys.argv[3]  # a module zip: every file under MODULE@VERSION/
+for i in z.infolist():
+    if not i.filename.startswith(top) or ".." in i.filename.split("/"):
+        sys.exit("unexpected path in the toolchain zip: " + i.filename)
+    dst = os.path.join(sys.argv[2], i.filename[len(top):])
+    if i.is_dir():
+        os.makedirs(dst, exist_ok=True)
+        continue
+    os.makedirs(os.path.dirname(dst), exist_ok=True)
+    with z.open(i) as f, open(dst, "wb") as o:
+        while True:
+            b = f.read(1 << 20)
+            if not b:
+                break
+            o.write(b)
+    os.chmod(dst, (i.external_attr >> 16) & 0o755 or 0o644)
+PY
+    "$tmp/root/bin/go" version >/dev/null || { rm -rf "$tmp"; die "the fetched Go $GO_VERSION does not run"; }
+    rm -rf "$GO_ROOT"
+    mv "$tmp/root" "$GO_ROOT"
+    rm -rf "$tmp"
+    say "Go $GO_VERSION in $GO_ROOT"
+}
 
 # The scratch module that builds Kubernetes from the proxy: `go install
 # k8s.io/kubernetes/...@v` refuses its replace directives, so every
@@ -190,6 +252,9 @@ build_all() {
     mkdir -p "$TOP"
     exec 9>"$TOP/.build.lock"
     flock 9
+    if [ ! -x "$K8S_BIN/kubectl" ] || { [ "$netpol" != 0 ] && [ ! -x "$KR_BIN/kube-router" ]; }; then
+        fetch_go
+    fi
     build_k8s
     [ "$netpol" = 0 ] || build_kube_router
     exec 9>&-
