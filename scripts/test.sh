@@ -112,8 +112,12 @@ if [ -n "$SETUP_ONLY" ]; then
     printf '\n==> set-up done (--setup)\n'
     exit 0
 fi
+# (Each background job below writes its exit status itself: set -e would
+# end its subshell at a failure before it did, and whoever waits for the
+# file would wait for ever, or read nothing.)
 # shellcheck disable=SC2086
-(configure build-asan $asan_cfg &&
+(set +e
+    configure build-asan $asan_cfg &&
     nice -n 10 cmake --build build-asan -j "$JOBS" >"$TIMES/build-asan.log" 2>&1 &&
     CC=clang configure build-fuzz $fuzz_cfg &&
     nice -n 10 cmake --build build-fuzz -j "$JOBS" --target $FUZZ_TARGETS sbx-agent \
@@ -126,7 +130,8 @@ builds=$!
 # prints its path.
 if [ "$(id -u)" -eq 0 ]; then
     vm_t0=$(date +%s)
-    (tests/vm/build-image.sh >"$TIMES/vm-image.out" 2>"$TIMES/vm-image.log" </dev/null
+    (set +e
+        tests/vm/build-image.sh >"$TIMES/vm-image.out" 2>"$TIMES/vm-image.log" </dev/null
         echo $? >"$TIMES/vm-image.rc"
         echo $(($(date +%s) - vm_t0)) >"$TIMES/vm-image.secs") &
     vm_image=$!
@@ -139,7 +144,8 @@ k8s_cache=warm
 if [ "$(id -u)" -eq 0 ]; then
     scripts/k8s-cluster.sh build --check || {
         k8s_cache=cold
-        (nice -n 19 scripts/k8s-cluster.sh build >"$TIMES/k8s-build.log" 2>&1 </dev/null
+        (set +e
+            nice -n 19 scripts/k8s-cluster.sh build >"$TIMES/k8s-build.log" 2>&1 </dev/null
             echo $? >"$TIMES/k8s-build.rc") &
         k8s_build=$!
     }
@@ -231,7 +237,9 @@ unprivileged_lane() {
 step "root: integration and security (the unprivileged suites run beside)"
 lane_pid=""
 if [ "$(id -u)" -eq 0 ]; then
-    (unprivileged_lane >"$TIMES/unprivileged.log" 2>&1; echo $? >"$TIMES/unprivileged.rc") &
+    (set +e
+        unprivileged_lane >"$TIMES/unprivileged.log" 2>&1
+        echo $? >"$TIMES/unprivileged.rc") &
     lane_pid=$!
 fi
 root_rc=0
@@ -343,7 +351,9 @@ elif [ "$(id -u)" -eq 0 ]; then
     # then the Debian packages (scripts/package-check.sh: built, linted,
     # installed into a bare Debian 12 root and used); the two share the
     # bare root and one lock, so they run one after the other
-    (scripts/fresh-check.sh >"$TIMES/fresh.log" 2>&1; echo $? >"$TIMES/fresh.rc"
+    (set +e
+        scripts/fresh-check.sh >"$TIMES/fresh.log" 2>&1
+        echo $? >"$TIMES/fresh.rc"
         scripts/package-check.sh >"$TIMES/package.log" 2>&1; echo $? >"$TIMES/package.rc") &
     fresh_pid=$!
 fi
