@@ -44,6 +44,10 @@
 #       mcp-npx        the Inspector test that goes through npx
 #       container-image  scripts/container-test-image.sh (root only: the
 #                      docker/podman suites run as root only)
+#       cluster-toolchain  scripts/k8s-cluster.sh toolchain (root only): the
+#                      pinned Go that builds the test cluster, which must
+#                      read Kubernetes' go.mod (the build itself is left to
+#                      the test command: 20 minutes cold)
 #     Not the test suite itself.
 #
 # --full goes on in the root pass with the README's test command itself,
@@ -68,7 +72,9 @@
 #  - apt's archives (.deb files named by version, checked by apt against the
 #    signed lists), one npm cache per pass (content-addressed by npm) and
 #    the container test image built inside a fresh root, keyed by the
-#    SHA-256 of scripts/container-test-image.sh; bind-mounted into the roots.
+#    SHA-256 of scripts/container-test-image.sh, and the test cluster's Go
+#    (the pinned toolchain, in a directory named by its SHA-256, and Go's
+#    content-addressed module cache); bind-mounted into the roots.
 #  - snapshots/: what install-deps left in a pass's root (its overlay
 #    layer), keyed by the bare root, the SHA-256 of scripts/install-deps.sh,
 #    the host's CA certificates and the ISO week. A pass that finds its
@@ -187,9 +193,10 @@ $FRESH/cache/npm-$pass $home/.npm"
         if [ "$pass" = root ]; then
             IMAGE_CACHE=$FRESH/cache/images-$(git -C "$SRC" show "$REV:scripts/container-test-image.sh" |
                 sha256sum | cut -c1-16)
-            mkdir -p "$IMAGE_CACHE"
+            mkdir -p "$IMAGE_CACHE" "$FRESH/cache/go"
             PASS_BINDS="$PASS_BINDS
-$IMAGE_CACHE /var/cache/llm-sandbox/images"
+$IMAGE_CACHE /var/cache/llm-sandbox/images
+$FRESH/cache/go /var/cache/llm-sandbox/k8s/go"
         else
             chown "$USER_UID:$USER_UID" "$FRESH/cache/npm-$pass"
         fi
@@ -252,8 +259,14 @@ chown -R $USER_NAME: $home/llm-sandbox"
         fi
         step "$pass" container-image "$what" 'tar=$(scripts/container-test-image.sh); ls -l "$tar"' ||
             return 0
+        # the cluster's build needs a Go that reads Kubernetes' go.mod (not
+        # the build itself: 20 minutes; it takes nothing more of the machine)
+        step "$pass" cluster-toolchain \
+            "the pinned Go toolchain and Kubernetes' go.mod from the Go module proxy" \
+            'scripts/k8s-cluster.sh toolchain' || return 0
     else
         summary "$pass/container-image" - "not a user step (the docker/podman suites run as root only)"
+        summary "$pass/cluster-toolchain" - "not a user step (the cluster runs as root only)"
     fi
     [ -n "$FULL" ] && [ "$pass" = root ] || return 0
     local d binds="$HOST_CACHE /var/cache/llm-sandbox"

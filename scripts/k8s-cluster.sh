@@ -28,6 +28,10 @@
 #                                            part dead or left over, 3 down
 #   scripts/k8s-cluster.sh build [--check]   only build (or find) the binaries;
 #                                            --check: exit 0 when cached
+#   scripts/k8s-cluster.sh toolchain         fetch the pinned Go and check that
+#                                            it reads Kubernetes' go.mod (the
+#                                            build's set-up, in seconds: the
+#                                            fresh check runs it)
 #   scripts/k8s-cluster.sh kubectl ARGS...   the built kubectl on this cluster
 #                                            (/usr/bin/kubectl may be another)
 #   scripts/k8s-cluster.sh import TAR...     import docker-archive images (the
@@ -950,6 +954,20 @@ up)
     ;;
 down) cmd_down ;;
 status) cmd_status ;;
+toolchain)
+    # what the build needs of the machine, without the 20-minute build: the
+    # pinned toolchain, which must read Kubernetes' own go.mod (Debian 12's
+    # Go 1.19 could not)
+    fetch_go
+    d=$(mktemp -d)
+    trap 'rm -rf "$d"' EXIT
+    mod=$(cd "$d" && go mod download -json "k8s.io/kubernetes@$KV" |
+        /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["GoMod"])') ||
+        die "go mod download k8s.io/kubernetes@$KV failed"
+    (cd "$d" && cp "$mod" go.mod && go mod edit -json >/dev/null) ||
+        die "$(go version) cannot read Kubernetes $KV's go.mod"
+    say "$(go version) reads Kubernetes $KV's go.mod ($(awk '$1 == "go" { print "go " $2; exit }' "$mod"))"
+    ;;
 build)
     # --check: only say whether the binaries are cached (exit 0) or not (1)
     if [ "${2:-}" = --check ]; then
@@ -968,5 +986,5 @@ import)
     need_root
     for tar in "$@"; do ctrk images import "$tar" >/dev/null || die "importing $tar failed"; done
     ;;
-*) die "usage: $0 up [--no-netpol] | down | status | build | kubectl ARGS... | import TAR..." ;;
+*) die "usage: $0 up [--no-netpol] | down | status | build [--check] | toolchain | kubectl ARGS... | import TAR..." ;;
 esac
