@@ -19,7 +19,7 @@ add_library(sbxcore STATIC
   src/policy/settings.c src/policy/config.c src/policy/policy.c
   src/base/error.c src/base/dynbuf.c src/base/util.c src/base/log.c src/base/yamltree.c
   src/platform/win_absent.c src/platform/win_base.c src/platform/cmdline.c
-  src/platform/win_proc.c)
+  src/platform/win_proc.c src/platform/win_host.c src/platform/minire.c)
 target_include_directories(sbxcore PUBLIC include PRIVATE src agent ${LTDL_INCLUDE_DIR})
 target_compile_definitions(sbxcore PRIVATE
   SBX_VERSION="${PROJECT_VERSION}"

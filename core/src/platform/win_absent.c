@@ -23,7 +23,6 @@
 #include "host/owner.h"
 #include "host/uidrange.h"
 #include "net/http.h"
-#include "plugins/host_table.h"
 #include "plugins/registry.h"
 #include "runtime/details.h"
 #include "runtime_state.h"
@@ -77,28 +76,13 @@ void owner_make(char *out, size_t len)
     snprintf(out, len, "p%lu", (unsigned long)_getpid());
 }
 
-/* ---- plugins: no host services to lend, no HTTP ------------------------ */
+/* ---- plugins: no HTTP (the host table: win_host.c) ---------------------- */
 
 int http_open(struct sbx_err *err)
 {
     err->rc = SBX_E_UNSUPPORTED;
     snprintf(err->msg, sizeof(err->msg), "HTTP for plugins: " NOT_ON_WINDOWS " yet");
     return -1;
-}
-
-/* Never reached: loader.c refuses every plugin library on Windows before
- * it would lend one the host table. */
-void host_init(struct host_ctx *hc, struct sbx_runtime *rt, struct plugin *pl)
-{
-    (void)hc;
-    (void)rt;
-    (void)pl;
-}
-
-int backend_probe(struct sbx_runtime *rt, struct plugin *pl, struct sbx_error **err)
-{
-    (void)rt;
-    return sbx_error_set(err, SBX_E_UNAVAILABLE, 0, "backend '%s': %s", pl->name, NO_ENGINE);
 }
 
 void details_refresh(struct sbx_runtime *rt, struct plugin *pl)
