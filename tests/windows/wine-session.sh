@@ -16,6 +16,9 @@ set -eu
 case ${1:-} in
 start)
     wine=${2:?usage: wine-session.sh start WINE}
+    # a new prefix: wineserver cannot start in a directory that does not
+    # exist yet (wine fills an empty one on its first program)
+    mkdir -p "$WINEPREFIX"
     # a wineserver of the prefix already up (an earlier run's, lingering)
     # is ended first: this one must be started here, away from any pipe
     if ! wineserver -p 60 </dev/null >/dev/null 2>&1; then

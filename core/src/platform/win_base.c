@@ -12,6 +12,7 @@
 #include <bcrypt.h>
 #include <errno.h>
 #include <io.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -221,4 +222,44 @@ struct sbx_cancel *sbx_cancel_free(struct sbx_cancel *c)
 {
     free(c);
     return NULL;
+}
+
+/* One descriptor's readiness now (poll.h says what is emulated how). */
+static short poll_one(const struct pollfd *p)
+{
+    HANDLE h = (HANDLE)_get_osfhandle(p->fd);
+    DWORD avail = 0, type;
+    short r = 0;
+
+    if (h == INVALID_HANDLE_VALUE)
+        return POLLNVAL;
+    type = GetFileType(h);
+    if (type != FILE_TYPE_PIPE)
+        return (short)(p->events & (POLLIN | POLLOUT)); /* a file: never waits */
+    if (p->events & POLLOUT)
+        r |= POLLOUT;
+    if (p->events & POLLIN) {
+        if (!PeekNamedPipe(h, NULL, 0, NULL, &avail, NULL))
+            r |= GetLastError() == ERROR_BROKEN_PIPE ? POLLHUP : POLLERR;
+        else if (avail > 0)
+            r |= POLLIN;
+    }
+    return r;
+}
+
+int win_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
+{
+    ULONGLONG deadline = timeout_ms < 0 ? 0 : GetTickCount64() + (ULONGLONG)timeout_ms;
+
+    for (;;) {
+        int ready = 0;
+
+        for (nfds_t i = 0; i < n; i++) {
+            fds[i].revents = fds[i].fd < 0 ? 0 : poll_one(&fds[i]);
+            ready += fds[i].revents != 0;
+        }
+        if (ready > 0 || timeout_ms == 0 || (timeout_ms > 0 && GetTickCount64() >= deadline))
+            return ready;
+        Sleep(1);
+    }
 }
