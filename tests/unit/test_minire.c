@@ -111,8 +111,8 @@ static void test_versions(void **state)
 
 static void test_refusals(void **state)
 {
-    static const char *const outside[] = {"a|b", "a{1,2}", "*a", "(a)*", "((a))", "(a", "a)",
-            "a^", "$a", "[[:digit:]]", "\\d", "\\1", "a\\", "[a", "[z-a]", "a**", "a+?",
+    static const char *const outside[] = {"a|b", "a{1,2}", "*a", "(a)*", "((a))", "(a", "a)", "a^",
+            "$a", "[[:digit:]]", "\\d", "\\1", "a\\", "[a", "[z-a]", "a**", "a+?",
             "(a)(b)(c)(d)(e)(f)(g)(h)(i)(j)"};
     size_t groups = 0;
 
@@ -152,8 +152,8 @@ static unsigned rnd(unsigned *s)
  * texts over the same: both engines agree. */
 static void test_generated(void **state)
 {
-    static const char *const atoms[] = {"a", "b", ".", "[ab]", "[^a]", "[a-c]", "\\.", "0",
-            "[0-9]", "[^0-9]", "c"};
+    static const char *const atoms[] = {
+            "a", "b", ".", "[ab]", "[^a]", "[a-c]", "\\.", "0", "[0-9]", "[^0-9]", "c"};
     static const char *const quants[] = {"", "", "*", "+", "?"};
     unsigned seed = 42;
     int compared = 0;

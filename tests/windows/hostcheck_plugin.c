@@ -304,8 +304,8 @@ static int hc_probe(void *state, struct sbx_caps *caps, struct sbx_err *err)
     return 0;
 }
 
-static int hc_box_open(void *state, const struct sbx_box_spec *spec, void **ret_box,
-        struct sbx_err *err)
+static int hc_box_open(
+        void *state, const struct sbx_box_spec *spec, void **ret_box, struct sbx_err *err)
 {
     (void)state, (void)spec, (void)ret_box;
     return sbx_err_fill(err, SBX_E_UNSUPPORTED, 0, "hostcheck opens no box");
@@ -341,7 +341,8 @@ static int hc_close(void *box, struct sbx_box_stats *stats, struct sbx_err *err)
     return 0;
 }
 
-static int hc_init(const struct sbx_host *h, const char *name, void **ret_state, struct sbx_err *err)
+static int hc_init(
+        const struct sbx_host *h, const char *name, void **ret_state, struct sbx_err *err)
 {
     struct state *st = calloc(1, sizeof(*st));
 

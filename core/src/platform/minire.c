@@ -126,9 +126,7 @@ static const char *compile(const char *pat, struct prog *pr)
             if (*p == '*' || *p == '+' || *p == '?' || *p == '{')
                 return "a quantifier after a group is outside the subset";
             break;
-        case '.':
-            nd->type = N_ANY, p++;
-            break;
+        case '.': nd->type = N_ANY, p++; break;
         case '[':
             p = parse_set(p + 1, nd, &why);
             if (!p)
@@ -139,9 +137,7 @@ static const char *compile(const char *pat, struct prog *pr)
                 return "'\\' before a letter or digit, or at the end, is outside the subset";
             nd->type = N_CHAR, nd->c = (unsigned char)p[1], p += 2;
             break;
-        default:
-            nd->type = N_CHAR, nd->c = (unsigned char)*p, p++;
-            break;
+        default: nd->type = N_CHAR, nd->c = (unsigned char)*p, p++; break;
         }
         if (atom && (*p == '*' || *p == '+' || *p == '?')) {
             nd->q = *p == '*' ? Q_STAR : *p == '+' ? Q_PLUS : Q_OPT;

@@ -278,8 +278,8 @@ static int host_memfd_new(const struct sbx_host *h, const char *name, const void
 
         if (n <= 0) {
             _close(fd);
-            return sbx_err_fill(perr, SBX_E_IO, errno, "writing a temporary file: %s",
-                    strerror(errno));
+            return sbx_err_fill(
+                    perr, SBX_E_IO, errno, "writing a temporary file: %s", strerror(errno));
         }
         p += n;
         len -= (size_t)n;

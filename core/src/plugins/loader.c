@@ -146,8 +146,8 @@ static int open_library(struct sbx_runtime *rt, struct plugin *pl)
 #ifdef _WIN32
     /* The same manifests on Windows: library NAME.so names NAME.dll (the
      * manifest rule makes every library end in ".so"). */
-    if (asprintf(&path, "%s/%.*s.dll", pl->dir, (int)(strlen(pl->m->library) - 3),
-                pl->m->library) < 0)
+    if (asprintf(&path, "%s/%.*s.dll", pl->dir, (int)(strlen(pl->m->library) - 3), pl->m->library) <
+            0)
         return plugin_fail(pl, "out of memory");
 #else
     if (asprintf(&path, "%s/%s", pl->dir, pl->m->library) < 0)
@@ -165,8 +165,8 @@ static int open_library(struct sbx_runtime *rt, struct plugin *pl)
         const char *lterr = lt_dlerror();
 
 #ifdef _WIN32
-        return plugin_fail(pl, "cannot load %s: %s (a DLL it needs may be missing beside it)",
-                path, lterr ? lterr : "unknown error");
+        return plugin_fail(pl, "cannot load %s: %s (a DLL it needs may be missing beside it)", path,
+                lterr ? lterr : "unknown error");
 #else
         return plugin_fail(pl, "cannot load %s: %s (check its dependencies with 'ldd %s')", path,
                 load_reason(path, lterr ? lterr : "unknown error"), path);
