@@ -11,7 +11,8 @@
 
 struct sbx_cancel {
 #ifdef _WIN32
-    volatile long fired; /* platform/win_base.c: nothing waits on it there */
+    volatile long fired; /* platform/win_base.c: a run's waits do not see it */
+    int fd;              /* always -1 there: no descriptor to poll */
 #else
     int fd; /* an eventfd */
 #endif

@@ -208,6 +208,7 @@ int sbx_cancel_new(struct sbx_cancel **ret, struct sbx_error **err)
 
     if (!c)
         return sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
+    c->fd = -1;
     *ret = c;
     return 0;
 }
