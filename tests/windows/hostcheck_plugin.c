@@ -7,7 +7,8 @@
  * side of the ABI, against the stub proc_stub.exe (its setting "stub"):
  * spawning with three pipes, the exact environment, exit codes as wait
  * statuses, a timed-out wait and a kill that ends the whole tree, signal
- * 0, run_capture with its deadline, memfd_new, and the refusals of the
+ * 0, run_capture with its deadline, memfd_new, the embedded seccomp
+ * policy, and the refusals of the
  * Linux services. It opens no box: every box operation is refused. The
  * probe fails with the first check that failed, else it reports the
  * number passed in the note of the wall_time control (test_exe.py reads
@@ -253,6 +254,23 @@ static int check_memfd(const struct sbx_host *h, struct sbx_err *err)
     return 0;
 }
 
+/* The core's policy as BPF (for a WSL2 distribution's kernel): whole
+ * instructions of 8 bytes, the first loading the architecture. */
+static int check_seccomp(const struct sbx_host *h, struct sbx_err *err)
+{
+    static unsigned char bpf[1 << 16];
+    size_t n;
+    int fd;
+
+    if (h->seccomp_bpf_fd(h, &fd, err) < 0)
+        return err->rc;
+    n = read_all(fd, (char *)bpf, sizeof(bpf));
+    _close(fd);
+    if (n < 8 || n % 8 != 0 || bpf[0] != 0x20)
+        FAIL("seccomp_bpf_fd: %zu bytes, not a BPF program", n);
+    return 0;
+}
+
 static int check_refusals(const struct sbx_host *h, const char *stub, struct sbx_err *err)
 {
     struct sbx_policy pol = {.size = sizeof(pol)};
@@ -273,8 +291,8 @@ static int check_refusals(const struct sbx_host *h, const char *stub, struct sbx
 
     if (h->cgroup_new(h, "x", &pol, &cg, &e2) != SBX_E_UNAVAILABLE)
         FAIL("cgroup_new was not refused");
-    if (h->seccomp_bpf_fd(h, &fd, &e2) != SBX_E_UNSUPPORTED)
-        FAIL("seccomp_bpf_fd was not refused");
+    if (h->seccomp_kafel_fd(h, &fd, &e2) != SBX_E_UNSUPPORTED)
+        FAIL("seccomp_kafel_fd was not refused");
     if (h->http_request(h, &req, &resp, &e2) != SBX_E_UNSUPPORTED)
         FAIL("http_request was not refused");
     sp.flags = SBX_SPAWN_NO_NEW_PRIVS;
@@ -297,9 +315,9 @@ static int hc_probe(void *state, struct sbx_caps *caps, struct sbx_err *err)
     if (check_pipes(h, stub, err) < 0 || check_env(h, stub, err) < 0 ||
             check_exit_codes(h, stub, err) < 0 || check_kill(h, stub, err) < 0 ||
             check_capture(h, stub, err) < 0 || check_memfd(h, err) < 0 ||
-            check_refusals(h, stub, err) < 0)
+            check_seccomp(h, err) < 0 || check_refusals(h, stub, err) < 0)
         return err->rc;
-    snprintf(note, sizeof(note), "host table: 7 checks passed");
+    snprintf(note, sizeof(note), "host table: 8 checks passed");
     sbx_caps_set(caps, SBX_CTL_WALL_TIME, SBX_ENF_FULL, note);
     return 0;
 }

@@ -4,8 +4,10 @@
  * plugin, what plugins/host_table.c is on Linux. Processes are real:
  * spawning, pipes, waiting and killing go to win_proc.c (CreateProcessW
  * with a quoted command line, every child in its own Job Object), and
- * memfd_new is a delete-on-close temporary file. Every Linux host service
- * (cgroups, seccomp programs, HTTP and WebSocket for plugins) answers
+ * memfd_new is a delete-on-close temporary file, and seccomp_bpf_fd the
+ * core's policy compiled on the build machine for a WSL2 distribution's
+ * kernel (win_seccomp.c). Every other Linux host service (cgroups, the
+ * Kafel and zygote policies, HTTP and WebSocket for plugins) answers
  * SBX_E_UNSUPPORTED or SBX_E_UNAVAILABLE with "not on Windows", so a
  * plugin that needs one fails closed with that reason. Windows build only.
  *
@@ -34,6 +36,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "base/util.h"
+#include "host/seccomp_policy.h"
 #include "platform/win_proc.h"
 #include "plugins/host_table.h"
 #include "plugins/plugin_settings.h"
@@ -344,6 +347,19 @@ static int no_seccomp(const struct sbx_host *h, int *ret_fd, struct sbx_err *per
             "the core's seccomp policy: " NOT_ON_WINDOWS " (this build compiles none)");
 }
 
+/* The one policy as BPF for a WSL2 distribution's kernel, compiled on the
+ * build machine (win_seccomp.c), in a file behind an fd as on Linux. */
+static int host_seccomp_bpf_fd(const struct sbx_host *h, int *ret_fd, struct sbx_err *perr)
+{
+    struct sbx_error *e = NULL;
+    const void *bpf;
+    size_t len;
+
+    if (seccomp_bpf_get(&bpf, &len, &e) < 0)
+        return to_perr(perr, e);
+    return host_memfd_new(h, "sbx-seccomp", bpf, len, ret_fd, perr);
+}
+
 static int host_seccomp_rules(
         const struct sbx_host *h, const struct sbx_seccomp_rules **ret, struct sbx_err *perr)
 {
@@ -503,7 +519,7 @@ void host_init(struct host_ctx *hc, struct sbx_runtime *rt, struct plugin *pl)
             .cgroup_pids_limited = host_cgroup_unknown,
             .cgroup_free = host_cgroup_free,
             .cgroup_caps = host_cgroup_caps,
-            .seccomp_bpf_fd = no_seccomp,
+            .seccomp_bpf_fd = host_seccomp_bpf_fd,
             .memfd_new = host_memfd_new,
             .agent_fd = host_agent_fd,
             .sandbox_ids = host_sandbox_ids,
