@@ -11,8 +11,8 @@ answers, the bubblewrap argv in WSL2 mode as wsl.exe's C runtime splits
 it again, the opener's stream (the seccomp program compiled for Linux,
 the static agent, the /etc files, the limits) checked by the plugin's own
 parser, the agent protocol both ways over the pipes (staging, EXEC, output,
-exit codes, the artifacts' listing), and a timeout that ends the
-launcher's whole Job Object. What it does not: there is no Linux behind
+exit codes, the artifacts' listing), and a timeout and a cancellation
+that end the launcher's whole Job Object. What it does not: there is no Linux behind
 the stub, so no bwrap, no opener, no agent and no python run; their
 output is computed by the stub from what it was sent. Nothing here says
 that WSL2 enforces anything on a real Windows.
@@ -153,3 +153,26 @@ def test_a_wsl1_distribution_is_refused():
         assert "WSL version 1" in st["message"], st
     finally:
         s.kill()
+
+
+def test_a_cancellation_kills_the_launchers_job(server):
+    """notifications/cancelled during a run wakes the agent channel's wait
+    (the cancellation flag is a pipe the emulated poll() sees) and the
+    launcher's Job Object is killed at once, long before the run's 30 s."""
+    rid = server.request_async("tools/call", {"name": "execute_code", "arguments": {
+        "language": "python", "timeout": 30, "code": 'print("x")\nwhile True:\n    pass\n'}})
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not (
+            os.path.exists(LOG) and any(f[0] == "running" for f in transcript())):
+        time.sleep(0.05)
+    assert stubs_alive(), "the run never started"
+    t0 = time.monotonic()
+    server.notify("notifications/cancelled", {"requestId": rid, "reason": "test"})
+    while stubs_alive() and time.monotonic() - t0 < 10:
+        time.sleep(0.05)
+    took = time.monotonic() - t0
+    assert stubs_alive() == [] and took < 5, took
+    after = transcript()
+    after = after[[i for i, f in enumerate(after) if f[0] == "running"][-1]:]
+    assert not any(f[0] in ("eof", "quit") for f in after), after
+    assert server.request("ping")["result"] == {}  # the server goes on

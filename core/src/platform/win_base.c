@@ -11,6 +11,7 @@
 
 #include <bcrypt.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <io.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -199,29 +200,40 @@ char *win_exe_dir(void)
     return path;
 }
 
-/* sbx.h's cancellation flag. On Linux an eventfd that wakes every wait on
- * a run; the Windows build runs nothing (no backend), so a flag that
- * whoever looks can read is all a cancellation needs to be. */
+/* sbx.h's cancellation flag. On Linux an eventfd; here the read end of a
+ * pipe of the C runtime (not inherited), which the emulated poll() sees
+ * readable once fire wrote its one byte, so the agent channel's wait on a
+ * run (agentc.c) wakes as on Linux. */
 int sbx_cancel_new(struct sbx_cancel **ret, struct sbx_error **err)
 {
     struct sbx_cancel *c = calloc(1, sizeof(*c));
+    int fds[2];
 
     if (!c)
         return sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
-    c->fd = -1;
+    if (_pipe(fds, 64, _O_BINARY | _O_NOINHERIT) < 0) {
+        free(c);
+        return sbx_error_set(err, SBX_E_IO, errno, "pipe: %s", strerror(errno));
+    }
+    c->fd = fds[0];
+    c->wfd = fds[1];
     *ret = c;
     return 0;
 }
 
 void sbx_cancel_fire(struct sbx_cancel *c)
 {
-    if (c)
-        InterlockedExchange(&c->fired, 1);
+    if (c && InterlockedExchange(&c->fired, 1) == 0)
+        (void)_write(c->wfd, "x", 1); /* once: a second byte would change nothing */
 }
 
 struct sbx_cancel *sbx_cancel_free(struct sbx_cancel *c)
 {
-    free(c);
+    if (c) {
+        _close(c->fd);
+        _close(c->wfd);
+        free(c);
+    }
     return NULL;
 }
 
