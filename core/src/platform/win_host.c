@@ -45,13 +45,6 @@
 #include "runtime_state.h"
 
 #define NOT_ON_WINDOWS "not on Windows"
-/* The ABI's signal numbers are Linux's; mingw's signal.h lacks these two. */
-#ifndef SIGKILL
-#define SIGKILL 9
-#endif
-#ifndef SIGHUP
-#define SIGHUP 1
-#endif
 #define KILL_CODE_BASE 0x5BC00000u /* exit code of a tree we killed: base | signal */
 
 struct sbx_proc {
