@@ -14,7 +14,8 @@
  * Signals: Windows has none to send a process. SIGKILL, SIGTERM, SIGINT
  * and SIGHUP all end the whole tree at once (TerminateJobObject; no grace
  * is possible, and none is pretended); the wait status then reads as
- * killed by that signal, as on Linux. Signal 0 asks whether it lives.
+ * killed by that signal, as on Linux. Signal 0 asks whether anything of
+ * its tree (its Job Object) still lives. SIGKILL, SIGHUP: compat_win.h.
  * Wait statuses are Linux's encoding (code << 8, or the signal), which is
  * what plugins decode; an exit code above 255 keeps its low byte, as a
  * Linux parent would see it.
