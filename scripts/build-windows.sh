@@ -13,9 +13,13 @@
 #    where <key> hashes the four source versions, the recipe
 #    (scripts/lib/windows-deps.sh), the toolchain file and the compiler's
 #    version. This cold build is one-time; later runs reuse it.
-# 3. Configures and builds llm-sandbox.exe itself (the core, the MCP server
-#    and the CLI without their Linux-only parts: cmake/SbxWindowsCore.cmake)
-#    and the contract tests with cmake/mingw-w64.cmake into BUILD_DIR
+# 3. Builds natively, into BUILD_DIR, what a WSL2 distribution runs: the
+#    core's seccomp policy as BPF (embedded in llm-sandbox.exe) and the
+#    static sandbox agent (libexec/llm-sandbox/sbx-agent).
+# 4. Configures and builds llm-sandbox.exe itself (the core, the engine,
+#    the MCP server and the CLI without their Linux-only parts:
+#    cmake/SbxWindowsCore.cmake), the plugin DLLs (the languages, wsl2) and
+#    the contract tests with cmake/mingw-w64.cmake into BUILD_DIR
 #    (default build-windows in the repository), copying the DLLs it needs
 #    beside the executable.
 #
@@ -43,10 +47,11 @@ die() { say "$*"; exit 1; }
 
 # --- 1. Debian packages --------------------------------------------------
 # The cross compiler, wine to run the result (wine: the `wine` command), dpkg-dev for apt-get source
-# (dpkg-source unpacks and patches), and the build tools the four
-# dependencies' own builds run.
+# (dpkg-source unpacks and patches), the build tools the four
+# dependencies' own builds run, and the native compiler and libraries for
+# the Linux pieces (step 3).
 PACKAGES="gcc-mingw-w64-x86-64 wine wine64 dpkg-dev cmake ninja-build make pkg-config
-  autoconf automake m4 python3"
+  autoconf automake m4 python3 gcc libc6-dev libseccomp-dev libjson-c-dev"
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
 missing=""
@@ -125,8 +130,8 @@ fi
 # as this build): the core's seccomp policy compiled to BPF by the same
 # generator as the Linux build (embedded in llm-sandbox.exe: Windows has no
 # libseccomp), and the static sandbox agent the WSL2 plugin sends down the
-# launcher's stdin with each box. Needs the Linux build's libseccomp-dev
-# and libjson-c-dev (scripts/install-deps.sh installs them).
+# launcher's stdin with each box (libseccomp-dev and libjson-c-dev, as
+# the Linux build).
 LINUX_DIR=$BUILD_DIR/linux-side
 mkdir -p "$LINUX_DIR"
 cmake -DIN="$ROOT/core/seccomp/policy.list" -DOUT="$LINUX_DIR/seccomp_list.c" \
