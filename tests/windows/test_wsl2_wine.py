@@ -176,3 +176,13 @@ def test_a_cancellation_kills_the_launchers_job(server):
     after = after[[i for i, f in enumerate(after) if f[0] == "running"][-1]:]
     assert not any(f[0] in ("eof", "quit") for f in after), after
     assert server.request("ping")["result"] == {}  # the server goes on
+
+
+def test_the_cli_runs_through_the_stub():
+    """`llm-sandbox.exe run`: the program's stdout on stdout, its exit code
+    as the command's."""
+    import subprocess
+    p = subprocess.run([SBX_BIN, "run", "--language", "python", "--code", 'print("cli")\nexit(4)\n'],
+                       env=settings(), capture_output=True, timeout=120)
+    assert p.stdout.replace(b"\r\n", b"\n") == b"cli\n", (p.stdout, p.stderr)
+    assert p.returncode == 4, (p.returncode, p.stderr)
