@@ -42,11 +42,22 @@ function(llm_sandbox_add_plugin)
       VISIBILITY_INLINES_HIDDEN ON
       LIBRARY_OUTPUT_DIRECTORY "${out}")
     target_link_libraries(${P_NAME} PRIVATE LlmSandboxPlugin::plugin ${P_LIBS})
-    target_link_options(${P_NAME} PRIVATE
-      "LINKER:-z,defs" "LINKER:--version-script=${LLM_SANDBOX_PLUGIN_MAP}")
-    set_property(TARGET ${P_NAME} APPEND PROPERTY LINK_DEPENDS "${LLM_SANDBOX_PLUGIN_MAP}")
+    if(WIN32)
+      # A DLL (NAME.dll, which a manifest's NAME.so names on Windows): it
+      # exports only the entry symbol (SBX_EXPORT is dllexport there, which
+      # turns off exporting everything), a PE link fails on any undefined
+      # symbol anyway, and the compiler's runtime is linked in; C99 printf.
+      set_target_properties(${P_NAME} PROPERTIES SUFFIX ".dll")
+      target_compile_definitions(${P_NAME} PRIVATE __USE_MINGW_ANSI_STDIO=1)
+      target_link_options(${P_NAME} PRIVATE -static-libgcc)
+    else()
+      target_link_options(${P_NAME} PRIVATE
+        "LINKER:-z,defs" "LINKER:--version-script=${LLM_SANDBOX_PLUGIN_MAP}")
+      set_property(TARGET ${P_NAME} APPEND PROPERTY LINK_DEPENDS "${LLM_SANDBOX_PLUGIN_MAP}")
+    endif()
     if(P_INSTALL_DESTINATION)
-      install(TARGETS ${P_NAME} LIBRARY DESTINATION "${P_INSTALL_DESTINATION}")
+      install(TARGETS ${P_NAME} LIBRARY DESTINATION "${P_INSTALL_DESTINATION}"
+        RUNTIME DESTINATION "${P_INSTALL_DESTINATION}")
     endif()
   endif()
   configure_file(${P_MANIFEST} "${out}/${P_NAME}.yaml" COPYONLY)

@@ -11,15 +11,25 @@
 # core/src/platform/.
 
 add_library(sbxcore STATIC
-  src/runtime/runtime.c src/runtime/describe.c src/runtime/report.c
-  src/engine/execution.c src/engine/prepare.c
+  src/runtime/runtime.c src/runtime/describe.c src/runtime/report.c src/runtime/run.c
+  src/engine/execution.c src/engine/prepare.c src/engine/box.c src/engine/stage.c
+  src/engine/program.c src/engine/plan.c src/engine/artifacts.c
+  src/channel/agentc.c src/channel/agentc_files.c src/channel/agentc_converse.c
+  src/channel/agentc_zygote.c
   src/plugins/loader.c src/plugins/registry.c src/plugins/manifest.c
   src/plugins/manifest_lang.c src/plugins/manifest_schema.c
   src/plugins/manifest_rules.c src/plugins/plugin_settings.c
   src/policy/settings.c src/policy/config.c src/policy/policy.c
   src/base/error.c src/base/dynbuf.c src/base/util.c src/base/log.c src/base/yamltree.c
   src/platform/win_absent.c src/platform/win_base.c src/platform/cmdline.c
-  src/platform/win_proc.c)
+  src/platform/win_proc.c src/platform/win_host.c src/platform/minire.c
+  src/platform/win_seccomp.c)
+# The seccomp policy as BPF for a WSL2 distribution's kernel, compiled on
+# the build machine by scripts/build-windows.sh (src/platform/win_seccomp.c).
+if(SBX_WINDOWS_SECCOMP_BPF)
+  target_sources(sbxcore PRIVATE ${SBX_WINDOWS_SECCOMP_BPF})
+  target_compile_definitions(sbxcore PRIVATE SBX_SECCOMP_PREBUILT)
+endif()
 target_include_directories(sbxcore PUBLIC include PRIVATE src agent ${LTDL_INCLUDE_DIR})
 target_compile_definitions(sbxcore PRIVATE
   SBX_VERSION="${PROJECT_VERSION}"

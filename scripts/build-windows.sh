@@ -13,9 +13,13 @@
 #    where <key> hashes the four source versions, the recipe
 #    (scripts/lib/windows-deps.sh), the toolchain file and the compiler's
 #    version. This cold build is one-time; later runs reuse it.
-# 3. Configures and builds llm-sandbox.exe itself (the core, the MCP server
-#    and the CLI without their Linux-only parts: cmake/SbxWindowsCore.cmake)
-#    and the contract tests with cmake/mingw-w64.cmake into BUILD_DIR
+# 3. Builds natively, into BUILD_DIR, what a WSL2 distribution runs: the
+#    core's seccomp policy as BPF (embedded in llm-sandbox.exe) and the
+#    static sandbox agent (libexec/llm-sandbox/sbx-agent).
+# 4. Configures and builds llm-sandbox.exe itself (the core, the engine,
+#    the MCP server and the CLI without their Linux-only parts:
+#    cmake/SbxWindowsCore.cmake), the plugin DLLs (the languages, wsl2) and
+#    the contract tests with cmake/mingw-w64.cmake into BUILD_DIR
 #    (default build-windows in the repository), copying the DLLs it needs
 #    beside the executable.
 #
@@ -43,10 +47,11 @@ die() { say "$*"; exit 1; }
 
 # --- 1. Debian packages --------------------------------------------------
 # The cross compiler, wine to run the result (wine: the `wine` command), dpkg-dev for apt-get source
-# (dpkg-source unpacks and patches), and the build tools the four
-# dependencies' own builds run.
+# (dpkg-source unpacks and patches), the build tools the four
+# dependencies' own builds run, and the native compiler and libraries for
+# the Linux pieces (step 3).
 PACKAGES="gcc-mingw-w64-x86-64 wine wine64 dpkg-dev cmake ninja-build make pkg-config
-  autoconf automake m4 python3"
+  autoconf automake m4 python3 gcc libc6-dev libseccomp-dev libjson-c-dev"
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
 missing=""
@@ -120,7 +125,33 @@ if [ "$DEPS_ONLY" = 1 ]; then
     exit 0
 fi
 
-# --- 3. llm-sandbox -------------------------------------------------------
+# --- 3. the Linux pieces a WSL2 distribution runs ------------------------
+# Built natively (the distribution's kernel and libc are Linux's, x86_64
+# as this build): the core's seccomp policy compiled to BPF by the same
+# generator as the Linux build (embedded in llm-sandbox.exe: Windows has no
+# libseccomp), and the static sandbox agent the WSL2 plugin sends down the
+# launcher's stdin with each box (libseccomp-dev and libjson-c-dev, as
+# the Linux build).
+LINUX_DIR=$BUILD_DIR/linux-side
+mkdir -p "$LINUX_DIR"
+cmake -DIN="$ROOT/core/seccomp/policy.list" -DOUT="$LINUX_DIR/seccomp_list.c" \
+    -P "$ROOT/cmake/embed.cmake" >&2
+# shellcheck disable=SC2046
+cc -std=c17 -O2 -D_GNU_SOURCE -I"$ROOT/core/include" -I"$ROOT/core/src" \
+    "$ROOT/core/tools/seccomp_gen.c" "$ROOT/core/src/host/seccomp.c" \
+    "$ROOT/core/src/host/seccomp_parse.c" "$ROOT/core/src/base/error.c" \
+    "$ROOT/core/src/base/util.c" "$ROOT/core/src/base/dynbuf.c" "$LINUX_DIR/seccomp_list.c" \
+    $(pkg-config --cflags --libs libseccomp json-c) -lpthread -o "$LINUX_DIR/sbx-seccomp-gen" ||
+    die "cannot build the seccomp generator natively (install libseccomp-dev and libjson-c-dev)"
+"$LINUX_DIR/sbx-seccomp-gen" "$LINUX_DIR/seccomp_bpf.gen" || die "the seccomp generator failed"
+cmp -s "$LINUX_DIR/seccomp_bpf.gen" "$LINUX_DIR/seccomp_bpf.c" 2>/dev/null ||
+    cp "$LINUX_DIR/seccomp_bpf.gen" "$LINUX_DIR/seccomp_bpf.c" # ninja sees a change only then
+mkdir -p "$BUILD_DIR/libexec/llm-sandbox"
+cc -std=c17 -O2 -D_GNU_SOURCE -static -I"$ROOT/core/agent" "$ROOT/core/agent/agent.c" \
+    -o "$BUILD_DIR/libexec/llm-sandbox/sbx-agent" ||
+    die "cannot build the sandbox agent natively"
+
+# --- 4. llm-sandbox -------------------------------------------------------
 # wine's state for the tests, made once per user and wine version (its
 # first start takes about 20 s).
 WINEPREFIX_DIR=$CACHE/wineprefix-$(id -u)-$(wine --version 2>/dev/null | tr -c 'a-zA-Z0-9.\n-' _)
@@ -137,6 +168,7 @@ fi
 # shellcheck disable=SC2086
 cmake $FRESH -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_TOOLCHAIN_FILE="$TOOLCHAIN" \
     -DSBX_WINDOWS_PREFIX="$PREFIX" -DSBX_WINEPREFIX="$WINEPREFIX_DIR" \
+    -DSBX_WINDOWS_SECCOMP_BPF="$LINUX_DIR/seccomp_bpf.c" \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSBX_WERROR=ON ${SBX_WINDOWS_CMAKE_ARGS:-} >&2
 cmake --build "$BUILD_DIR" -j "$JOBS" >&2
 EXE=$BUILD_DIR/bin/llm-sandbox.exe

@@ -2,8 +2,12 @@
 /*
  * jailbox.c: a local jail's box (jailbox.h).
  */
-#include "jailbox.h"
-
+#ifdef _WIN32
+/* clang-format off */
+#include <windows.h>
+/* clang-format on */
+#include <io.h>
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -11,6 +15,31 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "jailbox.h"
+
+#ifndef SIGKILL
+#define SIGKILL 9 /* Windows: the ABI's signal numbers are Linux's */
+#endif
+
+/* read(2) and write(2); Windows' C runtime counts in unsigned int. */
+static int64_t fd_read(int fd, void *buf, size_t len)
+{
+#ifdef _WIN32
+    return _read(fd, buf, len > 0x7fffffffu ? 0x7fffffffu : (unsigned)len);
+#else
+    return read(fd, buf, len);
+#endif
+}
+
+static int64_t fd_write(int fd, const void *buf, size_t len)
+{
+#ifdef _WIN32
+    return _write(fd, buf, len > 0x7fffffffu ? 0x7fffffffu : (unsigned)len);
+#else
+    return write(fd, buf, len);
+#endif
+}
 
 #define CLOSE_WAIT_MS 2000 /* for the launcher to end after end of input */
 #define DIAG_MAX      240
@@ -30,10 +59,11 @@ static void read_diag(int fd, const char *drop, const struct jail_kind *k,
     char buf[4096], *line, *save = NULL;
     size_t got = 0, o = 0;
     bool full = false;
-    ssize_t n;
+    int64_t n;
 
     out[0] = '\0';
-    while (fd >= 0 && got + 1 < sizeof(buf) && (n = read(fd, buf + got, sizeof(buf) - 1 - got)) > 0)
+    while (fd >= 0 && got + 1 < sizeof(buf) &&
+            (n = fd_read(fd, buf + got, sizeof(buf) - 1 - got)) > 0)
         got += (size_t)n;
     buf[got] = '\0';
     for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
@@ -59,9 +89,11 @@ void jail_chan_take(const struct sbx_host *h, struct sbx_proc *p, struct jail_ch
     c->wfd = h->proc_fd(p, 0);
     c->rfd = h->proc_fd(p, 1);
     c->efd = h->proc_fd(p, 2);
+#ifndef _WIN32 /* Windows' anonymous pipes do not block-free: jail_box_read peeks */
     fcntl(c->wfd, F_SETFL, O_NONBLOCK);
     fcntl(c->rfd, F_SETFL, O_NONBLOCK);
     fcntl(c->efd, F_SETFL, O_NONBLOCK);
+#endif
 }
 
 void jail_chan_close(struct jail_chan *c)
@@ -85,14 +117,33 @@ int jail_box_write_fd(void *box)
     return ((struct jail_chan *)box)->wfd;
 }
 
+#ifdef _WIN32
+/* A read that does not block, as the channel's contract wants: what the
+ * pipe holds now (at most len), -1 with EAGAIN when it holds nothing, 0
+ * once the launcher's end is closed and drained. */
 int64_t jail_box_read(void *box, void *buf, size_t len)
 {
-    return read(((struct jail_chan *)box)->rfd, buf, len);
+    int fd = ((struct jail_chan *)box)->rfd;
+    DWORD avail = 0;
+
+    if (!PeekNamedPipe((HANDLE)_get_osfhandle(fd), NULL, 0, NULL, &avail, NULL))
+        return GetLastError() == ERROR_BROKEN_PIPE ? 0 : (errno = EIO, -1);
+    if (avail == 0) {
+        errno = EAGAIN;
+        return -1;
+    }
+    return _read(fd, buf, (unsigned)(len < avail ? len : avail));
 }
+#else
+int64_t jail_box_read(void *box, void *buf, size_t len)
+{
+    return fd_read(((struct jail_chan *)box)->rfd, buf, len);
+}
+#endif
 
 int64_t jail_box_write(void *box, const void *buf, size_t len)
 {
-    return write(((struct jail_chan *)box)->wfd, buf, len);
+    return fd_write(((struct jail_chan *)box)->wfd, buf, len);
 }
 
 int jail_cgroup_new(const struct sbx_host *h, const struct sbx_box_spec *spec,

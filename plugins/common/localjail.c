@@ -6,17 +6,26 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/nsfs.h>
-#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef _WIN32
+/* The WSL2 plugin's Windows build uses what here is not Linux's own: the
+ * translators' input, the trial box, the common capabilities. */
+/* clang-format off */
+#include <windows.h>
+/* clang-format on */
+#else
+#include <linux/nsfs.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+#endif
 
+#ifndef _WIN32
 /* The default PATH's directories: plugins do not read the environment
  * (STYLE I3), so a tool elsewhere is named by its setting. */
 static const char *const tool_dirs[] = {
@@ -45,6 +54,26 @@ bool jail_find_tool(
     return false;
 }
 
+#endif
+
+#ifdef _WIN32
+/* From Windows the distribution's root cannot be looked at: the merged-/usr
+ * layout every distribution WSL2 offers now has (Debian 12, Ubuntu 22.04
+ * and later); unverified for others. */
+void jail_inspect_tops(struct jail_tops *t)
+{
+    static const char *const merged[][2] = {{"/bin", "usr/bin"}, {"/sbin", "usr/sbin"},
+            {"/lib", "usr/lib"}, {"/lib64", "usr/lib64"}};
+
+    t->n = 0;
+    for (size_t i = 0; i < sizeof(merged) / sizeof(merged[0]); i++, t->n++) {
+        snprintf(t->store[i][0], sizeof(t->store[i][0]), "%s", merged[i][0]);
+        snprintf(t->store[i][1], sizeof(t->store[i][1]), "%s", merged[i][1]);
+        t->top[i].name = t->store[i][0];
+        t->top[i].target = t->store[i][1];
+    }
+}
+#else
 void jail_inspect_tops(struct jail_tops *t)
 {
     static const char *const names[] = {"/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32"};
@@ -104,6 +133,8 @@ static bool ns_has_route(int pid)
            strchr(buf, '\n') + 1 < buf + n; /* a line after the header */
 }
 
+#endif
+
 /*
  * The jail may put the sandbox in a user namespace nested inside the one
  * that owns the network namespace, so pasta is given the owner
@@ -119,6 +150,7 @@ void jail_spawn_ids(const struct sbx_box_spec *spec, struct sbx_spawn *sp)
     }
 }
 
+#ifndef _WIN32
 int jail_attach_pasta(const struct sbx_host *h, const char *pasta, int pid,
         const struct sbx_box_spec *spec, struct sbx_cgroup *cg, struct sbx_proc **ret_pasta,
         struct sbx_err *err)
@@ -169,6 +201,8 @@ int jail_attach_pasta(const struct sbx_host *h, const char *pasta, int pid,
     return 0;
 }
 
+#endif
+
 int jail_trial_box(const struct sbx_backend_ops *ops, void *state, const struct sbx_host *h,
         struct sbx_err *err)
 {
@@ -200,8 +234,22 @@ int jail_trial_box(const struct sbx_backend_ops *ops, void *state, const struct 
     r = ops->box_open(state, &spec, &box, err);
     if (r < 0)
         return r;
+#ifdef _WIN32
+    /* no poll here: box_read does not block (jailbox.c peeks the pipe) */
+    r = 0;
+    for (int i = 0; i < 1000 && !r; i++) {
+        int64_t n = ops->box_read(box, &byte, 1);
+
+        r = n == 1;
+        if (n == 0 || (n < 0 && errno != EAGAIN))
+            break;
+        if (!r)
+            Sleep(10);
+    }
+#else
     struct pollfd pfd = {.fd = ops->box_poll_fd(box), .events = POLLIN};
     r = poll(&pfd, 1, 10000) == 1 && ops->box_read(box, &byte, 1) == 1;
+#endif
     if (!r)
         ops->box_kill(box);
     /* Closing its input ends the agent normally, so the launcher reaps it. */
@@ -210,6 +258,7 @@ int jail_trial_box(const struct sbx_backend_ops *ops, void *state, const struct 
     return r ? 0 : sbx_err_fill(err, SBX_E_UNAVAILABLE, 0, "the sandbox agent did not start");
 }
 
+#ifndef _WIN32
 int jail_parent_of(int pid)
 {
     char path[64], buf[512], *p;
@@ -230,6 +279,8 @@ int jail_parent_of(int pid)
         return -1;
     return (int)strtol(p + 4, NULL, 10); /* ") S PPID" */
 }
+
+#endif
 
 void jail_common_caps(struct sbx_caps *caps, const char *pasta, bool tun_ok)
 {

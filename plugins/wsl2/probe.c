@@ -10,7 +10,14 @@
  * Windows unverified. Never runs
  * anything in the distribution through a shell.
  */
+#ifdef _WIN32
+/* clang-format off */
+#include <windows.h>
+/* clang-format on */
+#include <io.h>
+#else
 #include <dlfcn.h>
+#endif
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,8 +32,30 @@
 
 static const char unverified[] = " (WSL2, unverified on Windows)";
 
+#ifdef _WIN32
+/* Windows: the first word as a Windows path (a drive or a UNC name), or
+ * a bare name in the system directory (System32, where wsl.exe lives). */
+static bool launcher_path(struct wsl2_state *st)
+{
+    const char *w = st->launcher[0];
+    char sys[MAX_PATH];
+    UINT n;
+
+    if (strchr(w, '\\') || strchr(w, ':') || strchr(w, '/')) {
+        snprintf(st->b.launcher, sizeof(st->b.launcher), "%s", w);
+        return _access(st->b.launcher, 0) == 0;
+    }
+    n = GetSystemDirectoryA(sys, sizeof(sys));
+    if (n == 0 || n >= sizeof(sys))
+        return false;
+    snprintf(st->b.launcher, sizeof(st->b.launcher), "%s\\%s", sys, w);
+    return _access(st->b.launcher, 0) == 0;
+}
+#endif
+
 /* The launcher setting split at spaces; its first word as an absolute
- * path (searched in the default PATH's directories when it has no '/'). */
+ * path (searched in the default PATH's directories when it has no '/';
+ * on Windows, launcher_path above). */
 static int find_launcher(struct wsl2_state *st, struct sbx_err *err)
 {
     static const char *const dirs[] = {"/usr/local/bin", "/usr/bin", "/bin"};
@@ -44,6 +73,11 @@ static int find_launcher(struct wsl2_state *st, struct sbx_err *err)
         return sbx_err_fill(err, SBX_E_INVALID, 0,
                 "LLM_SANDBOX_WSL2_LAUNCHER must be 1 to %d words (default wsl.exe)",
                 WSL2_LAUNCHER_WORDS);
+#ifdef _WIN32
+    (void)dirs;
+    if (launcher_path(st))
+        return 0;
+#else
     if (strchr(st->launcher[0], '/')) {
         snprintf(st->b.launcher, sizeof(st->b.launcher), "%s", st->launcher[0]);
         if (st->launcher[0][0] == '/' && access(st->b.launcher, X_OK) == 0)
@@ -55,6 +89,7 @@ static int find_launcher(struct wsl2_state *st, struct sbx_err *err)
                 return 0;
         }
     }
+#endif
     return sbx_err_fill(err, SBX_E_UNAVAILABLE, ENOENT,
             "WSL launcher '%.100s' not found: run llm-sandbox on a Windows host with WSL "
             "installed (wsl --install), or set LLM_SANDBOX_WSL2_LAUNCHER to wsl.exe's path",
@@ -109,7 +144,11 @@ static int launch_as_box(struct wsl2_state *st, const char *const *extra, unsign
         return err->rc;
     fd = h->proc_fd(p, 1);
     for (;;) { /* to its end: the opener prints three short lines and exits */
+#ifdef _WIN32  /* the CRT counts in unsigned int; the buffer is 1 KiB */
+        ssize_t r = _read(fd, out + got, (unsigned)(len - 1 - got));
+#else
         ssize_t r = read(fd, out + got, len - 1 - got);
+#endif
 
         if (r < 0 && errno == EINTR)
             continue;
@@ -198,6 +237,17 @@ static int check_bwrap(struct wsl2_state *st, struct sbx_err *err)
     return 0;
 }
 
+#ifdef _WIN32
+/* The opener's path in the distribution: the setting, else where Debian's
+ * amd64 package puts it (this plugin's own path, on Windows, says nothing
+ * of the distribution's). */
+static int default_opener(struct wsl2_state *st, const char *set)
+{
+    snprintf(st->opener, sizeof(st->opener), "%s",
+            set && *set ? set : "/usr/lib/x86_64-linux-gnu/llm-sandbox/plugins/wsl2-open");
+    return 0;
+}
+#else
 /* Something of ours to ask dladdr about (an object: ISO C has no cast
  * from a function pointer). */
 static const char anchor;
@@ -220,6 +270,7 @@ static int default_opener(struct wsl2_state *st, const char *set)
             info.dli_fname);
     return 0;
 }
+#endif
 
 /* The opener (open.c) in the distribution speaks this plugin's stream. */
 static int check_opener(struct wsl2_state *st, struct sbx_err *err)

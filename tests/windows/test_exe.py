@@ -59,8 +59,9 @@ def test_plugins_reports_the_linux_only_backends_absent():
     for name in LINUX_ONLY:
         assert by_name[name]["status"] == "absent", by_name[name]
         assert "not on Windows" in by_name[name]["error"], by_name[name]
-    # nothing claims to work: no backend runs code in this build
-    assert all(p["status"] != "ok" for p in by_name.values()), by_name
+    # no backend claims to work: none runs code in this build; the
+    # language plugins are DLLs loaded like on Linux
+    assert all(p["status"] != "ok" for p in by_name.values() if p["kind"] == "backend"), by_name
     rc, text, err = run("plugins")
     assert rc == 0, err
     rows = [line.split() for line in text.decode().splitlines() if line and line[0] != " "]
@@ -68,29 +69,87 @@ def test_plugins_reports_the_linux_only_backends_absent():
     assert {r[0]: r[3] for r in rows[1:]}["bwrap"] == "absent", rows
 
 
-def test_a_plugin_found_is_listed_but_not_loaded(tmp_path):
-    """A backend's manifest and library in LLM_SANDBOX_PLUGIN_PATH (a
-    Windows path list: ';' between entries, a drive letter in each) is
-    found and listed as broken with the loader's reason: no plugin's code
-    runs on Windows yet."""
+def win_path(path):
+    return "Z:" + str(path).replace("/", "\\")  # wine's Z: is /
+
+
+def test_a_library_that_is_no_dll_is_reported_broken(tmp_path):
+    """A backend's manifest in LLM_SANDBOX_PLUGIN_PATH (a Windows path
+    list: ';' between entries, a drive letter in each) is found; its
+    library NAME.so is looked for as NAME.dll, and one that is no DLL is
+    reported broken with the loader's reason."""
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     manifest = os.path.join(root, "plugins", "mxc", "mxc.yaml")
     with open(manifest) as f:
         text = f.read()
-    library = next(line.split()[1] for line in text.splitlines() if line.startswith("library:"))
     (tmp_path / "mxc.yaml").write_text(text)
-    (tmp_path / library).write_bytes(b"")
-    win_dir = "Z:" + str(tmp_path).replace("/", "\\")  # wine's Z: is /
-    env = {"LLM_SANDBOX_PLUGIN_PATH": win_dir + ";Z:\\nonexistent-plugin-dir"}
+    (tmp_path / "mxc.dll").write_bytes(b"")
+    env = {"LLM_SANDBOX_PLUGIN_PATH": win_path(tmp_path) + ";Z:\\nonexistent-plugin-dir"}
     rc, out, err = run("plugins", "--json", env=env)
     assert rc == 0, err
     found = [p for p in json.loads(out) if p["name"] == "mxc"]
     assert len(found) == 1 and found[0]["status"] == "broken", found
-    assert "plugins are not loaded by the Windows build yet" in found[0]["error"], found
+    assert "cannot load" in found[0]["error"] and "mxc.dll" in found[0]["error"], found
     assert "nonexistent-plugin-dir" in err, err  # the second entry was read as one
     rc, out, _err = run("doctor", "--json", env=env)
     checks = {c["check"]: c for c in json.loads(out)["checks"]}
     assert rc == 1 and checks["plugin:mxc"]["status"] == "fail", checks.get("plugin:mxc")
+
+
+def test_language_plugins_are_loaded_as_dlls():
+    """Each in-tree language plugin is built as NAME.dll beside its
+    manifest and loaded through libltdl: its descriptor agreed with the
+    manifest, its init ran, and its version_pattern passed the Windows
+    build's regular-expression subset (core/src/platform/minire.c)."""
+    rc, out, err = run("plugins", "--json")
+    assert rc == 0, err
+    langs = {p["name"]: p for p in json.loads(out) if p["kind"] == "language"}
+    for name in ("python", "javascript", "go", "cpp", "java", "r", "ruby"):
+        assert langs[name]["status"] == "ok", langs.get(name)
+    assert langs["python"]["source_file"] == "main.py", langs["python"]
+
+
+def test_a_version_pattern_outside_the_subset_is_refused(tmp_path):
+    """A language manifest whose version_pattern the subset does not
+    cover is refused with what it used, never matched by a guess."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    with open(os.path.join(root, "langs", "python", "python.yaml")) as f:
+        text = f.read()
+    text = text.replace("name: python\n", "name: pyalt\n", 1)
+    text = "\n".join(line for line in text.splitlines() if not line.startswith("library:"))
+    text = text.replace('version_pattern: "Python ([0-9][0-9.]*)"',
+                        'version_pattern: "(Python|PyPy) ([0-9][0-9.]*)"')
+    assert "PyPy" in text and "name: pyalt" in text
+    (tmp_path / "pyalt.yaml").write_text(text + "\n")
+    rc, out, err = run("plugins", "--json", env={"LLM_SANDBOX_PLUGIN_PATH": win_path(tmp_path)})
+    assert rc == 0, err
+    found = [p for p in json.loads(out) if p["name"] == "pyalt"]
+    assert len(found) == 1 and found[0]["status"] == "broken", found
+    assert "alternation (|) is outside the subset" in found[0]["error"], found
+
+
+def test_the_host_table_through_a_backend_plugin():
+    """hostcheck.dll (tests/windows/hostcheck_plugin.c), a backend plugin
+    of the tests', is loaded by the real llm-sandbox.exe and its probe
+    checks the host table the core lends it (core/src/platform/win_host.c)
+    from the plugin's side of the ABI, against proc_stub.exe: spawning
+    with three pipes, the exact environment, exit codes as wait statuses,
+    a timed-out wait and a kill that ends the whole tree, run_capture's
+    deadline, memfd_new, the embedded seccomp policy, and the refusals of
+    the Linux services."""
+    plugins = os.environ.get("SBX_WINDOWS_TEST_PLUGINS")
+    bindir = os.environ.get("SBX_WINDOWS_BINDIR")
+    if not plugins or not bindir:
+        pytest.skip("SBX_WINDOWS_TEST_PLUGINS and SBX_WINDOWS_BINDIR name the test plugins")
+    env = {"LLM_SANDBOX_PLUGIN_PATH": win_path(plugins),
+           "LLM_SANDBOX_HOSTCHECK_STUB": win_path(os.path.join(bindir, "proc_stub.exe"))}
+    rc, out, err = run("plugins", "--json", env=env)
+    assert rc == 0, err
+    hc = [p for p in json.loads(out) if p["name"] == "hostcheck"]
+    assert len(hc) == 1, hc
+    hc = hc[0]
+    assert hc["status"] == "ok" and hc["probe"] == "ok", hc
+    assert hc["controls"]["wall_time"]["note"] == "host table: 8 checks passed", hc["controls"]
 
 
 def test_doctor_says_what_is_absent_and_fails():
@@ -126,7 +185,7 @@ def test_arguments_and_file_names_are_utf8(tmp_path):
 def test_a_run_is_refused_with_the_reason():
     rc, out, err = run("run", "--language", "python", "--code", "print(1)")
     assert rc == EXIT_TOOL, (rc, out, err)
-    assert "no sandbox engine" in err and "bwrap" in err, err
+    assert "no backend plugin named 'bwrap' is installed" in err, err
     assert out == b"", out
 
 
@@ -150,7 +209,7 @@ def test_mcp_initialize_tools_list_and_refused_runs():
         assert res["isError"] is True, res
         st = res["structuredContent"]
         assert st["status"] == "refused" and st["exit_code"] is None and st["stdout"] == "", st
-        assert "no sandbox engine" in st["message"], st
+        assert "no backend plugin named 'bwrap'" in st["message"], st
         assert "status: refused" in res["content"][0]["text"], res
         sess = s.call_tool("create_session", {"language": "python"})["result"]
         assert sess["isError"] is True, sess

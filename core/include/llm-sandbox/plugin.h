@@ -37,8 +37,9 @@ extern "C" {
 #define SBX_PLUGIN_ENTRY_SYMBOL "sbx_plugin_entry_v1"
 
 #if defined(__MINGW32__)
-/* mingw-w64 (the Windows build, with __USE_MINGW_ANSI_STDIO): C99 formats */
-#define SBX_EXPORT
+/* mingw-w64 (the Windows build, with __USE_MINGW_ANSI_STDIO): C99 formats;
+ * a plugin DLL exports its entry point and nothing else */
+#define SBX_EXPORT       __declspec(dllexport)
 #define SBX_PRINTF(f, a) __attribute__((format(gnu_printf, f, a)))
 #elif defined(__GNUC__) || defined(__clang__)
 #define SBX_EXPORT       __attribute__((visibility("default")))

@@ -38,6 +38,15 @@
 #define O_DIRECTORY 0
 #endif
 
+/* The plugin ABI's signal numbers are Linux's; mingw's signal.h has
+ * SIGINT and SIGTERM (the same numbers) but not these. */
+#ifndef SIGKILL
+#define SIGKILL 9
+#endif
+#ifndef SIGHUP
+#define SIGHUP 1
+#endif
+
 typedef unsigned uid_t;
 typedef unsigned gid_t;
 

@@ -17,13 +17,16 @@
 
 #include "base/error.h"
 #include "base/util.h"
+#include "cache/deps.h"
 #include "engine/artifacts.h"
+#include "engine/buildcache.h"
 #include "engine/engine.h"
 #include "host/cgroup.h"
 #include "host/owner.h"
+#include "host/seccomp_policy.h"
 #include "host/uidrange.h"
+#include "install/install.h"
 #include "net/http.h"
-#include "plugins/host_table.h"
 #include "plugins/registry.h"
 #include "runtime/details.h"
 #include "runtime_state.h"
@@ -77,28 +80,13 @@ void owner_make(char *out, size_t len)
     snprintf(out, len, "p%lu", (unsigned long)_getpid());
 }
 
-/* ---- plugins: no host services to lend, no HTTP ------------------------ */
+/* ---- plugins: no HTTP (the host table: win_host.c) ---------------------- */
 
 int http_open(struct sbx_err *err)
 {
     err->rc = SBX_E_UNSUPPORTED;
     snprintf(err->msg, sizeof(err->msg), "HTTP for plugins: " NOT_ON_WINDOWS " yet");
     return -1;
-}
-
-/* Never reached: loader.c refuses every plugin library on Windows before
- * it would lend one the host table. */
-void host_init(struct host_ctx *hc, struct sbx_runtime *rt, struct plugin *pl)
-{
-    (void)hc;
-    (void)rt;
-    (void)pl;
-}
-
-int backend_probe(struct sbx_runtime *rt, struct plugin *pl, struct sbx_error **err)
-{
-    (void)rt;
-    return sbx_error_set(err, SBX_E_UNAVAILABLE, 0, "backend '%s': %s", pl->name, NO_ENGINE);
 }
 
 void details_refresh(struct sbx_runtime *rt, struct plugin *pl)
@@ -108,26 +96,110 @@ void details_refresh(struct sbx_runtime *rt, struct plugin *pl)
     (void)pl;
 }
 
-/* ---- artifacts: none is ever made here --------------------------------- */
+/* ---- the engine's Linux-only parts: absent ------------------------------ */
 
-struct artifact_store *artifact_store_new(void)
+const char *cg_service_describe(const struct cg_service *s)
 {
-    static char none;
-    return (struct artifact_store *)(void *)&none;
+    (void)s;
+    return "cgroups: " NOT_ON_WINDOWS;
 }
 
-void artifact_store_free(struct artifact_store *st)
+int cg_service_unit_oom_kills(const struct cg_service *s, uint64_t *ret)
 {
-    (void)st;
+    (void)s;
+    (void)ret;
+    return -1; /* none to read */
 }
 
-void artifacts_free(struct sbx_artifact *a, size_t n)
+/* No uid range is ever opened here (runtime.c), so no box takes one. */
+int uidrange_take(struct uidrange *u, struct uid_lease **ret, struct sbx_error **err)
 {
-    (void)n; /* always 0: a refused run has no artifacts */
-    free(a);
+    (void)u;
+    (void)ret;
+    return sbx_error_set(err, SBX_E_UNSUPPORTED, 0, "uid ranges: " NOT_ON_WINDOWS);
 }
 
-/* ---- runs, sessions, pools: refused -------------------------------------- */
+void uid_lease_free(struct uid_lease *l)
+{
+    (void)l;
+}
+
+/* Dependency sets, the compile cache and the warm-up set live in the
+ * cache directory with Linux's locks and mounts: none on Windows yet. A
+ * run that asks for libraries is refused; every build compiles afresh. */
+int prepare_libraries(struct run *r, struct sbx_error **err)
+{
+    (void)err;
+    engine_refuse(r, "libraries: installing them is " NOT_ON_WINDOWS " yet");
+    return 1;
+}
+
+int prepare_warm(struct run *r, struct sbx_error **err)
+{
+    (void)r;
+    (void)err;
+    return 0; /* no warm-up set: the run goes on without one */
+}
+
+int buildcache_open(struct run *r, struct sbx_error **err)
+{
+    (void)r;
+    (void)err;
+    return 0; /* r->build stays NULL: no cache applies */
+}
+
+int buildcache_replay(struct run *r, int64_t deadline)
+{
+    (void)r;
+    (void)deadline;
+    return SBX_E_IO; /* never reached without an entry: build after all */
+}
+
+void buildcache_save(struct run *r, size_t out0, size_t err0, int64_t deadline)
+{
+    (void)r;
+    (void)out0;
+    (void)err0;
+    (void)deadline;
+}
+
+struct deps_set *deps_close(struct deps_set *d)
+{
+    (void)d; /* never one: nothing above makes a set */
+    return NULL;
+}
+
+int deps_read_file(const struct deps_set *d, const char *name, size_t max, char **ret_data,
+        size_t *ret_len, struct sbx_error **err)
+{
+    (void)d;
+    (void)max;
+    (void)ret_data;
+    (void)ret_len;
+    return sbx_error_set(err, SBX_E_IO, 0, "%s: dependency sets: " NOT_ON_WINDOWS, name);
+}
+
+/* No pool fills boxes ahead here: every run opens its own. */
+bool pool_take(struct run *r)
+{
+    (void)r;
+    return false;
+}
+
+void pool_zygote_return(struct run *r, bool ok)
+{
+    (void)r;
+    (void)ok;
+}
+
+int session_call(struct run *r, struct sbx_error **err)
+{
+    (void)err;
+    engine_refuse(r, "sessions: " NOT_ON_WINDOWS " yet");
+    return 0;
+}
+
+/* ---- sessions: refused ----------------------------------------------------- */
 
 struct sessions *sessions_new(void)
 {
@@ -157,35 +229,6 @@ int sbx_runtime_warm(struct sbx_runtime *rt, struct sbx_error **err)
     (void)rt;
     (void)err;
     return 0; /* no pool to fill: nothing is started ahead */
-}
-
-/* The same choice as on Linux (engine/prepare.c: the backend and language
- * named, found and usable), so the refusal names what is missing; a run
- * that passed it would still be refused: this build has no engine. */
-int sbx_run(struct sbx_runtime *rt, const struct sbx_request *req, struct sbx_execution **ret,
-        struct sbx_error **err)
-{
-    struct run r = {.rt = rt, .req = req, .t0 = now_ms()};
-
-    if (!rt || !req || !ret)
-        return sbx_error_set(err, SBX_E_INVALID, EINVAL, "sbx_run: missing argument");
-    r.ex = calloc(1, sizeof(*r.ex));
-    if (!r.ex)
-        return sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
-    if (req->session_id) {
-        engine_refuse(&r, "sessions: " NOT_ON_WINDOWS " (%s)", NO_ENGINE);
-    } else if (engine_choose(&r)) { /* its reason, and this build's */
-        char *why = r.ex->message;
-
-        r.ex->message = NULL;
-        engine_refuse(&r, "%s; %s", why ? why : "refused", NO_ENGINE);
-        free(why);
-    } else {
-        engine_refuse(&r, "backend '%s': %s", r.backend->name, NO_ENGINE);
-    }
-    r.ex->duration_ms = (uint64_t)(now_ms() - r.t0);
-    *ret = r.ex;
-    return 0;
 }
 
 int sbx_session_create(struct sbx_runtime *rt, const struct sbx_request *req,

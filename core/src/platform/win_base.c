@@ -11,7 +11,9 @@
 
 #include <bcrypt.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <io.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -198,27 +200,79 @@ char *win_exe_dir(void)
     return path;
 }
 
-/* sbx.h's cancellation flag. On Linux an eventfd that wakes every wait on
- * a run; the Windows build runs nothing (no backend), so a flag that
- * whoever looks can read is all a cancellation needs to be. */
+/* sbx.h's cancellation flag. On Linux an eventfd; here the read end of a
+ * pipe of the C runtime (not inherited), which the emulated poll() sees
+ * readable once fire wrote its one byte, so the agent channel's wait on a
+ * run (agentc.c) wakes as on Linux. */
 int sbx_cancel_new(struct sbx_cancel **ret, struct sbx_error **err)
 {
     struct sbx_cancel *c = calloc(1, sizeof(*c));
+    int fds[2];
 
     if (!c)
         return sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
+    if (_pipe(fds, 64, _O_BINARY | _O_NOINHERIT) < 0) {
+        free(c);
+        return sbx_error_set(err, SBX_E_IO, errno, "pipe: %s", strerror(errno));
+    }
+    c->fd = fds[0];
+    c->wfd = fds[1];
     *ret = c;
     return 0;
 }
 
 void sbx_cancel_fire(struct sbx_cancel *c)
 {
-    if (c)
-        InterlockedExchange(&c->fired, 1);
+    if (c && InterlockedExchange(&c->fired, 1) == 0)
+        (void)_write(c->wfd, "x", 1); /* once: a second byte would change nothing */
 }
 
 struct sbx_cancel *sbx_cancel_free(struct sbx_cancel *c)
 {
-    free(c);
+    if (c) {
+        _close(c->fd);
+        _close(c->wfd);
+        free(c);
+    }
     return NULL;
+}
+
+/* One descriptor's readiness now (poll.h says what is emulated how). */
+static short poll_one(const struct pollfd *p)
+{
+    HANDLE h = (HANDLE)_get_osfhandle(p->fd);
+    DWORD avail = 0, type;
+    short r = 0;
+
+    if (h == INVALID_HANDLE_VALUE)
+        return POLLNVAL;
+    type = GetFileType(h);
+    if (type != FILE_TYPE_PIPE)
+        return (short)(p->events & (POLLIN | POLLOUT)); /* a file: never waits */
+    if (p->events & POLLOUT)
+        r |= POLLOUT;
+    if (p->events & POLLIN) {
+        if (!PeekNamedPipe(h, NULL, 0, NULL, &avail, NULL))
+            r |= GetLastError() == ERROR_BROKEN_PIPE ? POLLHUP : POLLERR;
+        else if (avail > 0)
+            r |= POLLIN;
+    }
+    return r;
+}
+
+int win_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
+{
+    ULONGLONG deadline = timeout_ms < 0 ? 0 : GetTickCount64() + (ULONGLONG)timeout_ms;
+
+    for (;;) {
+        int ready = 0;
+
+        for (nfds_t i = 0; i < n; i++) {
+            fds[i].revents = fds[i].fd < 0 ? 0 : poll_one(&fds[i]);
+            ready += fds[i].revents != 0;
+        }
+        if (ready > 0 || timeout_ms == 0 || (timeout_ms > 0 && GetTickCount64() >= deadline))
+            return ready;
+        Sleep(1);
+    }
 }

@@ -113,20 +113,17 @@ static int check_descriptor(struct plugin *pl, const struct sbx_plugin *d)
 
 /* libltdl reports every failure as "file not found"; ask the dynamic
  * loader itself for the reason (a bad ELF header, a missing dependency). */
+#ifndef _WIN32
 static const char *load_reason(const char *path, const char *fallback)
 {
-#ifdef _WIN32
-    (void)path;
-    return fallback;
-#else
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     const char *e = dlerror();
 
     if (h)
         dlclose(h);
     return !h && e ? e : fallback;
-#endif
 }
+#endif
 
 static int open_library(struct sbx_runtime *rt, struct plugin *pl)
 {
@@ -146,17 +143,20 @@ static int open_library(struct sbx_runtime *rt, struct plugin *pl)
                 "manifest says plugin ABI %u.%u, this core provides %u.%u; "
                 "upgrade llm-sandbox",
                 pl->m->abi_major, pl->m->abi_minor, SBX_ABI_MAJOR, SBX_ABI_MINOR);
+#ifdef _WIN32
+    /* The same manifests on Windows: library NAME.so names NAME.dll (the
+     * manifest rule makes every library end in ".so"). */
+    if (asprintf(&path, "%s/%.*s.dll", pl->dir, (int)(strlen(pl->m->library) - 3), pl->m->library) <
+            0)
+        return plugin_fail(pl, "out of memory");
+#else
     if (asprintf(&path, "%s/%s", pl->dir, pl->m->library) < 0)
         return plugin_fail(pl, "out of memory");
+#endif
     if (lstat(path, &st) < 0)
         return plugin_fail(pl, "library %s: %s", path, strerror(errno));
     if (!S_ISREG(st.st_mode))
         return plugin_fail(pl, "library %s is not a regular file", path);
-#ifdef _WIN32
-    /* issue 28: the host services a plugin is lent (processes, cgroups,
-     * HTTP) do not exist on Windows yet, so no plugin's code is run. */
-    return plugin_fail(pl, "library %s: plugins are not loaded by the Windows build yet", path);
-#endif
     sbx_err_init(&perr);
     if (strv_contains(pl->m->host_services, "http") && http_open(&perr) < 0)
         return plugin_fail(pl, "%s", perr.msg);
@@ -164,8 +164,13 @@ static int open_library(struct sbx_runtime *rt, struct plugin *pl)
     if (!h) {
         const char *lterr = lt_dlerror();
 
+#ifdef _WIN32
+        return plugin_fail(pl, "cannot load %s: %s (a DLL it needs may be missing beside it)", path,
+                lterr ? lterr : "unknown error");
+#else
         return plugin_fail(pl, "cannot load %s: %s (check its dependencies with 'ldd %s')", path,
                 load_reason(path, lterr ? lterr : "unknown error"), path);
+#endif
     }
     pl->handle = h;
     entry = (sbx_plugin_entry_fn)(uintptr_t)lt_dlsym(h, SBX_PLUGIN_ENTRY_SYMBOL);

@@ -12,9 +12,13 @@
 #include <regex.h>
 #endif
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "base/util.h"
+#ifdef _WIN32
+#include "platform/minire.h"
+#endif
 
 #define FILE_CHARS "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._+-"
 #define DIGITS     "0123456789"
@@ -99,13 +103,24 @@ static bool is_image(const char *s)
 }
 
 #ifdef _WIN32
-/* Windows has no POSIX regular expressions (no regcomp to check a
- * manifest's pattern with, none to apply it): refused, so a language
- * manifest that needs one does not load there. */
+/* Windows has no POSIX regular expressions: a pattern must be of the
+ * small subset platform/minire.c implements (every in-tree manifest's
+ * is); one outside it is refused with what it used, not guessed at. */
 static const char *check_regex(const char *s)
 {
-    (void)s;
-    return "a POSIX regular expression, which the Windows build cannot check (issue 28)";
+    static _Thread_local char why[160];
+    const char *outside;
+    size_t groups = 0;
+
+    if (strlen(s) > 256)
+        return "a regular expression of at most 256 bytes";
+    outside = minire_check(s, &groups);
+    if (outside) {
+        snprintf(why, sizeof(why), "a regular expression of the Windows build's subset (%s)",
+                outside);
+        return why;
+    }
+    return groups >= 1 ? NULL : "a regular expression with at least one group, like ([0-9.]+)";
 }
 #else
 static const char *check_regex(const char *s)

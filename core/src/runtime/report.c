@@ -112,8 +112,8 @@ static void absent_backends(struct sbx_runtime *rt, struct json_object *a)
             {"docker", "not built for Windows: its daemon is reached through a unix socket"},
             {"podman", "not built for Windows: its daemon is reached through a unix socket"},
             {"kubernetes", "not built for Windows yet: needs HTTP and WebSocket for plugins"},
-            {"mxc", "not built for Windows yet: plugin libraries are not loaded there"},
-            {"wsl2", "not built for Windows yet: plugin libraries are not loaded there"},
+            {"mxc", "not built for Windows yet: its runner is Linux code (issue 28)"},
+            {"wsl2", "not built with this Windows build (SBX_PLUGIN_WSL2=OFF)"},
     };
 
     for (size_t i = 0; i < sizeof(absent) / sizeof(absent[0]); i++) {
