@@ -46,7 +46,8 @@ static const char *const names[] = {"nsjail", NULL};
 
 static const struct sbx_plugin descriptor = {
         .abi_major = SBX_ABI_MAJOR,
-        .abi_minor = 5, /* box mounts, the proxy socket (1.2); tmpfs_bytes (1.4); host_uid (1.5) */
+        .abi_minor = 6, /* box mounts, the proxy socket (1.2); tmpfs_bytes (1.4); host_uid (1.5);
+                           zygote boxes with the zygote's Kafel policy (1.6) */
         .size = sizeof(struct sbx_plugin),
         .kind = SBX_KIND_BACKEND,
         .name = "nsjail",

@@ -164,6 +164,24 @@ static int attach_network(
     return jail_attach_pasta(h, b->st->pasta, agent, spec, b->jb.cg, &b->jb.pasta, err);
 }
 
+/* The box's Kafel policy: the one policy, or a zygote box's (plugin.h,
+ * SBX_BOX_ZYGOTE), which only a core of ABI 1.6 with its Kafel form has:
+ * without it no zygote box, rather than one under the strict policy that
+ * could not isolate its children, or under none. */
+static int seccomp_fd(
+        const struct sbx_host *h, const struct sbx_box_spec *spec, int *ret_fd, struct sbx_err *err)
+{
+    bool zygote =
+            SBX_HAS_FIELD(struct sbx_box_spec, spec, flags) && (spec->flags & SBX_BOX_ZYGOTE) != 0;
+
+    if (!zygote)
+        return h->seccomp_kafel_fd(h, ret_fd, err);
+    if (!SBX_HAS_FIELD(struct sbx_host, h, seccomp_zygote_kafel_fd) || !h->seccomp_zygote_kafel_fd)
+        return sbx_err_fill(err, SBX_E_UNSUPPORTED, 0,
+                "this core has no zygote policy as Kafel (ABI 1.6): no zygote box on nsjail");
+    return h->seccomp_zygote_kafel_fd(h, ret_fd, err);
+}
+
 int nsjail_box_open(
         void *state, const struct sbx_box_spec *spec, void **ret_box, struct sbx_err *err)
 {
@@ -180,7 +198,7 @@ int nsjail_box_open(
     if (r == 0)
         r = make_config(st, spec, fd, err);
     if (r == 0)
-        r = h->seccomp_kafel_fd(h, &fd[FD_SECCOMP], err);
+        r = seccomp_fd(h, spec, &fd[FD_SECCOMP], err);
     if (r == 0)
         r = h->agent_fd(h, &fd[FD_AGENT], err);
     if (r == 0)

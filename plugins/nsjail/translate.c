@@ -14,6 +14,15 @@
  *                           runner has dropped to the sandbox uid when the core is root)
  *   seccomp, no_new_privs   seccomp_policy_file: the core's one policy as Kafel; nsjail
  *                           sets no_new_privs and drops every capability (keep_caps false)
+ *   zygote box (ABI 1.6)    cap CAP_SYS_ADMIN, CAP_NET_ADMIN, CAP_SYS_RESOURCE, CAP_SETPCAP
+ *                           (keep_caps stays false: nsjail keeps exactly these, in the box's
+ *                           user namespace, as ambient capabilities of the agent and the
+ *                           zygote, and drops the rest from the bounding set; never a
+ *                           child's: docs/zygote-security.md); /proc mounted rw, so the
+ *                           zygote can set user.max_user_namespaces to 0 itself (nsjail has
+ *                           no --disable-userns of its own: like bwrap's box, only the
+ *                           filters and that limit stop nested user namespaces); the runner
+ *                           passes the zygote's policy as Kafel
  *   environment             keep_env false, envar: exactly the agent's environment
  *   read_only_system        the root tmpfs is mounted read-only (rw: false); /usr and the
  *                           other host paths always are
@@ -46,8 +55,8 @@
  *   3. the few /etc files runtimes need, one by one, when present; generated /etc/passwd,
  *      /etc/group and /etc/hosts
  *   4. the language's extra read-only host paths, when present
- *   5. /proc (read-only), a small /dev tmpfs with the usual device nodes bound from the
- *      host and the /dev/fd, /dev/std* symlinks
+ *   5. /proc (read-only; read-write in a zygote box), a small /dev tmpfs with the usual
+ *      device nodes bound from the host and the /dev/fd, /dev/std* symlinks
  *   6. size-limited tmpfs for /tmp, /dev/shm and /workspace (nosuid, nodev)
  * The agent is not mounted at all: nsjail opens it before it builds the
  * mount namespace and executes the open file (exec_fd). Every mount target
@@ -235,6 +244,12 @@ int nsjail_translate(const struct nsjail_input *in, struct nsjail_config *cfg, s
     for (const char *const *e = in->box.envp; e && *e; e++)
         put_str(&o, "envar", *e);
     put(&o, "keep_caps: false\n");
+    if (in->box.zygote) { /* plugin.h: SBX_BOX_ZYGOTE; no child keeps these */
+        put(&o, "cap: \"CAP_SYS_ADMIN\"\n");
+        put(&o, "cap: \"CAP_NET_ADMIN\"\n");
+        put(&o, "cap: \"CAP_SYS_RESOURCE\"\n");
+        put(&o, "cap: \"CAP_SETPCAP\"\n"); /* so a child can empty its bounding set */
+    }
     put(&o, "silent: false\n");
     put(&o, "skip_setsid: false\n");
     put(&o, "stderr_to_null: false\n");
@@ -279,7 +294,10 @@ int nsjail_translate(const struct nsjail_input *in, struct nsjail_config *cfg, s
     for (const char *const *rp = in->box.ro_paths; rp && *rp; rp++)
         bind_ro(&o, *rp, false);
     /* 5. kernel filesystems */
-    put(&o, "mount { dst: \"/proc\" fstype: \"proc\" rw: false }\n");
+    /* a zygote writes user.max_user_namespaces (the box's own, under its
+     * CAP_SYS_RESOURCE); its children mount a /proc of their own */
+    put(&o, "mount { dst: \"/proc\" fstype: \"proc\" rw: %s }\n",
+            in->box.zygote ? "true" : "false");
     tmpfs(&o, "/dev", 64 * 1024, "0755", true);
     for (size_t i = 0; i < sizeof(dev_nodes) / sizeof(dev_nodes[0]); i++)
         bind_dev(&o, dev_nodes[i]);

@@ -28,10 +28,10 @@ from conftest import (BACKEND, CONTAINER, MXC, ROOT, WSL2, cgroups_enforced, fin
                       proc_status)
 from test_pool import LEAVE, LOOK, Server
 
-# nsjail has no zygote boxes yet (its plugin is at ABI 1.5): not asserted there
+# the local jails make zygote boxes (plugin.h, SBX_BOX_ZYGOTE): bwrap and nsjail
 pytestmark = [pytest.mark.contract,
-              pytest.mark.skipif(CONTAINER or MXC or WSL2 or BACKEND != "bwrap",
-                                 reason="zygote boxes are made by bwrap only")]
+              pytest.mark.skipif(CONTAINER or MXC or WSL2 or BACKEND not in ("bwrap", "nsjail"),
+                                 reason="zygote boxes are made by bwrap and nsjail only")]
 
 ZYGOTE_ENV = {"LLM_SANDBOX_ZYGOTE": "true", "LLM_SANDBOX_CGROUP": "off"}
 

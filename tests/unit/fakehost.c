@@ -176,6 +176,24 @@ static int f_seccomp_kafel_fd(const struct sbx_host *h, int *ret_fd, struct sbx_
     return 0;
 }
 
+static int f_seccomp_zygote_bpf_fd(const struct sbx_host *h, int *ret_fd, struct sbx_err *err)
+{
+    (void)h;
+    (void)err;
+    say("seccomp_zygote_bpf_fd");
+    *ret_fd = memfd("seccomp zygote bpf", "zbpf", 4);
+    return 0;
+}
+
+static int f_seccomp_zygote_kafel_fd(const struct sbx_host *h, int *ret_fd, struct sbx_err *err)
+{
+    (void)h;
+    (void)err;
+    say("seccomp_zygote_kafel_fd");
+    *ret_fd = memfd("seccomp zygote kafel", "POLICY z {}", 11);
+    return 0;
+}
+
 static int f_agent_fd(const struct sbx_host *h, int *ret_fd, struct sbx_err *err)
 {
     (void)h;
@@ -352,7 +370,9 @@ const struct sbx_host *fake_host_new(const struct fake_script *script)
             .seccomp_bpf_fd = f_seccomp_bpf_fd,
             .memfd_new = f_memfd_new,
             .agent_fd = f_agent_fd,
-            .seccomp_kafel_fd = f_seccomp_kafel_fd};
+            .seccomp_kafel_fd = f_seccomp_kafel_fd,
+            .seccomp_zygote_bpf_fd = f_seccomp_zygote_bpf_fd,
+            .seccomp_zygote_kafel_fd = f_seccomp_zygote_kafel_fd};
     return &fake.host;
 }
 

@@ -128,6 +128,56 @@ static void test_close_escalates(void **state)
     fake_host_free();
 }
 
+/* A zygote box (SBX_BOX_ZYGOTE) runs under the zygote's policy, as Kafel,
+ * with the four capabilities in its configuration. */
+static void test_zygote_box(void **state)
+{
+    struct sbx_policy p = runner_policy();
+    struct sbx_box_spec spec = runner_spec(&p);
+    struct sbx_box_stats stats = {.size = sizeof(stats)};
+    struct fake_script s = {.agent_says = "agent ready"};
+    struct nsjail_state st;
+    struct sbx_err err;
+    void *box = NULL;
+
+    (void)state;
+    spec.flags = SBX_BOX_ZYGOTE;
+    state_init(&st, fake_host_new(&s));
+    sbx_err_init(&err);
+    assert_int_equal(nsjail_box_open(&st, &spec, &box, &err), 0);
+    assert_int_equal(nsjail_box_close(box, &stats, &err), 0);
+    assert_non_null(strstr(fake_host_transcript(), "child fd 4: seccomp zygote kafel\n"));
+    assert_null(strstr(fake_host_transcript(), "seccomp_kafel_fd"));
+    fake_host_check_golden("nsjail_zygote_box");
+    fake_host_free();
+}
+
+/* A core without the zygote's Kafel policy (a host table of an earlier
+ * 1.6): no zygote box at all, rather than one under the strict policy, and
+ * no nsjail started. */
+static void test_zygote_box_needs_its_policy(void **state)
+{
+    struct sbx_policy p = runner_policy();
+    struct sbx_box_spec spec = runner_spec(&p);
+    struct fake_script s = {.agent_says = "agent ready"};
+    struct nsjail_state st;
+    struct sbx_host old;
+    struct sbx_err err;
+    void *box = NULL;
+
+    (void)state;
+    spec.flags = SBX_BOX_ZYGOTE;
+    old = *fake_host_new(&s);
+    old.size = (uint32_t)offsetof(struct sbx_host, seccomp_zygote_kafel_fd);
+    state_init(&st, &old);
+    sbx_err_init(&err);
+    assert_int_equal(nsjail_box_open(&st, &spec, &box, &err), SBX_E_UNSUPPORTED);
+    assert_null(box);
+    assert_non_null(strstr(err.msg, "no zygote box on nsjail"));
+    assert_null(strstr(fake_host_transcript(), "proc_spawn"));
+    fake_host_free();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -135,6 +185,8 @@ int main(void)
             cmocka_unit_test(test_nsjail_error_at_close),
             cmocka_unit_test(test_open_fails_before_spawn),
             cmocka_unit_test(test_close_escalates),
+            cmocka_unit_test(test_zygote_box),
+            cmocka_unit_test(test_zygote_box_needs_its_policy),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -220,6 +220,54 @@ static void test_tmpfs_sizes(void **state)
     free(cfg);
 }
 
+/* A zygote box (SBX_BOX_ZYGOTE): exactly bwrap's four capabilities, kept
+ * by nsjail in the box's user namespace (keep_caps stays false, so nsjail
+ * drops every other one, the bounding set included), and a writable /proc
+ * for the zygote's user.max_user_namespaces; nothing else differs. */
+static const char *const zygote_caps =
+        "keep_caps: false\ncap: \"CAP_SYS_ADMIN\"\ncap: \"CAP_NET_ADMIN\"\n"
+        "cap: \"CAP_SYS_RESOURCE\"\ncap: \"CAP_SETPCAP\"\nsilent: false\n";
+
+static void test_zygote(void **state)
+{
+    static const char *const proc_rw = "mount { dst: \"/proc\" fstype: \"proc\" rw: true }\n";
+    static const char *const proc_ro = "mount { dst: \"/proc\" fstype: \"proc\" rw: false }\n";
+    struct sbx_policy p = base_policy();
+    struct nsjail_input in = base_input(&p);
+    struct nsjail_config *plain, *zyg;
+    char *cap, *proc, *back;
+    size_t caps_len =
+            strlen(zygote_caps) - strlen("keep_caps: false\n") - strlen("silent: false\n");
+
+    (void)state;
+    plain = translate_ok(&in);
+    in.box.zygote = true;
+    zyg = translate_ok(&in);
+    check_golden("zygote", zyg);
+    cap = strstr(zyg->text, zygote_caps);
+    assert_non_null(cap);
+    assert_null(strstr(cap + strlen(zygote_caps), "\ncap: ")); /* none after them */
+    assert_true(strstr(zyg->text, "\ncap: ") > cap);           /* nor before */
+    assert_null(strstr(zyg->text, "keep_caps: true"));
+    proc = strstr(zyg->text, proc_rw);
+    assert_non_null(proc);
+    assert_non_null(strstr(zyg->text, "seccomp_policy_file: \"/proc/self/fd/4\"\n"));
+    /* the plain box has none of it */
+    assert_null(strstr(plain->text, "cap: "));
+    assert_non_null(strstr(plain->text, proc_ro));
+    /* and the zygote's is the plain one with only those changes */
+    back = calloc(1, sizeof(zyg->text));
+    assert_non_null(back);
+    cap += strlen("keep_caps: false\n");
+    snprintf(back, sizeof(zyg->text), "%.*s%.*s%s%s", (int)(cap - zyg->text), zyg->text,
+            (int)(proc - cap - (ptrdiff_t)caps_len), cap + caps_len, proc_ro,
+            proc + strlen(proc_rw));
+    assert_string_equal(back, plain->text);
+    free(back);
+    free(plain);
+    free(zyg);
+}
+
 static void test_refusals(void **state)
 {
     struct sbx_policy p = base_policy();
@@ -254,6 +302,7 @@ int main(void)
             cmocka_unit_test(test_escaping),
             cmocka_unit_test(test_invariants),
             cmocka_unit_test(test_tmpfs_sizes),
+            cmocka_unit_test(test_zygote),
             cmocka_unit_test(test_refusals),
     };
 

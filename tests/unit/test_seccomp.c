@@ -1226,6 +1226,84 @@ static void test_kafel_real_list(void **state)
     seccomp_policy_free(p);
 }
 
+/* The zygote box's policy (plugin.h, SBX_BOX_ZYGOTE): the list with
+ * unshare, mount and umount2 allowed outright and nothing else changed,
+ * as Kafel for nsjail too; a list that does not deny each once is refused. */
+static void test_zygote_policy(void **state)
+{
+    static const char small[] = "allow read\n"
+                                "deny unshare\n"
+                                "deny mount\n"
+                                "deny umount2 EPERM\n"
+                                "deny setns\n";
+    struct seccomp_policy *strict = parse_ok(seccomp_policy_text());
+    struct seccomp_policy *zyg = parse_ok(seccomp_policy_text()), *p;
+    struct seccomp_flat *fs, *fz;
+    struct sbx_error *e = NULL;
+    const char *got = NULL, *strict_text = NULL;
+    char *text = NULL;
+
+    (void)state;
+    assert_int_equal(seccomp_policy_zygote(zyg, &e), 0);
+    fs = expand_ok(strict);
+    fz = expand_ok(zyg);
+    assert_int_equal(fs->n_rules, fz->n_rules);
+    for (size_t i = 0; i < fs->n_rules; i++) {
+        const struct seccomp_flat_rule *a = &fs->rules[i], *b = &fz->rules[i];
+        bool opened = strcmp(a->name, "unshare") == 0 || strcmp(a->name, "mount") == 0 ||
+                      strcmp(a->name, "umount2") == 0;
+
+        assert_string_equal(a->name, b->name);
+        if (opened) {
+            assert_int_equal(a->action, SECCOMP_RULE_ERRNO);
+            assert_int_equal(b->action, SECCOMP_RULE_ALLOW);
+            assert_int_equal(b->n_atoms, 0);
+            continue;
+        }
+        assert_int_equal(a->action, b->action);
+        assert_int_equal(a->errno_value, b->errno_value);
+        assert_int_equal(a->n_atoms, b->n_atoms);
+        assert_memory_equal(a->atoms, b->atoms, a->n_atoms * sizeof(a->atoms[0]));
+    }
+    /* the host's Kafel form is that list's, built once */
+    assert_int_equal(seccomp_policy_kafel(zyg, &text, &e), 0);
+    assert_int_equal(seccomp_zygote_kafel_get(&got, &e), 0);
+    assert_string_equal(got, text);
+    free(text);
+    text = NULL;
+    assert_int_equal(seccomp_zygote_kafel_get(&strict_text, &e), 0);
+    assert_ptr_equal(strict_text, got);
+    assert_int_equal(seccomp_kafel_get(&strict_text, &e), 0);
+    assert_string_not_equal(strict_text, got);
+#if defined(__x86_64__)
+    p = parse_ok(small);
+    assert_int_equal(seccomp_policy_zygote(p, &e), 0);
+    assert_int_equal(seccomp_policy_kafel(p, &text, &e), 0);
+    assert_string_equal(text, "POLICY llm_sandbox {\n"
+                              "  ALLOW {\n"
+                              "    SYSCALL[0],\n"
+                              "    SYSCALL[272],\n"
+                              "    SYSCALL[165],\n"
+                              "    SYSCALL[166]\n"
+                              "  },\n"
+                              "  ERRNO(1) {\n"
+                              "    SYSCALL[308]\n"
+                              "  }\n"
+                              "}\n"
+                              "USE llm_sandbox DEFAULT ERRNO(38)\n");
+    free(text);
+    seccomp_policy_free(p);
+#endif
+    p = parse_ok("allow read\ndeny unshare\ndeny mount\n");
+    assert_int_equal(seccomp_policy_zygote(p, &e), SBX_E_INTERNAL);
+    sbx_error_free(e);
+    seccomp_policy_free(p);
+    seccomp_flat_free(fs);
+    seccomp_flat_free(fz);
+    seccomp_policy_free(strict);
+    seccomp_policy_free(zyg);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1248,6 +1326,7 @@ int main(void)
             cmocka_unit_test(test_enforce_python),
             cmocka_unit_test(test_kafel_small),
             cmocka_unit_test(test_kafel_real_list),
+            cmocka_unit_test(test_zygote_policy),
     };
 
     return cmocka_run_group_tests(tests, setup_group, NULL);

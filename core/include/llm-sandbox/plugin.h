@@ -394,6 +394,8 @@ struct sbx_host {
      * the zygote needs to give each child namespaces of its own; every child
      * applies the one policy on top (docs/zygote-security.md). */
     int (*seccomp_zygote_bpf_fd)(const struct sbx_host *h, int *ret_fd, struct sbx_err *err);
+    /* ABI 1.6: the same zygote policy as a Kafel program (nsjail's). */
+    int (*seccomp_zygote_kafel_fd)(const struct sbx_host *h, int *ret_fd, struct sbx_err *err);
 };
 
 /* ------------------------------------------------------------------------ */
@@ -456,7 +458,8 @@ enum sbx_box_flags {
      * the agent's processes keep CAP_SYS_ADMIN, CAP_NET_ADMIN,
      * CAP_SYS_RESOURCE and CAP_SETPCAP in the box's user namespace, nested user namespaces
      * are not disabled by the backend (the zygote sets its own limit of 0),
-     * and the filter is seccomp_zygote_bpf_fd's. A backend that cannot make
+     * and the filter is seccomp_zygote_bpf_fd's (as Kafel:
+     * seccomp_zygote_kafel_fd). A backend that cannot make
      * one fails with SBX_E_UNSUPPORTED. */
     SBX_BOX_ZYGOTE = 1u << 1,
 };

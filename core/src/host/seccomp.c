@@ -391,6 +391,30 @@ int seccomp_bpf_get(const void **ret_bpf, size_t *ret_len, struct sbx_error **er
 
 /* The zygote's box: only what giving a child its own namespaces takes. */
 static const char *const zygote_allows[] = {"unshare", "mount", "umount2"};
+
+int seccomp_policy_zygote(struct seccomp_policy *p, struct sbx_error **err)
+{
+    size_t found = 0;
+
+    if (!p)
+        return sbx_error_set(err, SBX_E_INVALID, EINVAL, "seccomp_policy_zygote: NULL argument");
+    for (size_t i = 0; i < p->n_rules; i++) {
+        struct seccomp_rule *r = &p->rules[i];
+
+        for (size_t k = 0; k < sizeof(zygote_allows) / sizeof(zygote_allows[0]); k++) {
+            if (strcmp(r->name, zygote_allows[k]) != 0)
+                continue;
+            r->action = SECCOMP_RULE_ALLOW; /* the list denies each outright */
+            r->n_conds = 0;
+            found++;
+        }
+    }
+    if (found != sizeof(zygote_allows) / sizeof(zygote_allows[0]))
+        return sbx_error_set(err, SBX_E_INTERNAL, 0,
+                "policy.list must deny unshare, mount and umount2 once each");
+    return 0;
+}
+
 static pthread_once_t zyg_once = PTHREAD_ONCE_INIT;
 static void *zyg_bytes;
 static size_t zyg_len;
@@ -402,23 +426,10 @@ static void zyg_build(void)
     const char *text = seccomp_policy_text();
     struct seccomp_policy *p = NULL;
     struct sbx_error *e = NULL;
-    size_t found = 0;
 
     zyg_rc = seccomp_policy_parse(text, strlen(text), &p, &e);
-    for (size_t i = 0; zyg_rc == 0 && i < p->n_rules; i++) {
-        struct seccomp_rule *r = &p->rules[i];
-
-        for (size_t k = 0; k < sizeof(zygote_allows) / sizeof(zygote_allows[0]); k++) {
-            if (strcmp(r->name, zygote_allows[k]) != 0)
-                continue;
-            r->action = SECCOMP_RULE_ALLOW; /* the list denies each outright */
-            r->n_conds = 0;
-            found++;
-        }
-    }
-    if (zyg_rc == 0 && found != sizeof(zygote_allows) / sizeof(zygote_allows[0]))
-        zyg_rc = sbx_error_set(&e, SBX_E_INTERNAL, 0,
-                "policy.list must deny unshare, mount and umount2 once each");
+    if (zyg_rc == 0)
+        zyg_rc = seccomp_policy_zygote(p, &e);
     if (zyg_rc == 0)
         zyg_rc = seccomp_policy_compile(p, &zyg_bytes, &zyg_len, &e);
     if (zyg_rc < 0) {

@@ -182,3 +182,39 @@ int seccomp_kafel_get(const char **ret, struct sbx_error **err)
     *ret = kafel_text;
     return 0;
 }
+
+/* The zygote box's policy, for nsjail (plugin.h, SBX_BOX_ZYGOTE). */
+static pthread_once_t zyg_kafel_once = PTHREAD_ONCE_INIT;
+static char *zyg_kafel_text;
+static int zyg_kafel_rc;
+static char zyg_kafel_msg[256];
+
+static void zyg_kafel_build(void)
+{
+    const char *text = seccomp_policy_text();
+    struct seccomp_policy *p = NULL;
+    struct sbx_error *e = NULL;
+
+    zyg_kafel_rc = seccomp_policy_parse(text, strlen(text), &p, &e);
+    if (zyg_kafel_rc == 0)
+        zyg_kafel_rc = seccomp_policy_zygote(p, &e);
+    if (zyg_kafel_rc == 0)
+        zyg_kafel_rc = seccomp_policy_kafel(p, &zyg_kafel_text, &e);
+    if (zyg_kafel_rc < 0)
+        snprintf(zyg_kafel_msg, sizeof(zyg_kafel_msg), "%s",
+                e ? e->msg : "failed without a message");
+    seccomp_policy_free(p);
+    sbx_error_free(e);
+}
+
+int seccomp_zygote_kafel_get(const char **ret, struct sbx_error **err)
+{
+    if (!ret)
+        return sbx_error_set(err, SBX_E_INVALID, EINVAL, "seccomp_zygote_kafel_get: NULL argument");
+    pthread_once(&zyg_kafel_once, zyg_kafel_build);
+    if (zyg_kafel_rc < 0)
+        return sbx_error_set(
+                err, zyg_kafel_rc, 0, "the zygote's seccomp policy: %s", zyg_kafel_msg);
+    *ret = zyg_kafel_text;
+    return 0;
+}

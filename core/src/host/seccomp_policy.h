@@ -113,12 +113,20 @@ int seccomp_policy_kafel(const struct seccomp_policy *p, char **ret, struct sbx_
 /* The embedded policy as Kafel, translated once per process (thread-safe).
  * (transfer none: valid until exit) */
 int seccomp_kafel_get(const char **ret, struct sbx_error **err);
+/* The zygote box's policy (seccomp_policy_zygote) as Kafel, for nsjail;
+ * as seccomp_kafel_get. */
+int seccomp_zygote_kafel_get(const char **ret, struct sbx_error **err);
 
 /* The embedded policy, parsed and compiled once per process (thread-safe).
  * (transfer none: valid until exit) */
 int seccomp_bpf_get(const void **ret_bpf, size_t *ret_len, struct sbx_error **err);
-/* The zygote box's program (plugin.h, SBX_BOX_ZYGOTE): the same list with
- * unshare, mount and umount2 allowed, compiled once; as seccomp_bpf_get. */
+/* Make a parsed list the zygote box's (plugin.h, SBX_BOX_ZYGOTE): unshare,
+ * mount and umount2, which the list denies, allowed outright; nothing else
+ * changes. SBX_E_INTERNAL when the list does not name each exactly once,
+ * SBX_E_INVALID. */
+int seccomp_policy_zygote(struct seccomp_policy *p, struct sbx_error **err);
+/* The zygote box's program: the list made the zygote's, compiled once; as
+ * seccomp_bpf_get. */
 int seccomp_zygote_bpf_get(const void **ret_bpf, size_t *ret_len, struct sbx_error **err);
 
 #endif

@@ -264,6 +264,17 @@ static int host_seccomp_kafel_fd(const struct sbx_host *h, int *ret_fd, struct s
     return memfd_with("sbx-seccomp-kafel", text, strlen(text), ret_fd, perr);
 }
 
+static int host_seccomp_zygote_kafel_fd(const struct sbx_host *h, int *ret_fd, struct sbx_err *perr)
+{
+    struct sbx_error *e = NULL;
+    const char *text;
+
+    (void)h;
+    if (seccomp_zygote_kafel_get(&text, &e) < 0)
+        return to_perr(perr, e);
+    return memfd_with("sbx-seccomp-zygote-kafel", text, strlen(text), ret_fd, perr);
+}
+
 static int host_agent_fd(const struct sbx_host *h, int *ret_fd, struct sbx_err *perr)
 {
     const char *path = ctx_of(h)->rt->agent_path;
@@ -452,6 +463,7 @@ void host_init(struct host_ctx *hc, struct sbx_runtime *rt, struct plugin *pl)
             .agent_sha256 = host_agent_sha256,
             .instance_dead = host_instance_dead,
             .seccomp_zygote_bpf_fd = host_seccomp_zygote_bpf_fd,
+            .seccomp_zygote_kafel_fd = host_seccomp_zygote_kafel_fd,
     };
 }
 
