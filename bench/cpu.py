@@ -104,9 +104,19 @@ class CpuStat:
         self.cpu_ms, self.rate, self.empty, self.n = cpu_ms, rate, empty, n
 
 
-def cpu_series(srv, args, runs, meter, warmup=3, window=1, parse_warm=True):
+def from_pool(res):
+    return bool((res or {}).get("warm"))
+
+
+def from_zygote(res):
+    return (res or {}).get("sandbox") == "zygote"
+
+
+def cpu_series(srv, args, runs, meter, warmup=3, window=1, parse_warm=True, hit=from_pool):
     """`runs` calls back to back (window=1) or `window` in flight, after
-    `warmup` calls; a CpuStat, or (False, error) at the first failure."""
+    `warmup` calls; a CpuStat, or (False, error) at the first failure.
+    With parse_warm, the calls whose result `hit` does not accept (no
+    ready sandbox; not forked from a zygote) are counted."""
     for _ in range(warmup):
         ok, _, err, _ = srv.tool("execute_code", args)
         if not ok:
@@ -118,7 +128,7 @@ def cpu_series(srv, args, runs, meter, warmup=3, window=1, parse_warm=True):
             ok, _, err, res = srv.tool("execute_code", args)
             if not ok:
                 return False, err
-            if parse_warm and not (res or {}).get("warm"):
+            if parse_warm and not hit(res):
                 empty += 1
     else:
         answers, _ = srv.mcp.call_window("tools/call", {"name": "execute_code",
@@ -127,7 +137,7 @@ def cpu_series(srv, args, runs, meter, warmup=3, window=1, parse_warm=True):
             ok, err, res = srv.parse(msg)
             if not ok:
                 return False, err
-            if parse_warm and not (res or {}).get("warm"):
+            if parse_warm and not hit(res):
                 empty += 1
     cpu, secs = meter.stop()
     return CpuStat(cpu * 1000.0 / runs, runs / secs, empty if parse_warm else None, runs), None
@@ -188,6 +198,46 @@ def measure(b, backend, langs, runs, logdir, extra_pids=(), docker_host=None, ra
     finally:
         cold.close()
         warm.close()
+    if "python" in langs and backend in ZYGOTE_BACKENDS:
+        out.update(measure_zygote(b, backend, runs, logdir, rate_runs))
+    return out
+
+
+# the backends that make zygote boxes (LLM_SANDBOX_ZYGOTE), for Python
+ZYGOTE_BACKENDS = ("bwrap", "nsjail")
+
+
+def measure_zygote(b, backend, runs, logdir, rate_runs=None):
+    """{("python (zygote)", "warm"|"warm x2"): CpuStat or NA}: runs forked
+    from a zygote (the zygote is used where limits are the rlimit
+    fallbacks, so cgroups are off for it); its "no ready sandbox" counts
+    calls that were not forked from the zygote."""
+    out = {}
+    srv = b.Server("ours", [b_bin(b)],
+                   b.ours_env(backend, {"LLM_SANDBOX_ZYGOTE": "true", "LLM_SANDBOX_CGROUP": "off"}),
+                   logdir + "/cpu-%s-zygote.log" % backend)
+    args = {"language": "python", "code": b.CODE["python"]}
+    try:
+        # the first call is cold and starts the zygote box: wait for it
+        deadline = time.monotonic() + 60
+        while True:
+            ok, _, err, res = srv.tool("execute_code", args)
+            if not ok or from_zygote(res) or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        for name, window, n in (("warm", 1, runs), ("warm x2", 2, rate_runs or runs)):
+            if not ok:
+                s = b.NA(err)
+            elif not from_zygote(res):
+                s = b.NA("no run was forked from a zygote in 60 s")
+            else:
+                s, err = cpu_series(srv, args, n, Meter([srv.mcp.p.pid]), window=window,
+                                    hit=from_zygote)
+                s = s if s else b.NA(err)
+            out[("python (zygote)", name)] = s
+            b.log("cpu %s python (zygote) %s: %s" % (backend, name, fmt(s)))
+    finally:
+        srv.close()
     return out
 
 
@@ -212,6 +262,17 @@ def burst(b, backend, pool, size, rounds, logdir, pause=3.0):
     finally:
         srv.close()
     return empty, calls
+
+
+def rows_of(backend, langs, res):
+    """measure()'s results as table() rows, the zygote's after Python's."""
+    rows = []
+    for lang in langs:
+        for name in (lang, lang + " (zygote)"):
+            if (name, "warm") in res:
+                rows.append((backend, name, {n: res.get((name, n)) for n in
+                                             ("cold", "warm", "warm x2")}))
+    return rows
 
 
 def b_bin(b):
@@ -245,6 +306,9 @@ def table(rows):
             s = d.get(name)
             cells += [c(s, "cpu"), c(s, "rate")] + ([c(s, "empty")] if name != "cold" else [])
         out.append("| %s | %s | %s |" % (lang, backend, " | ".join(cells)))
+    if any(lang.endswith("(zygote)") for _, lang, _ in rows):
+        out += ["", "(zygote): LLM_SANDBOX_ZYGOTE=true, cgroups off; its \"no ready sandbox\" "
+                "counts the calls that were not forked from the zygote."]
     return "\n".join(out)
 
 
@@ -273,8 +337,7 @@ def main():
     rows = []
     for backend in a.backend or ["bwrap", "nsjail"]:
         res = measure(b, backend, a.lang or ["python"], a.runs, logdir)
-        for lang in a.lang or ["python"]:
-            rows.append((backend, lang, {n: res[(lang, n)] for n in ("cold", "warm", "warm x2")}))
+        rows += rows_of(backend, a.lang or ["python"], res)
     print(table(rows))
     for backend in a.backend or ["bwrap", "nsjail"]:
         for pool, size in ((2, 2), (2, 4), (8, 8)):
