@@ -60,26 +60,23 @@ struct bwrap_box {
 };
 
 static void await_agent(struct jail_box *jb);
-static int bwrap_diag_error(char *diag, struct sbx_err *err);
 
 static const struct jail_kind bwrap_kind = {.launcher = "bwrap",
         .term_grace_ms = 0, /* the agent is killed: bwrap goes at once */
         .kill = bwrap_box_kill,
         .close = bwrap_box_close,
         .reap = await_agent,
-        .diag_error = bwrap_diag_error};
+        .diag_error = jail_bwrap_diag_error};
 
 /* WSL2: SIGTERM to the launcher reaches the opener, which kills the agent
  * and waits for the sandbox to be gone (plugins/wsl2/open.c). */
-static int wsl_stats_line(const char *line, struct sbx_box_stats *stats);
-
 static const struct jail_kind wsl_kind = {.launcher = "wsl.exe (bwrap)",
         .term_grace_ms = 5000,
         .kill = bwrap_box_kill,
         .close = bwrap_box_close,
         .reap = NULL,
-        .diag_error = bwrap_diag_error,
-        .stats_line = wsl_stats_line};
+        .diag_error = jail_bwrap_diag_error,
+        .stats_line = jail_wsl_stats_line};
 
 static const struct jail_kind *kind_of(const struct bwrap_box *b)
 {
@@ -418,30 +415,6 @@ static void await_agent(struct jail_box *jb)
 
     if (b->agent_pidfd >= 0 && poll(&pfd, 1, 5000) == 0)
         jb->h->log(jb->h, SBX_LOG_WARN, "sandbox agent %d still exiting after 5 s", b->agent_pid);
-}
-
-/* WSL2: the opener's last line, "sbx-wsl2-stats oom_killed=N
- * pids_limited=N", from the box's cgroup in the distribution. */
-static int wsl_stats_line(const char *line, struct sbx_box_stats *stats)
-{
-    int oom = 0, pids = 0;
-
-    if (strncmp(line, "sbx-wsl2-stats ", 15) != 0)
-        return 0;
-    if (sscanf(line + 15, "oom_killed=%d pids_limited=%d", &oom, &pids) == 2 && oom >= -1 &&
-            oom <= 1 && pids >= -1 && pids <= 1) {
-        stats->oom_killed = oom;
-        stats->pids_limited = pids;
-    }
-    return 1;
-}
-
-/* bwrap's own message ("bwrap: ...") is its error, or the WSL2 opener's. */
-static int bwrap_diag_error(char *diag, struct sbx_err *err)
-{
-    return strstr(diag, "bwrap:") || strstr(diag, "wsl2-open:")
-                   ? sbx_err_fill(err, SBX_E_BACKEND, 0, "%s", diag)
-                   : 0;
 }
 
 int bwrap_box_close(void *box, struct sbx_box_stats *stats, struct sbx_err *err)

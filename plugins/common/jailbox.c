@@ -231,3 +231,24 @@ int jail_box_open_failed(void *box, const struct jail_kind *k, int r, struct sbx
         sbx_err_fill(err, cerr.rc, cerr.sys_errno, "%s", cerr.msg);
     return r;
 }
+
+int jail_bwrap_diag_error(char *diag, struct sbx_err *err)
+{
+    return strstr(diag, "bwrap:") || strstr(diag, "wsl2-open:")
+                   ? sbx_err_fill(err, SBX_E_BACKEND, 0, "%s", diag)
+                   : 0;
+}
+
+int jail_wsl_stats_line(const char *line, struct sbx_box_stats *stats)
+{
+    int oom = 0, pids = 0;
+
+    if (strncmp(line, "sbx-wsl2-stats ", 15) != 0)
+        return 0;
+    if (sscanf(line + 15, "oom_killed=%d pids_limited=%d", &oom, &pids) == 2 && oom >= -1 &&
+            oom <= 1 && pids >= -1 && pids <= 1) {
+        stats->oom_killed = oom;
+        stats->pids_limited = pids;
+    }
+    return 1;
+}

@@ -80,6 +80,14 @@ struct jail_kind {
     int (*stats_line)(const char *line, struct sbx_box_stats *stats);
 };
 
+/* bwrap's kinds (plugins/bwrap/run.c, and plugins/wsl2/run_win.c on
+ * Windows): bwrap's own message ("bwrap: ...") or the WSL2 opener's is
+ * the launcher's error; the opener's last line, "sbx-wsl2-stats
+ * oom_killed=N pids_limited=N", reports the box's cgroup in the
+ * distribution. */
+int jail_bwrap_diag_error(char *diag, struct sbx_err *err);
+int jail_wsl_stats_line(const char *line, struct sbx_box_stats *stats);
+
 /* End the box: end of input (the agent kills everything and exits), wait
  * up to 2 s for the launcher, then kill as the kind says; log the
  * launcher's diagnostics at debug level; read the cgroup's stats into

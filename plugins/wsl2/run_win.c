@@ -38,16 +38,13 @@ struct bwrap_box {
     struct bwrap_state *st;
 };
 
-static int wsl_stats_line(const char *line, struct sbx_box_stats *stats);
-static int diag_error(char *diag, struct sbx_err *err);
-
 static const struct jail_kind wsl_kind = {.launcher = "wsl.exe (bwrap)",
         .term_grace_ms = 0, /* the kill ends the Job Object at once */
         .kill = bwrap_box_kill,
         .close = bwrap_box_close,
         .reap = NULL,
-        .diag_error = diag_error,
-        .stats_line = wsl_stats_line};
+        .diag_error = jail_bwrap_diag_error,
+        .stats_line = jail_wsl_stats_line};
 
 static const char passwd_data[] = JAIL_PASSWD;
 static const char group_data[] = JAIL_GROUP;
@@ -225,29 +222,6 @@ int bwrap_box_kill(void *box)
     if (b->jb.proc)
         b->jb.h->proc_signal(b->jb.proc, SIGKILL); /* the launcher's whole Job Object */
     return 0;
-}
-
-/* The opener's last line, "sbx-wsl2-stats oom_killed=N pids_limited=N"
- * (as run.c reads it). */
-static int wsl_stats_line(const char *line, struct sbx_box_stats *stats)
-{
-    int oom = 0, pids = 0;
-
-    if (strncmp(line, "sbx-wsl2-stats ", 15) != 0)
-        return 0;
-    if (sscanf(line + 15, "oom_killed=%d pids_limited=%d", &oom, &pids) == 2 && oom >= -1 &&
-            oom <= 1 && pids >= -1 && pids <= 1) {
-        stats->oom_killed = oom;
-        stats->pids_limited = pids;
-    }
-    return 1;
-}
-
-static int diag_error(char *diag, struct sbx_err *err)
-{
-    return strstr(diag, "bwrap:") || strstr(diag, "wsl2-open:")
-                   ? sbx_err_fill(err, SBX_E_BACKEND, 0, "%s", diag)
-                   : 0;
 }
 
 int bwrap_box_close(void *box, struct sbx_box_stats *stats, struct sbx_err *err)

@@ -53,42 +53,6 @@ struct sbx_proc {
     int killed_by; /* the signal proc_signal ended it with, or 0 */
 };
 
-static const struct host_ctx *ctx_of(const struct sbx_host *h)
-{
-    return (const struct host_ctx *)(const void *)h;
-}
-
-static int to_perr(struct sbx_err *perr, struct sbx_error *e)
-{
-    int rc = e ? e->rc : SBX_E_INTERNAL;
-
-    if (perr) {
-        perr->rc = rc;
-        perr->sys_errno = e ? e->sys_errno : 0;
-        snprintf(perr->msg, sizeof(perr->msg), "%s", e && e->msg ? e->msg : "failed");
-        snprintf(perr->field, sizeof(perr->field), "%s", e && e->field ? e->field : "");
-    }
-    sbx_error_free(e);
-    return rc;
-}
-
-SBX_PRINTF(3, 4)
-static void host_log(const struct sbx_host *h, int level, const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    log_vmsg(level, ctx_of(h)->plugin->name, fmt, ap);
-    va_end(ap);
-}
-
-static const char *host_setting(const struct sbx_host *h, const char *key)
-{
-    const struct host_ctx *hc = ctx_of(h);
-
-    return plugin_setting_value(hc->rt->settings, hc->plugin->m, hc->plugin->name, key);
-}
-
 /* ---- processes: win_proc.c ---------------------------------------------- */
 
 static int host_proc_spawn(const struct sbx_host *h, const struct sbx_spawn *spec,
@@ -112,7 +76,7 @@ static int host_proc_spawn(const struct sbx_host *h, const struct sbx_spawn *spe
         return sbx_err_fill(perr, SBX_E_NOMEM, ENOMEM, "out of memory");
     if (win_proc_spawn(&sp, NULL, &p->wp, &e) < 0) {
         free(p);
-        return to_perr(perr, e);
+        return host_ctx_error(perr, e);
     }
     *ret = p;
     return 0;
@@ -291,7 +255,7 @@ static int host_memfd_new(const struct sbx_host *h, const char *name, const void
 
 static int host_agent_fd(const struct sbx_host *h, int *ret_fd, struct sbx_err *perr)
 {
-    const char *path = ctx_of(h)->rt->agent_path;
+    const char *path = host_ctx_of(h)->rt->agent_path;
     int fd = path ? open(path, O_RDONLY | O_BINARY) : -1;
 
     if (fd < 0)
@@ -350,7 +314,7 @@ static int host_seccomp_bpf_fd(const struct sbx_host *h, int *ret_fd, struct sbx
     size_t len;
 
     if (seccomp_bpf_get(&bpf, &len, &e) < 0)
-        return to_perr(perr, e);
+        return host_ctx_error(perr, e);
     return host_memfd_new(h, "sbx-seccomp", bpf, len, ret_fd, perr);
 }
 
@@ -363,7 +327,7 @@ static int host_seccomp_rules(
 
 static void host_sandbox_ids(const struct sbx_host *h, uint32_t *ret_uid, uint32_t *ret_gid)
 {
-    const struct settings *s = ctx_of(h)->rt->settings;
+    const struct settings *s = host_ctx_of(h)->rt->settings;
 
     *ret_uid = s->sandbox_uid;
     *ret_gid = s->sandbox_gid;
@@ -371,7 +335,7 @@ static void host_sandbox_ids(const struct sbx_host *h, uint32_t *ret_uid, uint32
 
 static const char *host_instance_id(const struct sbx_host *h)
 {
-    return ctx_of(h)->rt->owner;
+    return host_ctx_of(h)->rt->owner;
 }
 
 static int no_http(const struct sbx_host *h, const struct sbx_http *req, struct sbx_err *perr)
@@ -498,8 +462,8 @@ void host_init(struct host_ctx *hc, struct sbx_runtime *rt, struct plugin *pl)
     hc->host = (struct sbx_host){
             .size = sizeof(struct sbx_host),
             .abi_minor = SBX_ABI_MINOR,
-            .log = host_log,
-            .setting = host_setting,
+            .log = host_ctx_log,
+            .setting = host_ctx_setting,
             .proc_spawn = host_proc_spawn,
             .proc_pid = host_proc_pid,
             .proc_fd = host_proc_fd,

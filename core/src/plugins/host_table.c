@@ -42,47 +42,10 @@ struct sbx_cgroup {
     struct cg_group *g;
 };
 
-static const struct host_ctx *ctx_of(const struct sbx_host *h)
-{
-    return (const struct host_ctx *)(const void *)h;
-}
-
-/* Copy a core error into the plugin's report. */
-static int to_perr(struct sbx_err *perr, struct sbx_error *e)
-{
-    int rc = e ? e->rc : SBX_E_INTERNAL;
-
-    if (perr) {
-        perr->rc = rc;
-        perr->sys_errno = e ? e->sys_errno : 0;
-        snprintf(perr->msg, sizeof(perr->msg), "%s", e && e->msg ? e->msg : "failed");
-        snprintf(perr->field, sizeof(perr->field), "%s", e && e->field ? e->field : "");
-    }
-    sbx_error_free(e);
-    return rc;
-}
-
-SBX_PRINTF(3, 4)
-static void host_log(const struct sbx_host *h, int level, const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    log_vmsg(level, ctx_of(h)->plugin->name, fmt, ap);
-    va_end(ap);
-}
-
-static const char *host_setting(const struct sbx_host *h, const char *key)
-{
-    const struct host_ctx *hc = ctx_of(h);
-
-    return plugin_setting_value(hc->rt->settings, hc->plugin->m, hc->plugin->name, key);
-}
-
 static int host_proc_spawn(const struct sbx_host *h, const struct sbx_spawn *spec,
         struct sbx_proc **ret, struct sbx_err *perr)
 {
-    const struct settings *s = ctx_of(h)->rt->settings;
+    const struct settings *s = host_ctx_of(h)->rt->settings;
     struct sbx_error *e = NULL;
     struct exec_ctx ctx = {.uid = s->sandbox_uid, .gid = s->sandbox_gid};
     struct sbx_proc *p;
@@ -102,7 +65,7 @@ static int host_proc_spawn(const struct sbx_host *h, const struct sbx_spawn *spe
         return sbx_err_fill(perr, SBX_E_NOMEM, ENOMEM, "out of memory");
     if (exec_spawn(spec, &ctx, &p->ep, &e) < 0) {
         free(p);
-        return to_perr(perr, e);
+        return host_ctx_error(perr, e);
     }
     *ret = p;
     return 0;
@@ -143,14 +106,14 @@ static int host_run_capture(const struct sbx_host *h, const char *const *argv, i
 
     (void)h;
     if (exec_capture(argv, timeout_ms, out, out_len, ret_status, &e) < 0)
-        return to_perr(perr, e);
+        return host_ctx_error(perr, e);
     return 0;
 }
 
 static int host_cgroup_new(const struct sbx_host *h, const char *id, const struct sbx_policy *pol,
         struct sbx_cgroup **ret, struct sbx_err *perr)
 {
-    struct cg_service *svc = ctx_of(h)->rt->cg;
+    struct cg_service *svc = host_ctx_of(h)->rt->cg;
     struct sbx_error *e = NULL;
     struct sbx_cgroup *cg;
 
@@ -162,7 +125,7 @@ static int host_cgroup_new(const struct sbx_host *h, const char *id, const struc
         return sbx_err_fill(perr, SBX_E_NOMEM, ENOMEM, "out of memory");
     if (cg_group_new(svc, id, pol, &cg->g, &e) < 0) {
         free(cg);
-        return to_perr(perr, e);
+        return host_ctx_error(perr, e);
     }
     *ret = cg;
     return 0;
@@ -193,7 +156,7 @@ static void host_cgroup_free(struct sbx_cgroup *cg)
 
 static void host_cgroup_caps(const struct sbx_host *h, struct sbx_caps *caps)
 {
-    cg_service_caps(ctx_of(h)->rt->cg, caps);
+    cg_service_caps(host_ctx_of(h)->rt->cg, caps);
 }
 
 static int memfd_with(
@@ -237,7 +200,7 @@ static int host_seccomp_bpf_fd(const struct sbx_host *h, int *ret_fd, struct sbx
 
     (void)h;
     if (seccomp_bpf_get(&bpf, &len, &e) < 0)
-        return to_perr(perr, e);
+        return host_ctx_error(perr, e);
     return memfd_with("sbx-seccomp", bpf, len, ret_fd, perr);
 }
 
@@ -249,7 +212,7 @@ static int host_seccomp_zygote_bpf_fd(const struct sbx_host *h, int *ret_fd, str
 
     (void)h;
     if (seccomp_zygote_bpf_get(&bpf, &len, &e) < 0)
-        return to_perr(perr, e);
+        return host_ctx_error(perr, e);
     return memfd_with("sbx-seccomp-zygote", bpf, len, ret_fd, perr);
 }
 
@@ -260,7 +223,7 @@ static int host_seccomp_kafel_fd(const struct sbx_host *h, int *ret_fd, struct s
 
     (void)h;
     if (seccomp_kafel_get(&text, &e) < 0)
-        return to_perr(perr, e);
+        return host_ctx_error(perr, e);
     return memfd_with("sbx-seccomp-kafel", text, strlen(text), ret_fd, perr);
 }
 
@@ -271,13 +234,13 @@ static int host_seccomp_zygote_kafel_fd(const struct sbx_host *h, int *ret_fd, s
 
     (void)h;
     if (seccomp_zygote_kafel_get(&text, &e) < 0)
-        return to_perr(perr, e);
+        return host_ctx_error(perr, e);
     return memfd_with("sbx-seccomp-zygote-kafel", text, strlen(text), ret_fd, perr);
 }
 
 static int host_agent_fd(const struct sbx_host *h, int *ret_fd, struct sbx_err *perr)
 {
-    const char *path = ctx_of(h)->rt->agent_path;
+    const char *path = host_ctx_of(h)->rt->agent_path;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
 
     if (fd < 0)
@@ -290,7 +253,7 @@ static int host_agent_fd(const struct sbx_host *h, int *ret_fd, struct sbx_err *
 
 static void host_sandbox_ids(const struct sbx_host *h, uint32_t *ret_uid, uint32_t *ret_gid)
 {
-    const struct settings *s = ctx_of(h)->rt->settings;
+    const struct settings *s = host_ctx_of(h)->rt->settings;
 
     *ret_uid = s->sandbox_uid;
     *ret_gid = s->sandbox_gid;
@@ -298,7 +261,7 @@ static void host_sandbox_ids(const struct sbx_host *h, uint32_t *ret_uid, uint32
 
 static const char *host_instance_id(const struct sbx_host *h)
 {
-    return ctx_of(h)->rt->owner;
+    return host_ctx_of(h)->rt->owner;
 }
 
 static int host_http_request(const struct sbx_host *h, const struct sbx_http *req,
@@ -423,8 +386,8 @@ void host_init(struct host_ctx *hc, struct sbx_runtime *rt, struct plugin *pl)
     hc->host = (struct sbx_host){
             .size = sizeof(struct sbx_host),
             .abi_minor = SBX_ABI_MINOR,
-            .log = host_log,
-            .setting = host_setting,
+            .log = host_ctx_log,
+            .setting = host_ctx_setting,
             .proc_spawn = host_proc_spawn,
             .proc_pid = host_proc_pid,
             .proc_fd = host_proc_fd,

@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,8 +17,10 @@
 #include "base/cleanup.h"
 #include "base/dynbuf.h"
 #include "base/error.h"
+#include "base/log.h"
 #include "base/util.h"
 #include "plugins/manifest.h"
+#include "plugins/plugin_settings.h"
 #include "runtime_state.h"
 
 #define PLUGIN_FILE_MAX (256u << 10) /* a data file beside a manifest (driver, support) */
@@ -110,4 +113,34 @@ char *plugin_file_read(
     buf[len] = '\0';
     *ret_len = len;
     return buf;
+}
+
+int host_ctx_error(struct sbx_err *perr, struct sbx_error *e)
+{
+    int rc = e ? e->rc : SBX_E_INTERNAL;
+
+    if (perr) {
+        perr->rc = rc;
+        perr->sys_errno = e ? e->sys_errno : 0;
+        snprintf(perr->msg, sizeof(perr->msg), "%s", e && e->msg ? e->msg : "failed");
+        snprintf(perr->field, sizeof(perr->field), "%s", e && e->field ? e->field : "");
+    }
+    sbx_error_free(e);
+    return rc;
+}
+
+void host_ctx_log(const struct sbx_host *h, int level, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    log_vmsg(level, host_ctx_of(h)->plugin->name, fmt, ap);
+    va_end(ap);
+}
+
+const char *host_ctx_setting(const struct sbx_host *h, const char *key)
+{
+    const struct host_ctx *hc = host_ctx_of(h);
+
+    return plugin_setting_value(hc->rt->settings, hc->plugin->m, hc->plugin->name, key);
 }
