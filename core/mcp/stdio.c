@@ -85,6 +85,8 @@ int mcp_serve_stdio(struct sbx_runtime *rt, const struct mcp_options *opt)
     }
     rc = pthread_create(&prober, NULL, stream_probe_versions, rt);
     sig = serve_loop(c, &sink, sig_fd);
+    /* a shutdown never waits for the toolchains' probes */
+    sbx_runtime_stop_probes(rt);
     if (sig) { /* every call in flight still gets its (cancelled) answer */
         mcp_conn_shutdown(c);
         mcp_conn_wait_idle(c, mcp_monotonic_ms() + MCP_SHUTDOWN_GRACE_MS);

@@ -414,6 +414,8 @@ int mcp_serve_unix(
             listen_fd >= 0 ? " (from systemd)" : "");
     rc = pthread_create(&prober, NULL, stream_probe_versions, rt);
     sig = accept_loop(&u, lfd, sig_fd);
+    /* a shutdown never waits for the toolchains' probes */
+    sbx_runtime_stop_probes(rt);
     if (listen_fd < 0)
         unlink_ours(path, &ours); /* new clients now fail at once, not queue */
     close(lfd);

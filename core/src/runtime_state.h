@@ -21,6 +21,7 @@ struct sessions;
 struct artifact_store;
 struct pools;
 struct uidrange;
+struct sbx_cancel;
 
 struct sbx_runtime {
     struct settings *settings;
@@ -38,6 +39,8 @@ struct sbx_runtime {
     struct artifact_store *artifacts; /* engine/artifacts.c: one-shot runs' files, for a while */
     struct pools *pools;              /* sessions/pool.c: ready boxes for one-shot runs */
     struct uidrange *uids;            /* as root: each box's own host uid, or NULL */
+    struct sbx_cancel *probe_cancel;  /* fired by sbx_runtime_stop_probes */
+    atomic_bool probes_stopped;
 };
 
 #endif

@@ -11,14 +11,16 @@ Go compiles its standard library into an empty build cache in every
 sandbox (no warm cache yet), so each Go build costs seconds; the Go cases
 are few and get a longer timeout."""
 import json
+import os
 import re
 import subprocess
+import time
 import uuid
 
 import pytest
 
 import containers
-from conftest import CONTAINER, SBX_BIN, clean_env, sbx, skip_unless_warm_sets
+from conftest import CONTAINER, SBX_BIN, clean_env, describe_pids, sbx, skip_unless_warm_sets
 
 pytestmark = pytest.mark.contract
 
@@ -349,6 +351,70 @@ def test_toolchain_versions_are_probed():
         version = details.get("version")
         assert isinstance(version, str) and re.match(r"^[0-9]+(\.[0-9]+)*$", version), \
             (lang, details)
+
+
+SLOW_PROBE = """\
+# a data-only language whose version command never ends on its own
+name: slowprobe
+kind: language
+version: 1.0.0
+abi: "1.0"
+description: Test language for test_languages.py
+language:
+  source_file: main.sh
+  run: [/bin/sh, "{{source}}"]
+  version_command: [/bin/sleep, "{token}"]
+  version_pattern: "([0-9]+)"
+"""
+
+
+def _cmdline_pids(token):
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open("/proc/%s/cmdline" % name, "rb") as f:
+                    args = f.read().split(b"\0")
+            except OSError:
+                continue
+            if token.encode() in args:
+                found.append(int(name))
+    return found
+
+
+def test_the_server_ends_without_waiting_for_a_probe(tmp_path):
+    """A server that loses its client ends at once, never waiting for a
+    toolchain's probe (a slow machine's probes take minutes): the probe in
+    progress is cancelled and its sandbox is gone once the server is."""
+    token = "%d.%03d" % (5000 + uuid.uuid4().int % 1000, uuid.uuid4().int % 1000)
+    (tmp_path / "slowprobe.yaml").write_text(SLOW_PROBE.format(token=token))
+    env = clean_env({"LLM_SANDBOX_PLUGIN_PATH": str(tmp_path), "LLM_SANDBOX_LANGUAGES": "slowprobe",
+                     "LLM_SANDBOX_DEFAULT_LANGUAGE": "slowprobe",
+                     "LLM_SANDBOX_TIMEOUT": "3000", "LLM_SANDBOX_MAX_TIMEOUT": "3000",
+                     "LLM_SANDBOX_CACHE_DIR": str(tmp_path / "cache")})
+    if CONTAINER:  # the probe runs in the test image, which has /bin/sleep
+        env["SANDBOX_IMAGE_SLOWPROBE"] = containers.IMAGE
+    p = subprocess.Popen([SBX_BIN], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, env=env, cwd="/")
+    try:
+        deadline = time.monotonic() + 120
+        while not _cmdline_pids(token):
+            assert p.poll() is None, p.stderr.read().decode(errors="replace")
+            assert time.monotonic() < deadline, "the version probe never started"
+            time.sleep(0.1)
+        p.stdin.close()
+        try:
+            rc = p.wait(120)  # the probe would run for 5,000 s
+        except subprocess.TimeoutExpired:
+            p.kill()
+            raise AssertionError("the server waited for its probe after its input closed")
+        assert rc == 0, p.stderr.read().decode(errors="replace")
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    left = _cmdline_pids(token)
+    assert not left, "the probe's processes outlived the server: %s" % describe_pids(left)
 
 
 PY_LIKE_A_SCRIPT = r"""

@@ -317,6 +317,10 @@ void details_refresh(struct sbx_runtime *rt, struct plugin *pl)
     int kind;
 
     pthread_mutex_lock(&pl->probe_lock);
+    if (atomic_load(&rt->probes_stopped)) { /* the runtime is ending */
+        pthread_mutex_unlock(&pl->probe_lock);
+        return;
+    }
     kind = details_key(rt, pl, key);
     if (kind < 0) {
         /* no key: probe once for this runtime, keep nothing on disk */

@@ -349,5 +349,6 @@ int run_probe(struct sbx_runtime *rt, const char *language, char **argv, size_t 
 
     req.limits.set = SBX_REQ_OUTPUT;
     req.limits.output_bytes = output_bytes;
+    req.cancel = rt->probe_cancel; /* sbx_runtime_stop_probes */
     return run_one(rt, &req, argv, ret, err);
 }

@@ -103,7 +103,7 @@ int sbx_runtime_new_opts(
 {
     struct sbx_runtime *rt = calloc(1, sizeof(*rt));
     cleanup_free char *dir = NULL;
-    int ids_rc;
+    int ids_rc, cancel_rc;
     struct cg_options cgo = {.mount_root = "/sys/fs/cgroup", .self_cgroup = "/proc/self/cgroup"};
 
     if (!rt)
@@ -140,6 +140,11 @@ int sbx_runtime_new_opts(
         sbx_runtime_free(rt);
         return sbx_error_set(err, SBX_E_NOMEM, ENOMEM, "out of memory");
     }
+    cancel_rc = sbx_cancel_new(&rt->probe_cancel, err);
+    if (cancel_rc < 0) {
+        sbx_runtime_free(rt);
+        return cancel_rc;
+    }
     ids_rc = uid_range_open(rt, err);
     if (ids_rc < 0) {
         sbx_runtime_free(rt);
@@ -171,6 +176,7 @@ struct sbx_runtime *sbx_runtime_free(struct sbx_runtime *rt)
     loader_unload_all(rt);
     cg_service_free(rt->cg);
     uidrange_free(rt->uids);
+    sbx_cancel_free(rt->probe_cancel);
     settings_free(rt->settings);
     if (rt->audit_fd >= 0)
         close(rt->audit_fd);
@@ -178,6 +184,12 @@ struct sbx_runtime *sbx_runtime_free(struct sbx_runtime *rt)
     free(rt->agent_path);
     free(rt);
     return NULL;
+}
+
+void sbx_runtime_stop_probes(struct sbx_runtime *rt)
+{
+    atomic_store(&rt->probes_stopped, true);
+    sbx_cancel_fire(rt->probe_cancel);
 }
 
 int sbx_runtime_check(struct sbx_runtime *rt, struct sbx_error **err)
