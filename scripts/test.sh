@@ -65,7 +65,8 @@ report() {
         kill_tree "$p"
     done
     finish_step
-    /usr/bin/python3 "$SRC/scripts/test-times.py" "$TIMES/steps.tsv" "$TIMES"/junit-*.xml || true
+    /usr/bin/python3 "$SRC/scripts/test-times.py" "$TIMES/steps.tsv" "$TIMES"/junit-*.xml \
+        "$TIMES/lane.tsv" || true
     rm -rf "$TIMES"
     exit $rc
 }
@@ -181,10 +182,15 @@ next_junit
 # session lock (tests/integration/conftest.py says why they do not meet).
 unprivileged_lane() {
     rc=0
+    # each suite's wall time and outcome, for the table (lane.tsv)
     u() {
+        u_name=$1 u_t0=$(date +%s) u_rc=0
         printf '\n==> unprivileged: %s\n' "$1"
         shift
-        "$@" || rc=1
+        "$@" || u_rc=1
+        [ "$u_rc" = 0 ] || rc=1
+        printf '%s\t%s\t%s\n' "$u_name" $(($(date +%s) - u_t0)) \
+            "$([ "$u_rc" = 0 ] && echo ok || echo FAILED)" >>"$TIMES/lane.tsv"
     }
     u "integration (bwrap)" tests/integration/run-unprivileged.sh build
     u "integration contract (nsjail)" env SBX_TEST_BACKEND=nsjail \
@@ -327,7 +333,8 @@ if [ -n "$lane_pid" ]; then
 fi
 
 if [ -n "$lane_pid" ]; then
-    step "unprivileged suites (what was left of them)"
+    step "unprivileged lane: what was left (its suites ran beside)"
+    cur_junit="$cur_junit	lane.tsv"
     wait "$lane_pid" || true
     cat "$TIMES/unprivileged.log"
     [ "$(cat "$TIMES/unprivileged.rc")" = 0 ] || root_rc=1
