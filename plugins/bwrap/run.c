@@ -37,18 +37,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "bwrap.h"
-#include "wslframe.h"
+#include "wslsend.h"
 
 #define CHILD_FD_BASE 3
 
@@ -179,100 +176,6 @@ static int read_child_pid(int fd, int *ret_pid, struct sbx_err *err)
     return 0;
 }
 
-/* All of buf down the launcher's stdin (non-blocking), within 30 s. */
-static int put_all(int fd, const unsigned char *buf, size_t n, struct sbx_err *err)
-{
-    while (n > 0) {
-        struct pollfd pfd = {.fd = fd, .events = POLLOUT};
-        ssize_t w = write(fd, buf, n);
-
-        if (w < 0 && (errno == EAGAIN || errno == EINTR)) {
-            if (poll(&pfd, 1, 30000) == 0)
-                return sbx_err_fill(
-                        err, SBX_E_BACKEND, ETIMEDOUT, "the WSL2 opener took no input for 30 s");
-            continue;
-        }
-        if (w <= 0)
-            return sbx_err_fill(err, SBX_E_BACKEND, errno,
-                    "the WSL2 opener stopped reading its input: %s", strerror(errno));
-        buf += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-/* One blob (the whole file behind fd) as a record of the opener's stream. */
-static int put_blob(int wfd, int fd, int child_fd, struct sbx_err *err)
-{
-    unsigned char buf[65536], hdr[WSL_FRAME_HDR];
-    struct stat sb;
-    off_t off = 0;
-
-    errno = 0;
-    if (fstat(fd, &sb) < 0 || sb.st_size < 0 || sb.st_size > (off_t)WSL_FRAME_BLOB_MAX)
-        return sbx_err_fill(err, SBX_E_BACKEND, errno, "a blob for the WSL2 opener: %s",
-                errno ? strerror(errno) : "too large");
-    wsl_frame_put(hdr, WSL_FRAME_FD, child_fd, (uint32_t)sb.st_size);
-    if (put_all(wfd, hdr, sizeof(hdr), err) < 0)
-        return err->rc;
-    while (off < sb.st_size) {
-        ssize_t n = pread(fd, buf, sizeof(buf), off);
-
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return sbx_err_fill(err, SBX_E_IO, n < 0 ? errno : EIO,
-                    "reading a blob for the WSL2 opener: %s", n < 0 ? strerror(errno) : "short");
-        if ((off_t)n > sb.st_size - off)
-            n = (ssize_t)(sb.st_size - off); /* it grew: send what was announced */
-        if (put_all(wfd, buf, (size_t)n, err) < 0)
-            return err->rc;
-        off += n;
-    }
-    return 0;
-}
-
-/* WSL2: the stream the opener reads before it starts bwrap (wslframe.h).
- * SIGPIPE is held while writing, so an opener that died becomes an error
- * here (its own message, on stderr, replaces ours), not the end of the
- * process. */
-static int send_stream(const struct box_fds *f, const int *child, int wfd,
-        const struct sbx_policy *lim, struct sbx_err *err)
-{
-    static const struct timespec now = {0, 0};
-    unsigned char hdr[WSL_FRAME_HDR], lbuf[WSL_FRAME_LIMITS_LEN];
-    sigset_t pipe, old;
-    int r = 0;
-
-    sigemptyset(&pipe);
-    sigaddset(&pipe, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe, &old);
-    r = put_all(wfd, (const unsigned char *)WSL_FRAME_MAGIC, WSL_FRAME_MAGIC_LEN, err);
-    for (int i = 0; r == 0 && i < FD_COUNT; i++)
-        if (f->fd[i] >= 0)
-            r = put_blob(wfd, f->fd[i], child[i], err);
-    if (r == 0 && lim) { /* the opener makes the box's cgroup with these */
-        struct wsl_frame_limits l = {.memory_bytes = lim->memory_bytes,
-                .cpu_millicores = lim->cpu_millicores,
-                .pids_max = lim->pids_max};
-
-        wsl_frame_put(hdr, WSL_FRAME_LIMITS, -1, WSL_FRAME_LIMITS_LEN);
-        wsl_frame_limits_put(lbuf, &l);
-        r = put_all(wfd, hdr, sizeof(hdr), err);
-        if (r == 0)
-            r = put_all(wfd, lbuf, sizeof(lbuf), err);
-    }
-    if (r == 0) {
-        wsl_frame_put(hdr, WSL_FRAME_END, -1, 0);
-        r = put_all(wfd, hdr, sizeof(hdr), err);
-    }
-    if (r < 0 && !sigismember(&old, SIGPIPE))
-        while (sigtimedwait(&pipe, NULL, &now) == SIGPIPE)
-            ;
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    return r;
-}
-
 /* With network "on": attach pasta, then let bwrap go on (--block-fd). */
 static int attach_pasta(struct bwrap_box *b, struct box_fds *f, const struct sbx_box_spec *spec,
         struct sbx_err *err)
@@ -360,7 +263,8 @@ int bwrap_box_open(
         r = spawn_bwrap(b, spec, &f, child, err);
     if (r == 0 && st->wsl) {
         jail_chan_take(h, b->jb.proc, &b->jb.chan);
-        r = send_stream(&f, child, b->jb.chan.wfd, st->wsl_cgroup ? spec->policy : NULL, err);
+        r = wsl_stream_send(
+                b->jb.chan.wfd, f.fd, child, FD_COUNT, st->wsl_cgroup ? spec->policy : NULL, err);
     } else if (r == 0) {
         jail_chan_take(h, b->jb.proc, &b->jb.chan);
         for (int i = 0; i < FD_COUNT; i++) /* bwrap has its copies now */

@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "bwrap.h"
-#include "wslframe.h"
+#include "wslsend.h"
 
 #ifndef SIGKILL
 #define SIGKILL 9 /* the ABI's signal numbers are Linux's */
@@ -75,75 +75,6 @@ static int fds_open(
             h->memfd_new(h, "hosts", hosts_data, sizeof(hosts_data) - 1, &fd[FD_HOSTS], err) < 0)
         return err->rc;
     return 0;
-}
-
-/* All of buf down the launcher's stdin (a blocking pipe here). */
-static int put_all(int fd, const unsigned char *buf, size_t n, struct sbx_err *err)
-{
-    while (n > 0) {
-        int w = _write(fd, buf, n > 65536 ? 65536u : (unsigned)n);
-
-        if (w <= 0)
-            return sbx_err_fill(err, SBX_E_BACKEND, errno,
-                    "the WSL2 opener stopped reading its input: %s", strerror(errno));
-        buf += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-/* One blob (the whole file behind fd, from its start) as a record. */
-static int put_blob(int wfd, int fd, int child_fd, struct sbx_err *err)
-{
-    unsigned char buf[65536], hdr[WSL_FRAME_HDR];
-    long long size = _lseeki64(fd, 0, SEEK_END), off = 0;
-
-    if (size < 0 || size > (long long)WSL_FRAME_BLOB_MAX || _lseeki64(fd, 0, SEEK_SET) != 0)
-        return sbx_err_fill(err, SBX_E_BACKEND, errno, "a blob for the WSL2 opener: %s",
-                size < 0 ? strerror(errno) : "too large");
-    wsl_frame_put(hdr, WSL_FRAME_FD, child_fd, (uint32_t)size);
-    if (put_all(wfd, hdr, sizeof(hdr), err) < 0)
-        return err->rc;
-    while (off < size) {
-        int n = _read(fd, buf, sizeof(buf));
-
-        if (n <= 0)
-            return sbx_err_fill(err, SBX_E_IO, n < 0 ? errno : EIO,
-                    "reading a blob for the WSL2 opener: %s", n < 0 ? strerror(errno) : "short");
-        if ((long long)n > size - off)
-            n = (int)(size - off); /* it grew: send what was announced */
-        if (put_all(wfd, buf, (size_t)n, err) < 0)
-            return err->rc;
-        off += n;
-    }
-    return 0;
-}
-
-static int send_stream(
-        const int *fd, const int *child, int wfd, const struct sbx_policy *lim, struct sbx_err *err)
-{
-    unsigned char hdr[WSL_FRAME_HDR], lbuf[WSL_FRAME_LIMITS_LEN];
-    int r = put_all(wfd, (const unsigned char *)WSL_FRAME_MAGIC, WSL_FRAME_MAGIC_LEN, err);
-
-    for (int i = 0; r == 0 && i < FD_COUNT; i++)
-        if (fd[i] >= 0)
-            r = put_blob(wfd, fd[i], child[i], err);
-    if (r == 0 && lim) { /* the opener makes the box's cgroup with these */
-        struct wsl_frame_limits l = {.memory_bytes = lim->memory_bytes,
-                .cpu_millicores = lim->cpu_millicores,
-                .pids_max = lim->pids_max};
-
-        wsl_frame_put(hdr, WSL_FRAME_LIMITS, -1, WSL_FRAME_LIMITS_LEN);
-        wsl_frame_limits_put(lbuf, &l);
-        r = put_all(wfd, hdr, sizeof(hdr), err);
-        if (r == 0)
-            r = put_all(wfd, lbuf, sizeof(lbuf), err);
-    }
-    if (r == 0) {
-        wsl_frame_put(hdr, WSL_FRAME_END, -1, 0);
-        r = put_all(wfd, hdr, sizeof(hdr), err);
-    }
-    return r;
 }
 
 static int spawn_launcher(struct bwrap_box *b, const struct sbx_box_spec *spec, const int *fd,
@@ -206,7 +137,8 @@ int bwrap_box_open(
         r = spawn_launcher(b, spec, fd, child, err);
     if (r == 0) {
         jail_chan_take(st->h, b->jb.proc, &b->jb.chan);
-        r = send_stream(fd, child, b->jb.chan.wfd, st->wsl_cgroup ? spec->policy : NULL, err);
+        r = wsl_stream_send(
+                b->jb.chan.wfd, fd, child, FD_COUNT, st->wsl_cgroup ? spec->policy : NULL, err);
     }
     fds_close(fd);
     if (r < 0) /* the opener's own message ("wsl2-open: ...") says more than ours */
