@@ -247,16 +247,43 @@ def test_zygote_run_limits_hold(zserver):
     assert sc["status"] == "oom" or "MemoryError" in sc["stderr"], sc
 
 
-def test_concurrent_runs_while_the_zygote_is_busy(zserver):
-    zserver.zygote_run("pass")
-    ids = [zserver.s.request_async("tools/call", {"name": "execute_code", "arguments": {
-        "code": "import time; time.sleep(1); print(1)", "language": "python"}}) for _ in range(3)]
-    out = [zserver.s.response(i, 120)["result"]["structuredContent"] for i in ids]
+def test_concurrent_runs_while_the_zygote_is_busy():
+    """A zygote box forks one run at a time, and a kind has at most
+    LLM_SANDBOX_POOL of them (1 here): of three calls in flight (two run
+    at once on this machine's two CPUs, or more) not all are forked, and
+    the others still run, in a ready sandbox or cold."""
+    s = ZygoteServer(pool="1", extra={"LLM_SANDBOX_MAX_CONCURRENT": "3"})
+    try:
+        s.zygote_run("pass")
+        ids = [s.s.request_async("tools/call", {"name": "execute_code", "arguments": {
+            "code": "import time; time.sleep(1); print(1)", "language": "python"}})
+            for _ in range(3)]
+        out = [s.s.response(i, 120)["result"]["structuredContent"] for i in ids]
+    finally:
+        s.finish()
     assert [sc["stdout"] for sc in out] == ["1\n"] * 3, out
-    # one zygote box forks one run at a time: two calls in flight at once
-    # (at least two run together) cannot both be forked
     kinds = [sc["sandbox"] for sc in out]
     assert "zygote" in kinds and set(kinds) - {"zygote"}, kinds
+
+
+def test_runs_in_flight_together_each_fork(zserver):
+    """A run that finds the kind's zygote box busy makes the kind want one
+    more (up to LLM_SANDBOX_POOL): once the filler has made it, two runs in
+    flight together are both forked, each from a box of its own."""
+    zserver.zygote_run("pass")
+    code = "import os, time; time.sleep(0.5); print(os.getpid())"
+    deadline, seen = time.monotonic() + 60, []
+    while True:
+        ids = [zserver.s.request_async("tools/call", {"name": "execute_code", "arguments": {
+            "code": code, "language": "python"}}) for _ in range(2)]
+        out = [zserver.s.response(i, 120)["result"]["structuredContent"] for i in ids]
+        assert all(sc["status"] == "ok" for sc in out), out
+        kinds = [sc["sandbox"] for sc in out]
+        seen.append(kinds)
+        if kinds == ["zygote", "zygote"]:
+            break
+        assert time.monotonic() < deadline, "two runs in flight were never both forked: %r" % seen
+        time.sleep(0.2)
 
 
 # (program, what it prints): a trivial run, a run whose background child

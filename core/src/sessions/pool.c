@@ -66,58 +66,11 @@
 #include "plugins/registry.h"
 #include "policy/settings.h"
 #include "runtime_state.h"
+#include "sessions/pool_int.h"
 
 #define READY_HEAD   "\033]sbx;ready;"
 #define READY_OUTPUT 4096 /* what an interpreter that did not start said */
 #define TRIM_EVERY   1000
-#define FAIL_MAX     3 /* failures in a row that end a kind's warm path */
-#define FILLERS      2 /* threads that make sandboxes */
-
-/* One ready sandbox: the engine state of the run that opened it. */
-struct pbox {
-    struct pbox *next;
-    struct run r;
-    struct sbx_request req;
-    struct sbx_execution ex;
-    bool started; /* its interpreter waits for the go */
-    int64_t made_ms;
-    bool busy; /* a zygote box lent to a run (zygote.c) */
-};
-
-/* The ready sandboxes of one kind. Only a filler thread frees a pool, and
- * only while no thread fills it. */
-struct pool {
-    struct pool *next;
-    struct plugin *backend, *lang;
-    struct sbx_policy policy; /* the first run's; kinds compare without time and output */
-    struct deps_set *warm;    /* the language's warm-up set, mounted at /warm, or NULL */
-    struct pbox *head, **tail;
-    unsigned n_ready, filling, want;
-    int64_t used_ms;
-    unsigned failed;  /* sandboxes that could not be made in a row */
-    int64_t retry_ms; /* after a failure: not before then */
-    bool broken;      /* FAIL_MAX failed in a row: cold runs until emptied */
-    /* its zygote box (LLM_SANDBOX_ZYGOTE), at the end of this file */
-    struct pbox *zyg;
-    bool zyg_filling, zyg_broken;
-    unsigned zyg_failed;
-    int64_t zyg_retry_ms;
-};
-
-struct pools {
-    pthread_mutex_t lock;
-    pthread_cond_t wake;
-    struct pool *head;
-    unsigned n_ready, filling; /* all pools */
-    bool running, stopping, prime;
-    pthread_t filler[FILLERS];
-    unsigned n_fillers;
-    struct sbx_runtime *rt;
-};
-
-static bool zygote_fill(struct pools *ps);
-static void zygote_drop(struct pools *ps, struct pool *p, struct pbox **gone);
-static bool zygote_lend(struct pools *ps, struct pool *p, struct run *r);
 
 /* The policy's box-level part: the wall time and output cap are the
  * core's to enforce per run, everything else is the sandbox's. */
@@ -142,7 +95,7 @@ struct pools *pools_new(struct sbx_runtime *rt)
     return ps;
 }
 
-static void pbox_free(struct pbox *b)
+void pbox_free(struct pbox *b)
 {
     engine_release(&b->r); /* closes the box when it still has one */
     free(b->ex.message);
@@ -152,7 +105,7 @@ static void pbox_free(struct pbox *b)
 
 /* A new sandbox of the pool's kind, ready for a run: NULL with err set
  * when it could not be made. Runs without the lock. */
-static struct pbox *pbox_make(struct pools *ps, struct pool *p, bool zygote, struct sbx_error **err)
+struct pbox *pbox_make(struct pools *ps, struct pool *p, bool zygote, struct sbx_error **err)
 {
     struct pbox *b = calloc(1, sizeof(*b));
     const struct manifest_session *pre =
@@ -290,7 +243,7 @@ static struct pbox *trim(struct pools *ps)
             gone = b;
         }
         zygote_drop(ps, p, &gone);
-        if (unused && p->filling == 0 && !p->zyg && !p->zyg_filling) {
+        if (unused && p->filling == 0 && !p->zyg && p->zyg_filling == 0) {
             *pp = p->next;
             deps_close(p->warm);
             free(p);
@@ -334,6 +287,7 @@ static struct pool *pool_of(struct pools *ps, const struct run *r, bool *made)
     p->policy = r->policy;
     p->tail = &p->head;
     p->want = 1;
+    p->zyg_want = 1;
     p->used_ms = now_ms();
     p->next = ps->head;
     ps->head = p;
@@ -510,9 +464,12 @@ void pools_free(struct pools *ps)
         struct pool *p = ps->head;
 
         ps->head = p->next;
-        if (p->zyg) { /* no run holds it: runs end before the runtime */
-            p->zyg->next = gone;
-            gone = p->zyg;
+        while (p->zyg) { /* no run holds one: runs end before the runtime */
+            struct pbox *b = p->zyg;
+
+            p->zyg = b->next;
+            b->next = gone;
+            gone = b;
         }
         while (p->head) {
             struct pbox *b = p->head;
@@ -589,126 +546,4 @@ bool pool_take(struct run *r)
     agentc_set_cancel(r->ac, r->req->cancel ? r->req->cancel->fd : -1, -1);
     pbox_free(b);
     return true;
-}
-
-/*
- * Zygote boxes (LLM_SANDBOX_ZYGOTE). A kind whose language has
- * language.zygote, on a backend of ABI 1.6 or later, keeps one zygote box
- * besides its ready sandboxes: a box opened with SBX_BOX_ZYGOTE whose
- * agent runs the language's zygote (core/agent/proto.h). A run of the
- * kind that finds it free borrows it, stages its files, and FORKs its
- * program, which runs in namespaces, a /tmp and /proc of its own under the
- * strict filter (docs/zygote-security.md); the box then gets a fresh
- * workspace and waits for the next run. One run at a time: a run that
- * finds it busy takes a ready sandbox or starts cold. A child shares its
- * box's cgroup with the zygote, so where the backend enforces memory,
- * pids or CPU by cgroup the kind gets no zygote (the limits would not be
- * the run's own); the rlimit fallbacks are per process, as in a cold box.
- * Only network off (a child's network namespace is empty), no build, no
- * mode, no warm-up set. Made and replaced by the filler as ready
- * sandboxes are; FAIL_MAX failures in a row end a kind's zygote until its
- * pool is emptied.
- */
-static bool zygote_able(const struct pools *ps, const struct pool *p)
-{
-    const struct sbx_caps *caps = &p->backend->caps;
-
-    return ps->rt->settings->zygote && p->lang->m->lang->zygote &&
-           p->backend->desc->abi_minor >= 6 && !p->warm && p->policy.network == SBX_NET_OFF &&
-           caps->level[SBX_CTL_MEMORY] != SBX_ENF_FULL &&
-           caps->level[SBX_CTL_PIDS] != SBX_ENF_FULL && caps->level[SBX_CTL_CPU] != SBX_ENF_FULL;
-}
-
-/* Under the lock: make one zygote box where a kind wants one (the lock is
- * dropped meanwhile). True when it tried. */
-static bool zygote_fill(struct pools *ps)
-{
-    struct sbx_error *e = NULL;
-    struct pool *p;
-    struct pbox *b;
-
-    for (p = ps->head; p; p = p->next)
-        if (!p->zyg && !p->zyg_filling && !p->zyg_broken && now_ms() >= p->zyg_retry_ms &&
-                zygote_able(ps, p))
-            break;
-    if (!p)
-        return false;
-    p->zyg_filling = true;
-    pthread_mutex_unlock(&ps->lock);
-    b = pbox_make(ps, p, true, &e);
-    pthread_mutex_lock(&ps->lock);
-    p->zyg_filling = false;
-    if (b) {
-        p->zyg_failed = 0;
-        p->zyg = b;
-        return true;
-    }
-    p->zyg_retry_ms = now_ms() + 1000 * (int64_t)++p->zyg_failed;
-    if (p->zyg_failed >= FAIL_MAX)
-        p->zyg_broken = true;
-    log_msg(p->zyg_broken ? SBX_LOG_WARN : SBX_LOG_INFO, p->lang->name, "%s zygote box on %s: %s%s",
-            p->zyg_broken ? "no" : "a", p->backend->name, e && e->msg ? e->msg : "unknown error",
-            p->zyg_broken ? "; its runs use ready sandboxes or start cold" : "");
-    sbx_error_free(e);
-    return true;
-}
-
-/* Under the lock: a free zygote box that waited too long (its backend's
- * backstop would end it), or of a kind no longer used, onto *gone. */
-static void zygote_drop(struct pools *ps, struct pool *p, struct pbox **gone)
-{
-    int64_t idle = (int64_t)ps->rt->settings->pool_idle_ms, now = now_ms();
-
-    if (!p->zyg || p->zyg->busy || (now - p->zyg->made_ms < idle && now - p->used_ms < idle))
-        return;
-    p->zyg->next = *gone;
-    *gone = p->zyg;
-    p->zyg = NULL;
-}
-
-/* Under the lock: lend p's zygote box to r when it is free and fits. */
-static bool zygote_lend(struct pools *ps, struct pool *p, struct run *r)
-{
-    struct pbox *b = p->zyg;
-
-    if (!b || b->busy || !zygote_able(ps, p) || !r->plan || r->plan->build || r->plan->mode ||
-            r->probe_argv)
-        return false;
-    b->busy = true;
-    p->used_ms = now_ms();
-    r->zyg = b;
-    r->box = b->r.box;
-    r->ac = b->r.ac;
-    agentc_set_cancel(r->ac, r->req->cancel ? r->req->cancel->fd : -1, -1);
-    return true;
-}
-
-void pool_zygote_return(struct run *r, bool ok)
-{
-    struct pools *ps = r->rt->pools;
-    struct pbox *b = r->zyg;
-
-    if (!b)
-        return;
-    agentc_set_cancel(r->ac, -1, -1);
-    if (ok && agentc_fresh(r->ac, now_ms() + SETUP_TIMEOUT_MS) != 0) {
-        log_msg(SBX_LOG_INFO, r->lang->name, "a zygote box on %s is closed: %s", r->backend->name,
-                agentc_last_error(r->ac));
-        ok = false;
-    }
-    r->zyg = NULL;
-    r->box = NULL;
-    r->ac = NULL;
-    pthread_mutex_lock(&ps->lock);
-    b->busy = false;
-    if (!ok)
-        for (struct pool *p = ps->head; p; p = p->next)
-            if (p->zyg == b)
-                p->zyg = NULL;
-    pthread_cond_signal(&ps->wake);
-    pthread_mutex_unlock(&ps->lock);
-    if (!ok) {
-        b->r.backend->desc->backend->box_kill(b->r.box);
-        pbox_free(b);
-    }
 }

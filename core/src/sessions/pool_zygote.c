@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pool_zygote.c: zygote boxes (LLM_SANDBOX_ZYGOTE), beside a kind's ready
+ * sandboxes (pool.c, whose filler threads make them and whose pool_take
+ * lends them). A kind whose language has language.zygote, on a backend of
+ * ABI 1.6 or later, keeps zygote boxes: boxes opened with SBX_BOX_ZYGOTE
+ * whose agent runs the language's zygote (core/agent/proto.h). A run of
+ * the kind that finds one free borrows it, stages its files, and FORKs its
+ * program, which runs in namespaces, a /tmp and /proc of its own under the
+ * strict filter (docs/zygote-security.md); the box then gets a fresh
+ * workspace and waits for the next run.
+ *
+ * One run at a time in a box (its workspace is the run's). A run that
+ * finds every one busy takes a ready sandbox or starts cold, and the kind
+ * then wants one more zygote box, up to LLM_SANDBOX_POOL of them: as many
+ * runs as come at once fork, once the filler has caught up.
+ *
+ * A child shares its box's cgroup with the zygote, so where the backend
+ * enforces memory, pids or CPU by cgroup the kind gets no zygote (the
+ * limits would not be the run's own); the rlimit fallbacks are per
+ * process, as in a cold box. Only network off (a child's network namespace
+ * is empty), no build, no mode, no warm-up set. Made and replaced by the
+ * filler as ready sandboxes are; FAIL_MAX failures in a row end a kind's
+ * zygote boxes until its pool is emptied.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "base/error.h"
+#include "base/log.h"
+#include "base/util.h"
+#include "channel/agentc.h"
+#include "engine/engine.h"
+#include "engine/plan.h"
+#include "plugins/manifest.h"
+#include "plugins/registry.h"
+#include "policy/settings.h"
+#include "runtime_state.h"
+#include "sessions/pool.h"
+#include "sessions/pool_int.h"
+
+static bool zygote_able(const struct pools *ps, const struct pool *p)
+{
+    const struct sbx_caps *caps = &p->backend->caps;
+
+    return ps->rt->settings->zygote && p->lang->m->lang->zygote &&
+           p->backend->desc->abi_minor >= 6 && !p->warm && p->policy.network == SBX_NET_OFF &&
+           caps->level[SBX_CTL_MEMORY] != SBX_ENF_FULL &&
+           caps->level[SBX_CTL_PIDS] != SBX_ENF_FULL && caps->level[SBX_CTL_CPU] != SBX_ENF_FULL;
+}
+
+/* Under the lock: make one zygote box where a kind wants one more (the
+ * lock is dropped meanwhile). True when it tried. */
+bool zygote_fill(struct pools *ps)
+{
+    struct sbx_error *e = NULL;
+    struct pool *p;
+    struct pbox *b;
+
+    for (p = ps->head; p; p = p->next)
+        if (p->n_zyg + p->zyg_filling < p->zyg_want && !p->zyg_broken &&
+                now_ms() >= p->zyg_retry_ms && zygote_able(ps, p))
+            break;
+    if (!p)
+        return false;
+    p->zyg_filling++;
+    pthread_mutex_unlock(&ps->lock);
+    b = pbox_make(ps, p, true, &e);
+    pthread_mutex_lock(&ps->lock);
+    p->zyg_filling--;
+    if (b) {
+        p->zyg_failed = 0;
+        b->next = p->zyg;
+        p->zyg = b;
+        p->n_zyg++;
+        return true;
+    }
+    p->zyg_retry_ms = now_ms() + 1000 * (int64_t)++p->zyg_failed;
+    if (p->zyg_failed >= FAIL_MAX)
+        p->zyg_broken = true;
+    log_msg(p->zyg_broken ? SBX_LOG_WARN : SBX_LOG_INFO, p->lang->name, "%s zygote box on %s: %s%s",
+            p->zyg_broken ? "no" : "a", p->backend->name, e && e->msg ? e->msg : "unknown error",
+            p->zyg_broken ? "; its runs use ready sandboxes or start cold" : "");
+    sbx_error_free(e);
+    return true;
+}
+
+/* Under the lock: take b off p's list of zygote boxes. */
+static void zygote_unlink(struct pool *p, struct pbox *b)
+{
+    for (struct pbox **pp = &p->zyg; *pp; pp = &(*pp)->next)
+        if (*pp == b) {
+            *pp = b->next;
+            b->next = NULL;
+            p->n_zyg--;
+            return;
+        }
+}
+
+/* Under the lock: the free zygote boxes that waited too long (their
+ * backend's backstop would end them), or all free ones of a kind no longer
+ * used, onto *gone. */
+void zygote_drop(struct pools *ps, struct pool *p, struct pbox **gone)
+{
+    int64_t idle = (int64_t)ps->rt->settings->pool_idle_ms, now = now_ms();
+
+    for (struct pbox *b = p->zyg, *next; b; b = next) {
+        next = b->next;
+        if (b->busy || (now - b->made_ms < idle && now - p->used_ms < idle))
+            continue;
+        zygote_unlink(p, b);
+        b->next = *gone;
+        *gone = b;
+    }
+}
+
+/* Under the lock: lend one of p's zygote boxes to r when one is free and
+ * the run fits; when every one is busy, want one more (the filler makes
+ * it), up to LLM_SANDBOX_POOL. */
+bool zygote_lend(struct pools *ps, struct pool *p, struct run *r)
+{
+    uint64_t most = ps->rt->settings->pool_size;
+    struct pbox *b;
+
+    if (!zygote_able(ps, p) || !r->plan || r->plan->build || r->plan->mode || r->probe_argv)
+        return false;
+    for (b = p->zyg; b && b->busy; b = b->next)
+        ;
+    if (!b) {
+        if (p->n_zyg + p->zyg_filling >= p->zyg_want && p->zyg_want < most) {
+            p->zyg_want++;
+            pthread_cond_broadcast(&ps->wake);
+        }
+        return false;
+    }
+    b->busy = true;
+    p->used_ms = now_ms();
+    r->zyg = b;
+    r->box = b->r.box;
+    r->ac = b->r.ac;
+    agentc_set_cancel(r->ac, r->req->cancel ? r->req->cancel->fd : -1, -1);
+    return true;
+}
+
+void pool_zygote_return(struct run *r, bool ok)
+{
+    struct pools *ps = r->rt->pools;
+    struct pbox *b = r->zyg;
+
+    if (!b)
+        return;
+    agentc_set_cancel(r->ac, -1, -1);
+    if (ok && agentc_fresh(r->ac, now_ms() + SETUP_TIMEOUT_MS) != 0) {
+        log_msg(SBX_LOG_INFO, r->lang->name, "a zygote box on %s is closed: %s", r->backend->name,
+                agentc_last_error(r->ac));
+        ok = false;
+    }
+    r->zyg = NULL;
+    r->box = NULL;
+    r->ac = NULL;
+    pthread_mutex_lock(&ps->lock);
+    b->busy = false;
+    if (!ok)
+        for (struct pool *p = ps->head; p; p = p->next)
+            zygote_unlink(p, b);
+    pthread_cond_signal(&ps->wake);
+    pthread_mutex_unlock(&ps->lock);
+    if (!ok) {
+        b->r.backend->desc->backend->box_kill(b->r.box);
+        pbox_free(b);
+    }
+}
