@@ -28,20 +28,14 @@
 #include "wslframe.h"
 #include "wslsend.h"
 
-#ifdef _WIN32
-/* All of buf down the launcher's stdin (a blocking pipe). */
-static int put_all(int fd, const unsigned char *buf, size_t n, struct sbx_err *err)
-{
-    while (n > 0) {
-        int w = _write(fd, buf, n > 65536 ? 65536u : (unsigned)n);
+#define WRITE_TIMEOUT (-2) /* write_some: the opener took nothing for 30 s */
 
-        if (w <= 0)
-            return sbx_err_fill(err, SBX_E_BACKEND, errno,
-                    "the WSL2 opener stopped reading its input: %s", strerror(errno));
-        buf += w;
-        n -= (size_t)w;
-    }
-    return 0;
+#ifdef _WIN32
+/* Some of buf down the launcher's stdin (a blocking pipe): the bytes
+ * written, or -1 with errno set. */
+static long long write_some(int fd, const unsigned char *buf, size_t n)
+{
+    return _write(fd, buf, n > 65536 ? 65536u : (unsigned)n);
 }
 
 /* The blob's size, its file offset left at its start. */
@@ -58,26 +52,19 @@ static long long blob_read(int fd, unsigned char *buf, size_t len, long long off
     return _read(fd, buf, (unsigned)len);
 }
 #else
-/* All of buf down the launcher's stdin (non-blocking), within 30 s. */
-static int put_all(int fd, const unsigned char *buf, size_t n, struct sbx_err *err)
+/* Some of buf down the launcher's stdin (non-blocking): the bytes written,
+ * -1 with errno set, or WRITE_TIMEOUT after 30 s without room. */
+static long long write_some(int fd, const unsigned char *buf, size_t n)
 {
-    while (n > 0) {
+    for (;;) {
         struct pollfd pfd = {.fd = fd, .events = POLLOUT};
         ssize_t w = write(fd, buf, n);
 
-        if (w < 0 && (errno == EAGAIN || errno == EINTR)) {
-            if (poll(&pfd, 1, 30000) == 0)
-                return sbx_err_fill(
-                        err, SBX_E_BACKEND, ETIMEDOUT, "the WSL2 opener took no input for 30 s");
-            continue;
-        }
-        if (w <= 0)
-            return sbx_err_fill(err, SBX_E_BACKEND, errno,
-                    "the WSL2 opener stopped reading its input: %s", strerror(errno));
-        buf += w;
-        n -= (size_t)w;
+        if (w >= 0 || (errno != EAGAIN && errno != EINTR))
+            return w;
+        if (poll(&pfd, 1, 30000) == 0)
+            return WRITE_TIMEOUT;
     }
-    return 0;
 }
 
 static long long blob_size(int fd)
@@ -98,6 +85,24 @@ static long long blob_read(int fd, unsigned char *buf, size_t len, long long off
     return n;
 }
 #endif
+
+/* All of buf down the launcher's stdin. */
+static int put_all(int fd, const unsigned char *buf, size_t n, struct sbx_err *err)
+{
+    while (n > 0) {
+        long long w = write_some(fd, buf, n);
+
+        if (w == WRITE_TIMEOUT)
+            return sbx_err_fill(
+                    err, SBX_E_BACKEND, ETIMEDOUT, "the WSL2 opener took no input for 30 s");
+        if (w <= 0)
+            return sbx_err_fill(err, SBX_E_BACKEND, errno,
+                    "the WSL2 opener stopped reading its input: %s", strerror(errno));
+        buf += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
 
 /* One blob (the whole file behind fd) as a record of the stream. */
 static int put_blob(int wfd, int fd, int child_fd, struct sbx_err *err)
