@@ -73,7 +73,7 @@ report() {
 trap report EXIT
 
 FUZZ="manifest config seccomp_list jsonrpc tool_args b64 wsframe proxy_request agentc k8s_channel
-    k8s_kubeconfig wsl2_list wsl2_frame"
+    k8s_kubeconfig wsl2_list wsl2_frame jail_diag"
 FUZZ_TARGETS=$(for t in $FUZZ; do printf 'fuzz_%s ' "$t"; done)
 
 step "dependencies"

@@ -44,44 +44,80 @@ static int64_t fd_write(int fd, const void *buf, size_t len)
 #define CLOSE_WAIT_MS 2000 /* for the launcher to end after end of input */
 #define DIAG_MAX      240
 
-static void read_diag(int fd, const char *drop, const struct jail_kind *k,
-        struct sbx_box_stats *stats, char *out, size_t len);
+#define DIAG_READ_MAX (1u << 20) /* what is read of a launcher's stderr at most */
 
-void jail_read_diag(int fd, const char *drop, char *out, size_t len)
+struct diag {
+    const char *drop;
+    int (*stats_line)(const char *line, struct sbx_box_stats *stats);
+    struct sbx_box_stats *stats;
+    char *out;
+    size_t len, o;
+    bool full;
+};
+
+static void diag_line(struct diag *d, const char *line)
 {
-    read_diag(fd, drop, NULL, NULL, out, len);
+    int w;
+
+    if ((d->drop && strstr(line, d->drop)) || !line[0])
+        return;
+    if (d->stats_line && d->stats_line(line, d->stats))
+        return;
+    if (d->full) /* only stats lines may follow */
+        return;
+    w = snprintf(d->out + d->o, d->len - d->o, "%s%s", d->o ? "; " : "", line);
+    if (w < 0 || (size_t)w >= d->len - d->o) { /* cut there, as snprintf left it */
+        d->full = true;
+        return;
+    }
+    d->o += (size_t)w;
 }
 
-/* jail_read_diag(), the kind's stats lines read and left out. */
-static void read_diag(int fd, const char *drop, const struct jail_kind *k,
+void jail_read_diag_stats(int fd, const char *drop,
+        int (*stats_line)(const char *line, struct sbx_box_stats *stats),
         struct sbx_box_stats *stats, char *out, size_t len)
 {
-    char buf[4096], *line, *save = NULL;
-    size_t got = 0, o = 0;
-    bool full = false;
+    struct diag d = {
+            .drop = drop, .stats_line = stats_line, .stats = stats, .out = out, .len = len};
+    char buf[4096];
+    size_t got = 0, total = 0;
+    bool skipping = false; /* the rest of a line longer than buf */
     int64_t n;
 
     out[0] = '\0';
-    while (fd >= 0 && got + 1 < sizeof(buf) &&
-            (n = fd_read(fd, buf + got, sizeof(buf) - 1 - got)) > 0)
-        got += (size_t)n;
-    buf[got] = '\0';
-    for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        int w;
+    /* line by line to the end (a stats line comes last, after whatever
+     * else was written), keeping what fits in out */
+    while (fd >= 0 && total < DIAG_READ_MAX &&
+            (n = fd_read(fd, buf + got, sizeof(buf) - 1 - got)) > 0) {
+        char *start = buf, *nl;
 
-        if ((drop && strstr(line, drop)) || !line[0])
-            continue;
-        if (k && k->stats_line && k->stats_line(line, stats))
-            continue;
-        if (full) /* only stats lines may follow */
-            continue;
-        w = snprintf(out + o, len - o, "%s%s", o ? "; " : "", line);
-        if (w < 0 || (size_t)w >= len - o) { /* cut there, as snprintf left it */
-            full = true;
-            continue;
+        total += (size_t)n;
+        got += (size_t)n;
+        while ((nl = memchr(start, '\n', got - (size_t)(start - buf)))) {
+            *nl = '\0';
+            if (!skipping)
+                diag_line(&d, start);
+            skipping = false;
+            start = nl + 1;
         }
-        o += (size_t)w;
+        got -= (size_t)(start - buf);
+        memmove(buf, start, got);
+        if (got == sizeof(buf) - 1) { /* a line longer than buf: its start only */
+            buf[got] = '\0';
+            if (!skipping)
+                diag_line(&d, buf);
+            skipping = true;
+            got = 0;
+        }
     }
+    buf[got] = '\0';
+    if (!skipping)
+        diag_line(&d, buf);
+}
+
+void jail_read_diag(int fd, const char *drop, char *out, size_t len)
+{
+    jail_read_diag_stats(fd, drop, NULL, NULL, out, len);
 }
 
 void jail_chan_take(const struct sbx_host *h, struct sbx_proc *p, struct jail_chan *c)
@@ -201,7 +237,7 @@ int jail_box_close(struct jail_box *b, const struct jail_kind *k, struct sbx_box
         status = launcher_end(b, k);
         if (k->reap)
             k->reap(b);
-        read_diag(b->chan.efd, k->noise, k, stats, diag, sizeof(diag));
+        jail_read_diag_stats(b->chan.efd, k->noise, k->stats_line, stats, diag, sizeof(diag));
         if (diag[0])
             h->log(h, SBX_LOG_DEBUG, "%s exited with status %d: %s", k->launcher, status, diag);
         if (status != 0 && k->diag_error)

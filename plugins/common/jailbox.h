@@ -22,6 +22,11 @@
 /* Read what is left on a jail's stderr (non-blocking fd) into out as one
  * line: newlines become "; ", lines containing `drop` are left out. */
 void jail_read_diag(int fd, const char *drop, char *out, size_t len);
+/* jail_read_diag() to the end of the stream (at most 1 MiB), handing each
+ * line to stats_line first: a line it takes (returns nonzero) is left out. */
+void jail_read_diag_stats(int fd, const char *drop,
+        int (*stats_line)(const char *line, struct sbx_box_stats *stats),
+        struct sbx_box_stats *stats, char *out, size_t len);
 
 /* The channel of a jail whose launcher hands its stdin and stdout to the
  * agent unchanged, and whose stderr carries diagnostics. It is the first
