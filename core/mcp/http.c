@@ -1078,8 +1078,9 @@ int mcp_serve_http(struct sbx_runtime *rt, const struct mcp_options *opt, const 
     fprintf(stderr, "llm-sandbox: MCP over HTTP at http://%.*s:%u/mcp\n",
             (int)(strrchr(addr, ':') - addr), addr, info ? info->port : 0);
     sig = wait_for_signal();
-    /* a shutdown never waits for the toolchains' probes */
-    sbx_runtime_stop_probes(rt);
+    /* a shutdown never waits for the toolchains' probes (the calls in
+     * flight, which may be running one, are cancelled too) */
+    sbx_runtime_stop_probes(rt, true);
     drain(&h);
     /* Cancel first: a connection's thread may be waiting for a running
      * call, and stopping the daemon waits for every connection thread. */

@@ -85,15 +85,13 @@ int mcp_serve_stdio(struct sbx_runtime *rt, const struct mcp_options *opt)
     }
     rc = pthread_create(&prober, NULL, stream_probe_versions, rt);
     sig = serve_loop(c, &sink, sig_fd);
-    /* a shutdown never waits for the toolchains' probes */
-    sbx_runtime_stop_probes(rt);
+    if (rc == 0) /* first: a call may wait for the probe that runs */
+        stream_end_prober(rt, prober);
     if (sig) { /* every call in flight still gets its (cancelled) answer */
         mcp_conn_shutdown(c);
         mcp_conn_wait_idle(c, mcp_monotonic_ms() + MCP_SHUTDOWN_GRACE_MS);
     }
     mcp_conn_free(c); /* cancels what still runs and waits for it */
-    if (rc == 0)
-        pthread_join(prober, NULL);
     mcp_server_free(s);
     close(sig_fd);
     close(out_fd);

@@ -48,11 +48,9 @@ int mcp_serve_stdio(struct sbx_runtime *rt, const struct mcp_options *opt)
         stream_in_end(&in, c, &sink);
         stream_in_done(&in);
     }
-    /* a shutdown never waits for the toolchains' probes */
-    sbx_runtime_stop_probes(rt);
+    if (rc == 0) /* first: a call may wait for the probe that runs */
+        stream_end_prober(rt, prober);
     mcp_conn_free(c); /* cancels what still runs and waits for it */
-    if (rc == 0)
-        pthread_join(prober, NULL);
     mcp_server_free(s);
     _close(out_fd);
     stream_out_done(&o);

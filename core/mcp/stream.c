@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <llm-sandbox/sbx.h>
@@ -147,4 +148,21 @@ void *stream_probe_versions(void *rt)
 {
     json_object_put(sbx_runtime_languages_json(rt, true));
     return NULL;
+}
+
+void stream_end_prober(struct sbx_runtime *rt, pthread_t prober)
+{
+#ifndef _WIN32 /* (winpthreads has no timed join: cancelled at once there) */
+    struct timespec until;
+#endif
+
+    sbx_runtime_stop_probes(rt, false);
+#ifndef _WIN32
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += STREAM_PROBE_GRACE_MS / 1000;
+    if (pthread_timedjoin_np(prober, NULL, &until) == 0)
+        return;
+#endif
+    sbx_runtime_stop_probes(rt, true);
+    pthread_join(prober, NULL);
 }

@@ -414,14 +414,12 @@ int mcp_serve_unix(
             listen_fd >= 0 ? " (from systemd)" : "");
     rc = pthread_create(&prober, NULL, stream_probe_versions, rt);
     sig = accept_loop(&u, lfd, sig_fd);
-    /* a shutdown never waits for the toolchains' probes */
-    sbx_runtime_stop_probes(rt);
     if (listen_fd < 0)
         unlink_ours(path, &ours); /* new clients now fail at once, not queue */
     close(lfd);
+    if (rc == 0) /* first: a call may wait for the probe that runs */
+        stream_end_prober(rt, prober);
     close_all(&u);
-    if (rc == 0)
-        pthread_join(prober, NULL);
     mcp_server_free(u.s);
     pthread_mutex_destroy(&u.lock);
     close(sig_fd);

@@ -295,10 +295,11 @@ uint64_t sbx_runtime_file_max(const struct sbx_runtime *rt);
  * examples). Probing runs code, so do it off latency-critical threads.
  * (transfer full) */
 struct json_object *sbx_runtime_languages_json(struct sbx_runtime *rt, bool probe);
-/* The runtime is ending: cancel the probe that runs now and skip those to
- * come, so a shutdown never waits for a toolchain's probes (minutes on a
- * slow machine). Thread-safe; for good (what was probed stays). */
-void sbx_runtime_stop_probes(struct sbx_runtime *rt);
+/* The runtime is ending: skip the probes to come, so that a shutdown
+ * never waits for a toolchain's probes (minutes on a slow machine), and
+ * with cancel_running cancel the one that runs now too (a cancelled probe
+ * is not kept). Thread-safe; for good (what was probed stays). */
+void sbx_runtime_stop_probes(struct sbx_runtime *rt, bool cancel_running);
 /* Usable backends with what each can enforce here. (transfer full) */
 struct json_object *sbx_runtime_backends_json(struct sbx_runtime *rt);
 /* The effective default policy and the ceilings requests may reach. */

@@ -186,10 +186,11 @@ struct sbx_runtime *sbx_runtime_free(struct sbx_runtime *rt)
     return NULL;
 }
 
-void sbx_runtime_stop_probes(struct sbx_runtime *rt)
+void sbx_runtime_stop_probes(struct sbx_runtime *rt, bool cancel_running)
 {
     atomic_store(&rt->probes_stopped, true);
-    sbx_cancel_fire(rt->probe_cancel);
+    if (cancel_running)
+        sbx_cancel_fire(rt->probe_cancel);
 }
 
 int sbx_runtime_check(struct sbx_runtime *rt, struct sbx_error **err)
