@@ -194,27 +194,11 @@ unprivileged_lane() {
     }
     # Each suite once as nobody: those that also run under ASan+UBSan run
     # only there (the same tests, more checks; the plain build's bwrap and
-    # nsjail paths run as root in the root step). First what has no ASan
-    # run, while the ASan tree builds in the background.
-    u "security (nsjail)" env SBX_TEST_SUITE=security SBX_TEST_BACKEND=nsjail \
-        tests/integration/run-unprivileged.sh build
-    u "integration (mxc: its checks and the CI list of the contract suite)" env \
-        SBX_TEST_BACKEND=mxc SBX_TEST_LIST=tests/integration/mxc-ci.list \
-        tests/integration/run-unprivileged.sh build -m "contract or mxc"
-    # WSL2 (experimental) through its stand-in for wsl.exe over the real
-    # bwrap (tests/wsl2/wsl_shim.c, which like wsl.exe passes only fds 0-2,
-    # so boxes go through the plugin's opener): as a user, as on Windows;
-    # not as root. About 40 s and 5 s here.
-    u "integration (wsl2: its checks and the CI list of the contract suite)" env \
-        SBX_TEST_BACKEND=wsl2 SBX_TEST_LIST=tests/integration/wsl2-ci.list \
-        tests/integration/run-unprivileged.sh build -m "contract or wsl2"
-    u "security (wsl2: posture and the syscall matrix)" env SBX_TEST_SUITE=security \
-        SBX_TEST_BACKEND=wsl2 SBX_TEST_LIST=tests/security/wsl2-ci.list \
-        tests/integration/run-unprivileged.sh build
-    # The default backend's suites and nsjail's contract suite, as nobody,
-    # under ASan+UBSan (the tree builds in the background from the start;
-    # the root step below runs the other backends' suites under it, whose
-    # plugins and core paths as root these do not reach).
+    # nsjail paths run as root in the root step). The ASan tree builds in
+    # the background from the start: the lane waits for it, leaving the
+    # CPUs to it and to the root suites, and runs those suites first; the
+    # root step below runs the other backends' suites under it, whose
+    # plugins and core paths as root these do not reach.
     while [ ! -f "$TIMES/builds.rc" ]; do
         sleep 5
     done
@@ -231,6 +215,22 @@ unprivileged_lane() {
         echo "(not run under ASan+UBSan: that build failed; the root step shows why)"
         rc=1
     fi
+    # Then what has no ASan run.
+    u "security (nsjail)" env SBX_TEST_SUITE=security SBX_TEST_BACKEND=nsjail \
+        tests/integration/run-unprivileged.sh build
+    u "integration (mxc: its checks and the CI list of the contract suite)" env \
+        SBX_TEST_BACKEND=mxc SBX_TEST_LIST=tests/integration/mxc-ci.list \
+        tests/integration/run-unprivileged.sh build -m "contract or mxc"
+    # WSL2 (experimental) through its stand-in for wsl.exe over the real
+    # bwrap (tests/wsl2/wsl_shim.c, which like wsl.exe passes only fds 0-2,
+    # so boxes go through the plugin's opener): as a user, as on Windows;
+    # not as root. About 40 s and 5 s here.
+    u "integration (wsl2: its checks and the CI list of the contract suite)" env \
+        SBX_TEST_BACKEND=wsl2 SBX_TEST_LIST=tests/integration/wsl2-ci.list \
+        tests/integration/run-unprivileged.sh build -m "contract or wsl2"
+    u "security (wsl2: posture and the syscall matrix)" env SBX_TEST_SUITE=security \
+        SBX_TEST_BACKEND=wsl2 SBX_TEST_LIST=tests/security/wsl2-ci.list \
+        tests/integration/run-unprivileged.sh build
     # Docker and Podman need a daemon the tests start as root: as nobody
     # every case is reported skipped with that reason (-rs prints it).
     for engine in docker podman; do
