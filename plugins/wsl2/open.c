@@ -337,7 +337,9 @@ static int supervise(const char *bwrap, char **opts, int n_opts)
         poll(&pfd, 1, 5000);
     }
     if (cg_box) {
-        fprintf(stderr, "sbx-wsl2-stats oom_killed=%d pids_limited=%d\n",
+        /* on a line of its own: the box's processes share this stderr, and
+         * one killed mid-line leaves no newline (seen: "/bin/sh: 0: ") */
+        fprintf(stderr, "\nsbx-wsl2-stats oom_killed=%d pids_limited=%d\n",
                 cg_group_oom_killed(cg_box), cg_group_pids_limited(cg_box));
         cg_box = cg_group_free(cg_box); /* kills what is left, waits, removes */
     }
