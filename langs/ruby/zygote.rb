@@ -248,7 +248,8 @@ lambda do
   iseq = begin
     RubyVM::InstructionSequence.compile_file(name)
   rescue SyntaxError => e
-    STDERR.write("#{e.message}\n") # as ruby reports it
+    msg = e.message
+    STDERR.write(msg.end_with?("\n") ? msg : "#{msg}\n") # as ruby reports it
     exit 1
   end
   src = File.binread(name)
@@ -263,12 +264,18 @@ lambda do
   rescue SystemExit
     raise
   rescue Exception => e # rubocop:disable Lint/RescueException
-    # as ruby reports it: without this driver's frames under the program's
-    bt = e.backtrace
-    if bt
-      bt = bt.dup
-      bt.pop while bt.any? && bt.last.match?(/\A(?:-e|<internal:[^>]*>):/)
-      e.set_backtrace(bt)
+    # as ruby reports it: without this driver's frames under the program's,
+    # in the exception and in its causes
+    seen = {}
+    x = e
+    while x && !seen[x.object_id]
+      seen[x.object_id] = true
+      bt = x.backtrace&.dup
+      if bt
+        bt.pop while bt.any? && bt.last.match?(/\A(?:-e|<internal:[^>]*>):/)
+        x.set_backtrace(bt)
+      end
+      x = x.cause
     end
     raise e
   end
