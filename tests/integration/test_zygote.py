@@ -308,6 +308,33 @@ def test_a_zygote_run_behaves_as_a_cold_run(zserver, lang):
     assert "ZeroDivisionError" in z["stderr"] and z["exit_code"] == 1, z
 
 
+# a Ruby run's descriptors, and the ids of its interpreter's eventfds
+FDS_RB = r"""
+fds = Dir.children('/proc/self/fd').map(&:to_i).sort
+kinds = fds.map { |fd| [fd, (File.readlink("/proc/self/fd/#{fd}") rescue 'gone')] }
+p kinds.reject { |fd, t| fd < 3 || t.include?('[eventfd]') || t == 'gone' || t == '/proc/self/fd' }
+puts fds.map { |fd| (File.read("/proc/self/fdinfo/#{fd}")[/^eventfd-id:\s*(\d+)/, 1] rescue nil) }.compact.join(' ')
+"""
+
+
+def test_a_ruby_zygote_run_has_descriptors_of_its_own(zserver):
+    """Beyond stdin, stdout and stderr a forked Ruby run holds only its
+    interpreter's eventfds, made anew in it: neither the zygote's nor the
+    previous run's (the kernel numbers eventfds: eventfd-id)."""
+    if not shutil.which("ruby"):
+        pytest.skip("ruby is not installed here")
+    ids = []
+    for _ in range(2):
+        sc = zserver.zygote_run(FDS_RB, "ruby")
+        assert sc["status"] == "ok", sc
+        others, idline = (sc["stdout"].splitlines() + [""])[:2]
+        assert others == "[]", sc
+        ids.append(set(idline.split()))
+    if not all(ids):
+        pytest.skip("this kernel shows no eventfd-id")
+    assert not ids[0] & ids[1], ids
+
+
 # how a Ruby program ends: at_exit handlers (in reverse), exit and exit!
 # codes, abort's message, an uncaught exception's report (after the
 # handlers, with error_highlight's snippet and no frame of the zygote's),
