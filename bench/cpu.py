@@ -217,9 +217,10 @@ def measure_zygote(b, backend, runs, logdir, rate_runs=None, lang="python"):
     fallbacks, so cgroups are off for it); its "no ready sandbox" counts
     calls that were not forked from the zygote."""
     out = {}
+    log = "/cpu-%s-%szygote.log" % (backend, "" if lang == "python" else lang + "-")
     srv = b.Server("ours", [b_bin(b)],
                    b.ours_env(backend, {"LLM_SANDBOX_ZYGOTE": "true", "LLM_SANDBOX_CGROUP": "off"}),
-                   logdir + "/cpu-%s-%szygote.log" % (backend, "" if lang == "python" else lang + "-"))
+                   logdir + log)
     args = {"language": lang, "code": b.CODE[lang]}
     try:
         # the first call is cold and starts the zygote box: wait for it

@@ -101,9 +101,11 @@ lambda do
       sv = "\0" * 256 # struct statvfs: unsigned longs first (bsize, frsize, blocks, ..., files)
       check.(statvfs.(cstr.(path), sv), 'statvfs')
       f = sv.unpack('L!6')
-      opts = format('size=%d,nr_inodes=%d,mode=%o', f[2] * f[1], f[5], File.stat(path).mode & 0o7777)
+      opts = format('size=%d,nr_inodes=%d,mode=%o', f[2] * f[1], f[5],
+                    File.stat(path).mode & 0o7777)
       keep = File.open(path, File::RDONLY) # a directory (Ruby has no O_DIRECTORY)
-      check.(mount.(cstr.('tmpfs'), cstr.(path), cstr.('tmpfs'), 0x2 | 0x4, cstr.(opts)), 'mount') # MS_NOSUID | MS_NODEV
+      # MS_NOSUID | MS_NODEV
+      check.(mount.(cstr.('tmpfs'), cstr.(path), cstr.('tmpfs'), 0x2 | 0x4, cstr.(opts)), 'mount')
       keep
     end
 
@@ -121,7 +123,8 @@ lambda do
       subs.sort_by { |m| -m.length }.each do |m|
         check.(umount2.(cstr.(m), 2), "umount #{m}") # MNT_DETACH
       end
-      check.(mount.(cstr.('proc'), cstr.('/proc'), cstr.('proc'), 0x2 | 0x4 | 0x8, nil), 'mount /proc')
+      check.(mount.(cstr.('proc'), cstr.('/proc'), cstr.('proc'), 0x2 | 0x4 | 0x8, nil),
+             'mount /proc')
       stage = 4
       copy_tree.(tmp, '/tmp')
       tmp.close

@@ -195,12 +195,14 @@ require 'fiddle'
 require 'socket'
 st = File.read('/proc/self/status').lines.map { |l| l.chomp.split(":\t", 2) }.to_h
 puts [Process.pid, st['NoNewPrivs'].strip, st['Seccomp'].strip,
-      %w[CapInh CapPrm CapEff CapBnd CapAmb].all? { |k| st[k].to_i(16) == 0 } ? 'True' : 'False'].join(' ')
+      %w[CapInh CapPrm CapEff CapBnd CapAmb].all? { |k| st[k].to_i(16) == 0 } ? 'True' : 'False']
+       .join(' ')
 fn = ->(n, a) { Fiddle::Function.new(Fiddle::Handle::DEFAULT[n], a, Fiddle::TYPE_INT) }
 i, v = Fiddle::TYPE_INT, Fiddle::TYPE_VOIDP
 [['unshare', -> { fn.('unshare', [i]).(0x20000) }],
  ['userns', -> { fn.('unshare', [i]).(0x10000000) }],
- ['mount', -> { fn.('mount', [v, v, v, Fiddle::TYPE_LONG, v]).("tmpfs\0", "/tmp\0", "tmpfs\0", 0, nil) }],
+ ['mount', -> { fn.('mount', [v, v, v, Fiddle::TYPE_LONG, v])
+                 .("tmpfs\0", "/tmp\0", "tmpfs\0", 0, nil) }],
  ['umount', -> { fn.('umount2', [v, i]).("/proc\0", 2) }]].each do |what, r|
   ret = r.()
   puts "#{what} #{ret} #{Fiddle.last_error}"
@@ -288,7 +290,9 @@ puts [ARGV.inspect, $0, __FILE__, File.basename(__dir__), Dir.pwd, self.inspect]
 puts $stdin.read.split.sum(&:to_i)
 p ENV.keys.reject { |k| k.start_with?('SBX_TEST_MARK') }.sort
 $stderr.puts 'to stderr'
-def boom(x) = 1 / x
+def boom(x)
+  1 / x
+end
 boom(ENV.fetch('ZERO', '0').to_i)
 """
 
@@ -320,7 +324,8 @@ write = Fiddle::Function.new(Fiddle::Handle::DEFAULT['write'],
                              [Fiddle::TYPE_INT, Fiddle::TYPE_VOIDP, Fiddle::TYPE_SIZE_T],
                              Fiddle::TYPE_SSIZE_T)
 evs.each { |fd| write.(fd, [1 << 40].pack('Q'), 8) } if ENV['SBX_MARK_EVENTFDS']
-puts evs.map { |fd| File.read("/proc/self/fdinfo/#{fd}")[/^eventfd-count:\s*(\h+)/, 1].to_i(16) }.join(' ')
+puts evs.map { |fd| File.read("/proc/self/fdinfo/#{fd}")[/^eventfd-count:\s*(\h+)/, 1].to_i(16) }
+        .join(' ')
 """
 MARKED = 1 << 40
 
