@@ -198,25 +198,30 @@ def measure(b, backend, langs, runs, logdir, extra_pids=(), docker_host=None, ra
     finally:
         cold.close()
         warm.close()
-    if "python" in langs and backend in ZYGOTE_BACKENDS:
-        out.update(measure_zygote(b, backend, runs, logdir, rate_runs))
+    if backend in ZYGOTE_BACKENDS:
+        for lang in langs:
+            if lang in ZYGOTE_LANGS:
+                out.update(measure_zygote(b, backend, runs, logdir, rate_runs, lang))
     return out
 
 
-# the backends that make zygote boxes (LLM_SANDBOX_ZYGOTE), for Python
+# the backends that make zygote boxes (LLM_SANDBOX_ZYGOTE), and the
+# languages with a zygote
 ZYGOTE_BACKENDS = ("bwrap", "nsjail")
+ZYGOTE_LANGS = ("python", "ruby")
 
 
-def measure_zygote(b, backend, runs, logdir, rate_runs=None):
-    """{("python (zygote)", "warm"|"warm x2"): CpuStat or NA}: runs forked
+def measure_zygote(b, backend, runs, logdir, rate_runs=None, lang="python"):
+    """{(lang + " (zygote)", "warm"|"warm x2"): CpuStat or NA}: runs forked
     from a zygote (the zygote is used where limits are the rlimit
     fallbacks, so cgroups are off for it); its "no ready sandbox" counts
     calls that were not forked from the zygote."""
     out = {}
+    log = "/cpu-%s-%szygote.log" % (backend, "" if lang == "python" else lang + "-")
     srv = b.Server("ours", [b_bin(b)],
                    b.ours_env(backend, {"LLM_SANDBOX_ZYGOTE": "true", "LLM_SANDBOX_CGROUP": "off"}),
-                   logdir + "/cpu-%s-zygote.log" % backend)
-    args = {"language": "python", "code": b.CODE["python"]}
+                   logdir + log)
+    args = {"language": lang, "code": b.CODE[lang]}
     try:
         # the first call is cold and starts the zygote box: wait for it
         deadline = time.monotonic() + 60
@@ -234,8 +239,8 @@ def measure_zygote(b, backend, runs, logdir, rate_runs=None):
                 s, err = cpu_series(srv, args, n, Meter([srv.mcp.p.pid]), window=window,
                                     hit=from_zygote)
                 s = s if s else b.NA(err)
-            out[("python (zygote)", name)] = s
-            b.log("cpu %s python (zygote) %s: %s" % (backend, name, fmt(s)))
+            out[(lang + " (zygote)", name)] = s
+            b.log("cpu %s %s (zygote) %s: %s" % (backend, lang, name, fmt(s)))
     finally:
         srv.close()
     return out

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: MIT
 """Zygote runs (core/src/sessions/pool.c, core/agent/zygote.inc,
-langs/python/zygote.py) through the real MCP server on the backend under
-test: one pre-loaded Python interpreter per zygote box forks each run into
-namespaces of its own under the strict seccomp filter.
+langs/python/zygote.py, langs/ruby/zygote.rb) through the real MCP server
+on the backend under test: one pre-loaded Python or Ruby interpreter per
+zygote box forks each run into namespaces of its own under the strict
+seccomp filter. The tests that apply to both run for both (ZLANGS).
 
 What must hold: every run asserted here did come from the zygote (the
 result says "sandbox": "zygote", so no test passes on the cold path);
@@ -19,6 +20,7 @@ root these servers run with LLM_SANDBOX_CGROUP=off, and one test checks
 that with cgroups the runs are never forked.
 """
 import os
+import shutil
 import threading
 import time
 
@@ -35,6 +37,44 @@ pytestmark = [pytest.mark.contract,
 
 ZYGOTE_ENV = {"LLM_SANDBOX_ZYGOTE": "true", "LLM_SANDBOX_CGROUP": "off"}
 
+# the languages with a zygote; each test that applies to both takes lang
+ZLANGS = ["python", "ruby"]
+# what a forked run's process is called, seen from the host
+COMM = {"python": "python3", "ruby": "ruby"}
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+@pytest.fixture(params=ZLANGS)
+def lang(request):
+    if not shutil.which(request.param if request.param != "python" else "python3"):
+        pytest.skip("%s is not installed here" % request.param)
+    return request.param
+
+
+# test_pool.py's programs, and Ruby's: a run leaves a file in the workspace,
+# /tmp and /dev/shm, an environment variable, a global (and a method on a
+# core class), a cwd and a detached process; the next looks for them
+ZLEAVE = dict(LEAVE, ruby=r"""
+File.write('left.txt', 'x')
+File.write('/tmp/left-tmp', 'x')
+File.write('/dev/shm/sbx-left', 'x')
+ENV['SBX_LEFT'] = '1'
+$sbx_left = 1
+class String; def sbx_left; end; end
+Dir.chdir('/tmp')
+Process.spawn('sleep', '300', pgroup: true)
+puts 'left'
+""")
+ZLOOK = dict(LOOK, ruby=r"""
+puts [File.exist?('left.txt'), File.exist?('/tmp/left-tmp'), ENV.key?('SBX_LEFT'),
+      !$sbx_left.nil? || String.method_defined?(:sbx_left), Dir.pwd].join(' ')
+pids = Dir.children('/proc').grep(/\A\d+\z/).map(&:to_i).sort
+puts pids == [1, Process.pid].uniq.sort ? 'True' :
+     pids.map { |p| File.read("/proc/#{p}/comm").strip }.inspect
+""")
+SHM = {"python": "import os\nprint(os.listdir('/dev/shm'))\n",
+       "ruby": "p Dir.children('/dev/shm')\n"}
+
 
 class ZygoteServer(Server):
     def __init__(self, extra=None, **kw):
@@ -42,13 +82,13 @@ class ZygoteServer(Server):
         env.update(extra or {})
         super().__init__(extra=env, **kw)
 
-    def zygote_run(self, code, **kw):
+    def zygote_run(self, code, language="python", **kw):
         """A run forked from the zygote. A kind gets its pool (and zygote
         box) from its first run, which is cold; until the zygote is up,
         runs take a ready sandbox or start cold (and are repeated)."""
         deadline = time.monotonic() + 60
         while True:
-            sc = self.run(code, **kw)
+            sc = self.run(code, language, **kw)
             if sc.get("sandbox") == "zygote":
                 assert sc.get("warm") is True, sc
                 return sc
@@ -64,15 +104,15 @@ def zserver():
     s.finish()
 
 
-def test_nothing_passes_between_zygote_runs(zserver):
-    sc = zserver.zygote_run(LEAVE["python"])
+def test_nothing_passes_between_zygote_runs(zserver, lang):
+    sc = zserver.zygote_run(ZLEAVE[lang], lang)
     assert sc["status"] == "ok" and sc["stdout"] == "left\n", sc
     # the run's pid namespace ended with it: the detached sleep is gone
     deadline = time.monotonic() + 10
     while find_marked(zserver.mark, "sleep") and time.monotonic() < deadline:
         time.sleep(0.05)
     assert find_marked(zserver.mark, "sleep") == []
-    sc = zserver.zygote_run(LOOK["python"] + "import os\nprint(os.listdir('/dev/shm'))\n")
+    sc = zserver.zygote_run(ZLOOK[lang] + SHM[lang], lang)
     assert sc["status"] == "ok", sc
     first, second, shm = sc["stdout"].splitlines()
     assert [w.lower() for w in first.split()] == ["false"] * 4 + ["/workspace"], sc
@@ -97,14 +137,38 @@ def test_module_state_the_zygote_loaded_does_not_pass(zserver):
     assert sc["status"] == "ok" and sc["stdout"] == '[1] {"a": 2} True\n', sc
 
 
-def test_random_state_is_the_runs_own(zserver):
+def test_ruby_library_state_the_zygote_loaded_does_not_pass(zserver):
+    """json and set are required in the Ruby zygote before any run: a run
+    that reopens JSON, Set or Hash changes its own copy."""
+    if not shutil.which("ruby"):
+        pytest.skip("ruby is not installed here")
+    sc = zserver.zygote_run(
+        "raise 'json not preloaded' unless defined?(JSON::VERSION) && defined?(Set)\n"
+        "module JSON; def self.generate(*) 'patched' end; end\n"
+        "class Hash; def to_json(*) 'patched' end; end\n"
+        "class Set; def include?(*) :patched end; end\n"
+        "puts JSON.generate([1]), {}.to_json, Set[1].include?(2)\n", "ruby")
+    assert sc["status"] == "ok" and sc["stdout"] == "patched\npatched\npatched\n", sc
+    sc = zserver.zygote_run(
+        "require 'json'\nrequire 'set'\n"
+        "puts JSON.generate([1]), {'a' => 2}.to_json, Set[1].include?(1)\n", "ruby")
+    assert sc["status"] == "ok" and sc["stdout"] == '[1]\n{"a":2}\ntrue\n', sc
+
+
+RANDOM = {"python": "import random; print(random.getrandbits(64))",
+          "ruby": "puts rand(1 << 64)"}
+
+
+def test_random_state_is_the_runs_own(zserver, lang):
     outs = set()
     for _ in range(3):
-        sc = zserver.zygote_run("import random; print(random.getrandbits(64))")
+        sc = zserver.zygote_run(RANDOM[lang], lang)
         assert sc["status"] == "ok", sc
         outs.add(sc["stdout"])
     assert len(outs) == 3, outs
 
+
+PASS = {"python": "pass", "ruby": "nil"}
 
 CONFINED = r"""
 import ctypes, os, socket
@@ -126,14 +190,41 @@ except OSError as e:
     print('net', type(e).__name__)
 print(sorted(i[1] for i in socket.if_nameindex()))
 """
+CONFINED_RB = r"""
+require 'fiddle'
+require 'socket'
+st = File.read('/proc/self/status').lines.map { |l| l.chomp.split(":\t", 2) }.to_h
+puts [Process.pid, st['NoNewPrivs'].strip, st['Seccomp'].strip,
+      %w[CapInh CapPrm CapEff CapBnd CapAmb].all? { |k| st[k].to_i(16) == 0 } ? 'True' : 'False']
+       .join(' ')
+fn = ->(n, a) { Fiddle::Function.new(Fiddle::Handle::DEFAULT[n], a, Fiddle::TYPE_INT) }
+i, v = Fiddle::TYPE_INT, Fiddle::TYPE_VOIDP
+[['unshare', -> { fn.('unshare', [i]).(0x20000) }],
+ ['userns', -> { fn.('unshare', [i]).(0x10000000) }],
+ ['mount', -> { fn.('mount', [v, v, v, Fiddle::TYPE_LONG, v])
+                 .("tmpfs\0", "/tmp\0", "tmpfs\0", 0, nil) }],
+ ['umount', -> { fn.('umount2', [v, i]).("/proc\0", 2) }]].each do |what, r|
+  ret = r.()
+  puts "#{what} #{ret} #{Fiddle.last_error}"
+end
+pids = Dir.children('/proc').grep(/\A\d+\z/).sort
+puts pids == ['1'] ? 'True' : pids.inspect
+begin
+  Socket.tcp('10.0.2.2', 53, connect_timeout: 2).close
+  puts 'net reachable'
+rescue SystemCallError, SocketError, IOError => e
+  puts "net #{e.class}"
+end
+p Socket.getifaddrs.map(&:name).uniq.sort
+"""
 
 
-def test_a_zygote_run_is_confined(zserver):
+def test_a_zygote_run_is_confined(zserver, lang):
     """Everything a cold run's program gets, the forked child has: pid 1
     of its own pid namespace (the zygote and the agent out of sight), no
     capabilities, no_new_privs and the filter (no unshare, no mount), a
     network namespace with loopback only."""
-    sc = zserver.zygote_run(CONFINED)
+    sc = zserver.zygote_run(CONFINED if lang == "python" else CONFINED_RB, lang)
     assert sc["status"] == "ok", sc
     lines = sc["stdout"].splitlines()
     assert lines[0] == "1 1 2 True", sc
@@ -142,25 +233,28 @@ def test_a_zygote_run_is_confined(zserver):
         assert r == "-1" and errno_ == "1", sc  # EPERM from the filter
     assert lines[5] == "True", sc
     assert lines[6].startswith("net ") and lines[6] != "net reachable", sc
-    assert lines[7] == "['lo']", sc
+    assert lines[7] == ("['lo']" if lang == "python" else '["lo"]'), sc
 
 
-def test_a_zygote_run_has_its_own_namespaces(zserver):
+SLEEP6 = {"python": "import time; open('/tmp/sbx-zyg-child', 'w'); time.sleep(6)",
+          "ruby": "File.write('/tmp/sbx-zyg-child', ''); sleep 6"}
+
+
+def test_a_zygote_run_has_its_own_namespaces(zserver, lang):
     """Seen from the host while it runs: the child's mount, pid, ipc and
     network namespaces are neither its zygote's nor the server's."""
     def ns(pid):
         return {k: os.readlink("/proc/%d/ns/%s" % (pid, k)) for k in ("mnt", "pid", "ipc", "net")}
 
-    zserver.zygote_run("pass")
+    zserver.zygote_run(PASS[lang], lang)
     out = {}
-    t = threading.Thread(target=lambda: out.update(
-        zserver.run("import time; open('/tmp/sbx-zyg-child', 'w'); time.sleep(6)")))
+    t = threading.Thread(target=lambda: out.update(zserver.run(SLEEP6[lang], lang)))
     t.start()
     try:
         deadline = time.monotonic() + 5
         child = None
         while child is None:
-            for p in find_marked(zserver.mark, "python3"):
+            for p in find_marked(zserver.mark, COMM[lang]):
                 try:
                     if os.readlink("/proc/%d/cwd" % p) == "/workspace" and \
                             proc_status(p).get("NSpid", "").split()[-1:] == ["1"]:
@@ -169,7 +263,7 @@ def test_a_zygote_run_has_its_own_namespaces(zserver):
                     pass
             assert time.monotonic() < deadline, "no forked child seen"
             time.sleep(0.05)
-        zygotes = [p for p in find_marked(zserver.mark, "python3")
+        zygotes = [p for p in find_marked(zserver.mark, COMM[lang])
                    if p != child and proc_status(p).get("NSpid", "").split()[-1:] != ["1"]]
         assert zygotes, "no zygote seen"
         mine, theirs, host = ns(child), ns(zygotes[0]), ns(zserver.s.pid)
@@ -191,18 +285,111 @@ import warnings
 """
 
 
-def test_a_zygote_run_behaves_as_a_cold_run(zserver):
+SAME_RB = r"""
+puts [ARGV.inspect, $0, __FILE__, File.basename(__dir__), Dir.pwd, self.inspect].join(' ')
+puts $stdin.read.split.sum(&:to_i)
+p ENV.keys.reject { |k| k.start_with?('SBX_TEST_MARK') }.sort
+$stderr.puts 'to stderr'
+def boom(x)
+  1 / x
+end
+boom(ENV.fetch('ZERO', '0').to_i)
+"""
+
+
+def test_a_zygote_run_behaves_as_a_cold_run(zserver, lang):
+    code = SAME if lang == "python" else SAME_RB
     cold = ZygoteServer(pool="0")
     try:
-        c = cold.run(SAME, stdin="1 2 3")
+        c = cold.run(code, lang, stdin="1 2 3")
     finally:
         cold.finish()
     assert c.get("sandbox") == "cold", c
-    z = zserver.zygote_run(SAME, stdin="1 2 3")
+    z = zserver.zygote_run(code, lang, stdin="1 2 3")
     for k in ("status", "exit_code", "stdout"):
         assert z[k] == c[k], (k, z, c)
     assert z["stderr"] == c["stderr"], (z["stderr"], c["stderr"])
     assert "ZeroDivisionError" in z["stderr"] and z["exit_code"] == 1, z
+
+
+# a Ruby run's descriptors; it adds MARKED to its interpreter's eventfds
+# (Fiddle's write, as Ruby refuses to wrap them) and shows their counts
+FDS_RB = r"""
+require 'fiddle'
+fds = Dir.children('/proc/self/fd').map(&:to_i).sort
+kinds = fds.map { |fd| [fd, (File.readlink("/proc/self/fd/#{fd}") rescue 'gone')] }
+p kinds.reject { |fd, t| fd < 3 || t.include?('[eventfd]') || t == 'gone' }
+evs = kinds.select { |_, t| t.include?('[eventfd]') }.map(&:first)
+write = Fiddle::Function.new(Fiddle::Handle::DEFAULT['write'],
+                             [Fiddle::TYPE_INT, Fiddle::TYPE_VOIDP, Fiddle::TYPE_SIZE_T],
+                             Fiddle::TYPE_SSIZE_T)
+evs.each { |fd| write.(fd, [1 << 40].pack('Q'), 8) } if ENV['SBX_MARK_EVENTFDS']
+puts evs.map { |fd| File.read("/proc/self/fdinfo/#{fd}")[/^eventfd-count:\s*(\h+)/, 1].to_i(16) }
+        .join(' ')
+"""
+MARKED = 1 << 40
+
+
+def test_a_ruby_zygote_run_has_descriptors_of_its_own(zserver):
+    """Beyond stdin, stdout and stderr a forked Ruby run holds only its
+    interpreter's eventfds, made anew in it: what one run adds to its
+    eventfds, the next does not find in its own (they are neither shared
+    with the zygote nor with the run before)."""
+    if not shutil.which("ruby"):
+        pytest.skip("ruby is not installed here")
+    code = "ENV['SBX_MARK_EVENTFDS'] = '1'\n" + FDS_RB
+    sc = zserver.zygote_run(code, "ruby")
+    assert sc["status"] == "ok", sc
+    others, counts = (sc["stdout"].splitlines() + [""])[:2]
+    assert others == "[]", sc
+    assert counts and any(int(c) >= MARKED for c in counts.split()), sc
+    for _ in range(2):
+        sc = zserver.zygote_run(FDS_RB, "ruby")
+        assert sc["status"] == "ok", sc
+        others, counts = (sc["stdout"].splitlines() + [""])[:2]
+        assert others == "[]", sc
+        assert all(int(c) < MARKED for c in counts.split()), sc
+
+
+# how a Ruby program ends: at_exit handlers (in reverse), exit and exit!
+# codes, abort's message, an uncaught exception's report (after the
+# handlers, with error_highlight's snippet and no frame of the zygote's),
+# buffered output flushed (or not, after exit!), a syntax error, DATA
+ENDS_RB = [
+    "at_exit { puts 'first' }\nat_exit { puts 'second' }\nprint 'buffered'\nexit 3\n",
+    "at_exit { $stderr.puts 'handler' }\nabort 'bye'\n",
+    "$stdout.print 'lost'\nexit! 5\n",
+    "at_exit { puts 'ae' }\n[1].each { |x| x.no_such_method }\n",
+    "def f\n  raise ArgumentError, 'no'\nend\nbegin\n  f\nrescue => e\n  raise 'again'\nend\n",
+    "at_exit { exit 9 }\nputs 'x'\n",
+    "Thread.new { sleep }\nputs 'main ends'\n",
+    "puts(\n",
+    "puts DATA.read\n__END__\nafter the end\n",
+    "require_relative 'no_such_file'\n",
+    "$stdout.sync = false\nSTDOUT.write('a' * 70000)\nraise Interrupt\n",
+]
+# a program that ends by a signal it sends itself (an uncaught Interrupt is
+# re-raised as SIGINT) is pid 1 of its pid namespace, where the kernel
+# ignores it: it exits 1 instead (docs/zygote-security.md, Limits)
+SELF_SIGNAL = ENDS_RB[-1]
+
+
+def test_a_ruby_zygote_run_ends_as_ruby_does(zserver):
+    if not shutil.which("ruby"):
+        pytest.skip("ruby is not installed here")
+    cold = ZygoteServer(pool="0")
+    try:
+        want = [cold.run(code, "ruby") for code in ENDS_RB]
+    finally:
+        cold.finish()
+    for code, c in zip(ENDS_RB, want):
+        assert c.get("sandbox") == "cold", c
+        z = zserver.zygote_run(code, "ruby")
+        for k in ("status", "exit_code", "stdout", "stderr"):
+            if code == SELF_SIGNAL and k in ("status", "exit_code"):
+                assert (c[k], z[k]) in (("killed", "error"), (130, 1)), (k, z, c)
+                continue
+            assert z[k] == c[k], (code, k, z[k], c[k])
 
 
 def test_a_zygote_run_ends_as_python_does(zserver):
@@ -222,41 +409,60 @@ def test_a_zygote_run_ends_as_python_does(zserver):
     assert sc["exit_code"] == 7 and sc["stderr"] == "", sc
 
 
-def test_zygote_run_artifacts_and_a_fresh_workspace(zserver):
-    sc = zserver.zygote_run("open('out.txt', 'w').write('hello')\nimport os\n"
-                            "os.chmod('.', 0o700)\nprint(sorted(os.listdir('.')))")
-    assert sc["status"] == "ok" and sc["stdout"] == "['main.py', 'out.txt']\n", sc
+ARTIFACTS = {
+    "python": ("open('out.txt', 'w').write('hello')\nimport os\n"
+               "os.chmod('.', 0o700)\nprint(sorted(os.listdir('.')))",
+               "['main.py', 'out.txt']\n",
+               "import os, stat\nprint(sorted(os.listdir('.')), "
+               "oct(stat.S_IMODE(os.stat('.').st_mode)))",
+               "['main.py'] 0o755\n"),
+    "ruby": ("File.write('out.txt', 'hello')\nFile.chmod(0o700, '.')\np Dir.children('.').sort",
+             '["main.rb", "out.txt"]\n',
+             "puts \"#{Dir.children('.').sort} #{format('%#o', File.stat('.').mode & 0o7777)}\"",
+             '["main.rb"] 0755\n'),
+}
+
+
+def test_zygote_run_artifacts_and_a_fresh_workspace(zserver, lang):
+    write, wrote, look, fresh = ARTIFACTS[lang]
+    sc = zserver.zygote_run(write, lang)
+    assert sc["status"] == "ok" and sc["stdout"] == wrote, sc
     assert [a["path"] for a in sc["artifacts"]] == ["out.txt"], sc
-    sc = zserver.zygote_run("import os, stat\nprint(sorted(os.listdir('.')), "
-                            "oct(stat.S_IMODE(os.stat('.').st_mode)))")
-    assert sc["status"] == "ok" and sc["stdout"] == "['main.py'] 0o755\n", sc
+    sc = zserver.zygote_run(look, lang)
+    assert sc["status"] == "ok" and sc["stdout"] == fresh, sc
 
 
-def test_zygote_run_timeout_then_the_next_run(zserver):
-    zserver.zygote_run("pass")
-    sc = zserver.run("import time\ntime.sleep(100)", timeout=2)
+SLEEP100 = {"python": "import time\ntime.sleep(100)", "ruby": "sleep 100"}
+PRINT42 = {"python": "print(6 * 7)", "ruby": "puts 6 * 7"}
+BIG = {"python": "x = bytearray(2 << 30)", "ruby": "x = 'x' * (2 << 30)"}
+SLEEP1 = {"python": "import time; time.sleep(1); print(1)", "ruby": "sleep 1; puts 1"}
+
+
+def test_zygote_run_timeout_then_the_next_run(zserver, lang):
+    zserver.zygote_run(PASS[lang], lang)
+    sc = zserver.run(SLEEP100[lang], lang, timeout=2)
     assert sc["status"] == "timeout", sc
-    sc = zserver.zygote_run("print(6 * 7)")
+    sc = zserver.zygote_run(PRINT42[lang], lang)
     assert sc["status"] == "ok" and sc["stdout"] == "42\n", sc
 
 
-def test_zygote_run_limits_hold(zserver):
+def test_zygote_run_limits_hold(zserver, lang):
     """The rlimit fallbacks apply to the child as to a cold run's program."""
-    zserver.zygote_run("pass")
-    sc = zserver.zygote_run("x = bytearray(2 << 30)", memory="256m")
+    zserver.zygote_run(PASS[lang], lang)
+    sc = zserver.zygote_run(BIG[lang], lang, memory="256m")
     assert sc["status"] == "oom" or "MemoryError" in sc["stderr"], sc
 
 
-def test_concurrent_runs_while_the_zygote_is_busy():
+def test_concurrent_runs_while_the_zygote_is_busy(lang):
     """A zygote box forks one run at a time, and a kind has at most
     LLM_SANDBOX_POOL of them (1 here): of three calls in flight (two run
     at once on this machine's two CPUs, or more) not all are forked, and
     the others still run, in a ready sandbox or cold."""
     s = ZygoteServer(pool="1", extra={"LLM_SANDBOX_MAX_CONCURRENT": "3"})
     try:
-        s.zygote_run("pass")
+        s.zygote_run(PASS[lang], lang)
         ids = [s.s.request_async("tools/call", {"name": "execute_code", "arguments": {
-            "code": "import time; time.sleep(1); print(1)", "language": "python"}})
+            "code": SLEEP1[lang], "language": lang}})
             for _ in range(3)]
         out = [s.s.response(i, 120)["result"]["structuredContent"] for i in ids]
     finally:
@@ -266,16 +472,20 @@ def test_concurrent_runs_while_the_zygote_is_busy():
     assert "zygote" in kinds and set(kinds) - {"zygote"}, kinds
 
 
-def test_runs_in_flight_together_each_fork(zserver):
+HALF = {"python": "import os, time; time.sleep(0.5); print(os.getpid())",
+        "ruby": "sleep 0.5; puts Process.pid"}
+
+
+def test_runs_in_flight_together_each_fork(zserver, lang):
     """A run that finds the kind's zygote box busy makes the kind want one
     more (up to LLM_SANDBOX_POOL): once the filler has made it, two runs in
     flight together are both forked, each from a box of its own."""
-    zserver.zygote_run("pass")
-    code = "import os, time; time.sleep(0.5); print(os.getpid())"
+    zserver.zygote_run(PASS[lang], lang)
+    code = HALF[lang]
     deadline, seen = time.monotonic() + 60, []
     while True:
         ids = [zserver.s.request_async("tools/call", {"name": "execute_code", "arguments": {
-            "code": code, "language": "python"}}) for _ in range(2)]
+            "code": code, "language": lang}}) for _ in range(2)]
         out = [zserver.s.response(i, 120)["result"]["structuredContent"] for i in ids]
         assert all(sc["status"] == "ok" for sc in out), out
         kinds = [sc["sandbox"] for sc in out]
@@ -401,5 +611,62 @@ def test_a_zygote_that_cannot_isolate_a_run_is_not_used(tmp_path):
             assert time.monotonic() < deadline, "the broken zygote was never tried"
             time.sleep(0.1)
         assert sc["sandbox"] == "cold" and "seccomp filter" in " ".join(sc["warnings"]), sc
+    finally:
+        s.finish()
+
+
+# the real Ruby zygote (langs/ruby/zygote.rb), with its seccomp prctl made
+# to fail as a kernel refusing the filter would: EPERM at the filter's step
+BROKEN_RB_PRELUDE = r'''
+require 'fiddle'
+module SbxRefuseSeccomp
+  def call(*a)
+    return super unless a.first == 22 # PR_SET_SECCOMP
+    Fiddle.last_error = 1
+    -1
+  end
+end
+Fiddle::Function.prepend(SbxRefuseSeccomp)
+'''
+
+BROKEN_RB = """\
+# Ruby whose zygote cannot apply the filter to a run
+name: brokenrbzyg
+kind: language
+version: 1.0.0
+abi: "1.0"
+description: Test language for test_zygote.py
+language:
+  source_file: main.rb
+  run: [ruby, "{source}"]
+  zygote:
+    run: [ruby, -e, "{driver}"]
+    driver: brokenrbzyg-zygote.rb
+"""
+
+
+def test_a_ruby_zygote_that_cannot_isolate_a_run_is_not_used(tmp_path):
+    """Fail closed, the Ruby zygote's own code: a child whose filter could
+    not be applied never runs the program (its output would show), and is
+    reported to the agent at that step; the run starts cold and says so."""
+    if not shutil.which("ruby"):
+        pytest.skip("ruby is not installed here")
+    with open(os.path.join(HERE, "..", "..", "langs", "ruby", "zygote.rb")) as f:
+        zygote = f.read()
+    (tmp_path / "brokenrbzyg.yaml").write_text(BROKEN_RB)
+    (tmp_path / "brokenrbzyg-zygote.rb").write_text(BROKEN_RB_PRELUDE + zygote)
+    s = ZygoteServer(extra={"LLM_SANDBOX_PLUGIN_PATH": str(tmp_path)})
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            sc = s.run("puts 'ran'", "brokenrbzyg")
+            assert sc["status"] == "ok" and sc["stdout"] == "ran\n", sc
+            assert sc["sandbox"] != "zygote", sc
+            if any("zygote box was unusable" in w for w in sc.get("warnings", [])):
+                break
+            assert time.monotonic() < deadline, "the broken zygote was never tried"
+            time.sleep(0.1)
+        assert sc["sandbox"] == "cold" and "seccomp filter" in " ".join(sc["warnings"]), sc
+        assert "Operation not permitted" in " ".join(sc["warnings"]), sc
     finally:
         s.finish()
