@@ -578,20 +578,27 @@ _sbx_main()
 '''
 
 
-BROKEN = """\
-# a data-only Python whose zygote refuses every run
-name: brokenzyg
+def broken_manifest(name, what, interp, flag, ext):
+    """A data-only language whose zygote (driver NAME-zygote.EXT) is
+    broken as `what` says."""
+    return """\
+# %s
+name: %s
 kind: language
 version: 1.0.0
 abi: "1.0"
 description: Test language for test_zygote.py
 language:
-  source_file: main.py
-  run: [python3, "{source}"]
+  source_file: main.%s
+  run: [%s, "{source}"]
   zygote:
-    run: [python3, -c, "{driver}"]
-    driver: brokenzyg-zygote.py
-"""
+    run: [%s, %s, "{driver}"]
+    driver: %s-zygote.%s
+""" % (what, name, ext, interp, interp, flag, name, ext)
+
+
+BROKEN = broken_manifest("brokenzyg", "a data-only Python whose zygote refuses every run",
+                         "python3", "-c", "py")
 
 
 def test_a_zygote_that_cannot_isolate_a_run_is_not_used(tmp_path):
@@ -629,20 +636,8 @@ end
 Fiddle::Function.prepend(SbxRefuseSeccomp)
 '''
 
-BROKEN_RB = """\
-# Ruby whose zygote cannot apply the filter to a run
-name: brokenrbzyg
-kind: language
-version: 1.0.0
-abi: "1.0"
-description: Test language for test_zygote.py
-language:
-  source_file: main.rb
-  run: [ruby, "{source}"]
-  zygote:
-    run: [ruby, -e, "{driver}"]
-    driver: brokenrbzyg-zygote.rb
-"""
+BROKEN_RB = broken_manifest("brokenrbzyg", "Ruby whose zygote cannot apply the filter to a run",
+                            "ruby", "-e", "rb")
 
 
 def test_a_ruby_zygote_that_cannot_isolate_a_run_is_not_used(tmp_path):
