@@ -49,8 +49,8 @@ void stream_in_end(struct stream_in *in, struct mcp_conn *c, const struct mcp_si
 /* A thread body: probe the toolchain versions once (arg: the runtime), so
  * the first get_language_details does not wait for them. */
 void *stream_probe_versions(void *rt);
-#define STREAM_PROBE_GRACE_MS 5000
 
+#define STREAM_PROBE_GRACE_MS 5000
 /* The server is ending: no probe begins any more; the one that runs may
  * finish (and be kept) within STREAM_PROBE_GRACE_MS, then it is cancelled;
  * returns once the prober thread has ended. */
