@@ -597,6 +597,21 @@ language:
 """ % (what, name, ext, interp, interp, flag, name, ext)
 
 
+def refused_run(s, code, lang):
+    """Runs of a language whose zygote cannot isolate a child, until one
+    says its zygote box was unusable: each runs whole, never forked; the
+    run that says so."""
+    deadline = time.monotonic() + 60
+    while True:
+        sc = s.run(code, lang)
+        assert sc["status"] == "ok" and sc["stdout"] == "ran\n", sc
+        assert sc["sandbox"] != "zygote", sc
+        if any("zygote box was unusable" in w for w in sc.get("warnings", [])):
+            return sc
+        assert time.monotonic() < deadline, "the broken zygote was never tried"
+        time.sleep(0.1)
+
+
 BROKEN = broken_manifest("brokenzyg", "a data-only Python whose zygote refuses every run",
                          "python3", "-c", "py")
 
@@ -608,15 +623,7 @@ def test_a_zygote_that_cannot_isolate_a_run_is_not_used(tmp_path):
     (tmp_path / "brokenzyg-zygote.py").write_text(BROKEN_CHILD)
     s = ZygoteServer(extra={"LLM_SANDBOX_PLUGIN_PATH": str(tmp_path)})
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            sc = s.run("print('ran')", "brokenzyg")
-            assert sc["status"] == "ok" and sc["stdout"] == "ran\n", sc
-            assert sc["sandbox"] != "zygote", sc
-            if any("zygote box was unusable" in w for w in sc.get("warnings", [])):
-                break
-            assert time.monotonic() < deadline, "the broken zygote was never tried"
-            time.sleep(0.1)
+        sc = refused_run(s, "print('ran')", "brokenzyg")
         assert sc["sandbox"] == "cold" and "seccomp filter" in " ".join(sc["warnings"]), sc
     finally:
         s.finish()
@@ -652,15 +659,7 @@ def test_a_ruby_zygote_that_cannot_isolate_a_run_is_not_used(tmp_path):
     (tmp_path / "brokenrbzyg-zygote.rb").write_text(BROKEN_RB_PRELUDE + zygote)
     s = ZygoteServer(extra={"LLM_SANDBOX_PLUGIN_PATH": str(tmp_path)})
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            sc = s.run("puts 'ran'", "brokenrbzyg")
-            assert sc["status"] == "ok" and sc["stdout"] == "ran\n", sc
-            assert sc["sandbox"] != "zygote", sc
-            if any("zygote box was unusable" in w for w in sc.get("warnings", [])):
-                break
-            assert time.monotonic() < deadline, "the broken zygote was never tried"
-            time.sleep(0.1)
+        sc = refused_run(s, "puts 'ran'", "brokenrbzyg")
         assert sc["sandbox"] == "cold" and "seccomp filter" in " ".join(sc["warnings"]), sc
         assert "Operation not permitted" in " ".join(sc["warnings"]), sc
     finally:
