@@ -325,19 +325,6 @@ static int host_seccomp_rules(
     return no_seccomp(h, NULL, perr);
 }
 
-static void host_sandbox_ids(const struct sbx_host *h, uint32_t *ret_uid, uint32_t *ret_gid)
-{
-    const struct settings *s = host_ctx_of(h)->rt->settings;
-
-    *ret_uid = s->sandbox_uid;
-    *ret_gid = s->sandbox_gid;
-}
-
-static const char *host_instance_id(const struct sbx_host *h)
-{
-    return host_ctx_of(h)->rt->owner;
-}
-
 static int no_http(const struct sbx_host *h, const struct sbx_http *req, struct sbx_err *perr)
 {
     (void)h, (void)req;
@@ -480,8 +467,8 @@ void host_init(struct host_ctx *hc, struct sbx_runtime *rt, struct plugin *pl)
             .seccomp_bpf_fd = host_seccomp_bpf_fd,
             .memfd_new = host_memfd_new,
             .agent_fd = host_agent_fd,
-            .sandbox_ids = host_sandbox_ids,
-            .instance_id = host_instance_id,
+            .sandbox_ids = host_ctx_sandbox_ids,
+            .instance_id = host_ctx_instance_id,
             .seccomp_kafel_fd = no_seccomp,
             .http_request = host_http_request,
             .http_upgrade = host_http_upgrade,
@@ -505,29 +492,9 @@ void host_init(struct host_ctx *hc, struct sbx_runtime *rt, struct plugin *pl)
     };
 }
 
-/* The backend's own probe, once (as host_table.c's, without the agent's
- * seccomp filter: no policy is compiled here, so SBX_CTL_SECCOMP stays as
- * the backend reported it, and a run that needs it is refused). */
-int backend_probe(struct sbx_runtime *rt, struct plugin *pl, struct sbx_error **err)
+/* Nothing: no seccomp policy is compiled here, so SBX_CTL_SECCOMP stays
+ * as the backend reported it, and a run that needs it is refused. */
+void host_probe_caps(struct plugin *pl)
 {
-    struct sbx_err perr;
-    int rc;
-
-    (void)rt;
-    pthread_mutex_lock(&pl->probe_lock);
-    if (!pl->probed) {
-        sbx_err_init(&perr);
-        memset(&pl->caps, 0, sizeof(pl->caps));
-        pl->caps.size = sizeof(pl->caps);
-        pl->probe_rc = pl->desc->backend->probe(pl->pstate, &pl->caps, &perr);
-        if (pl->probe_rc < 0)
-            pl->probe_error = strdup(perr.msg[0] ? perr.msg : "probe failed");
-        pl->probed = true;
-    }
-    rc = pl->probe_rc;
-    pthread_mutex_unlock(&pl->probe_lock);
-    if (rc < 0)
-        return sbx_error_set(err, rc, 0, "backend '%s' cannot run here: %s", pl->name,
-                pl->probe_error ? pl->probe_error : "probe failed");
-    return 0;
+    (void)pl;
 }

@@ -251,19 +251,6 @@ static int host_agent_fd(const struct sbx_host *h, int *ret_fd, struct sbx_err *
     return 0;
 }
 
-static void host_sandbox_ids(const struct sbx_host *h, uint32_t *ret_uid, uint32_t *ret_gid)
-{
-    const struct settings *s = host_ctx_of(h)->rt->settings;
-
-    *ret_uid = s->sandbox_uid;
-    *ret_gid = s->sandbox_gid;
-}
-
-static const char *host_instance_id(const struct sbx_host *h)
-{
-    return host_ctx_of(h)->rt->owner;
-}
-
 static int host_http_request(const struct sbx_host *h, const struct sbx_http *req,
         struct sbx_http_resp *resp, struct sbx_err *perr)
 {
@@ -404,8 +391,8 @@ void host_init(struct host_ctx *hc, struct sbx_runtime *rt, struct plugin *pl)
             .seccomp_bpf_fd = host_seccomp_bpf_fd,
             .memfd_new = host_memfd_new,
             .agent_fd = host_agent_fd,
-            .sandbox_ids = host_sandbox_ids,
-            .instance_id = host_instance_id,
+            .sandbox_ids = host_ctx_sandbox_ids,
+            .instance_id = host_ctx_instance_id,
             .seccomp_kafel_fd = host_seccomp_kafel_fd,
             .http_request = host_http_request,
             .http_upgrade = host_http_upgrade,
@@ -435,7 +422,7 @@ void host_init(struct host_ctx *hc, struct sbx_runtime *rt, struct plugin *pl)
  * in each program's child just before execve (proto.h's FILTER). Our
  * policy compiles here (the BPF is cached), or the control stays as the
  * backend said, and a run that needs it is refused. */
-static void agent_filter_caps(struct plugin *pl)
+void host_probe_caps(struct plugin *pl)
 {
     struct sbx_error *e = NULL;
     const void *bpf;
@@ -453,30 +440,4 @@ static void agent_filter_caps(struct plugin *pl)
     pl->caps.level[SBX_CTL_SECCOMP] = SBX_ENF_FULL;
     snprintf(pl->caps.note[SBX_CTL_SECCOMP], sizeof(pl->caps.note[0]),
             "the core's policy, applied by the sandbox agent before exec (with no_new_privs)");
-}
-
-int backend_probe(struct sbx_runtime *rt, struct plugin *pl, struct sbx_error **err)
-{
-    struct sbx_err perr;
-    int rc;
-
-    (void)rt;
-    pthread_mutex_lock(&pl->probe_lock);
-    if (!pl->probed) {
-        sbx_err_init(&perr);
-        memset(&pl->caps, 0, sizeof(pl->caps));
-        pl->caps.size = sizeof(pl->caps);
-        pl->probe_rc = pl->desc->backend->probe(pl->pstate, &pl->caps, &perr);
-        if (pl->probe_rc < 0)
-            pl->probe_error = strdup(perr.msg[0] ? perr.msg : "probe failed");
-        else
-            agent_filter_caps(pl);
-        pl->probed = true;
-    }
-    rc = pl->probe_rc;
-    pthread_mutex_unlock(&pl->probe_lock);
-    if (rc < 0)
-        return sbx_error_set(err, rc, 0, "backend '%s' cannot run here: %s", pl->name,
-                pl->probe_error ? pl->probe_error : "probe failed");
-    return 0;
 }

@@ -15,7 +15,11 @@ struct sbx_runtime;
 /* Fill hc for plugin pl of runtime rt. */
 void host_init(struct host_ctx *hc, struct sbx_runtime *rt, struct plugin *pl);
 /* Run the backend's probe once (pl->caps, pl->agent_filter); later calls
- * return the cached result. Thread-safe. */
+ * return the cached result. Thread-safe. (registry.c, for every platform) */
 int backend_probe(struct sbx_runtime *rt, struct plugin *pl, struct sbx_error **err);
+/* What this platform's host adds to a backend's controls after its probe
+ * succeeded, under pl->probe_lock: host_table.c the agent's seccomp filter,
+ * platform/win_host.c nothing. */
+void host_probe_caps(struct plugin *pl);
 
 #endif

@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,8 +20,10 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "base/util.h"
+#include "plugins/host_table.h"
 #include "plugins/manifest.h"
 #include "plugins/plugin_settings.h"
+#include "policy/settings.h"
 #include "runtime_state.h"
 
 #define PLUGIN_FILE_MAX (256u << 10) /* a data file beside a manifest (driver, support) */
@@ -143,4 +146,43 @@ const char *host_ctx_setting(const struct sbx_host *h, const char *key)
     const struct host_ctx *hc = host_ctx_of(h);
 
     return plugin_setting_value(hc->rt->settings, hc->plugin->m, hc->plugin->name, key);
+}
+
+void host_ctx_sandbox_ids(const struct sbx_host *h, uint32_t *ret_uid, uint32_t *ret_gid)
+{
+    const struct settings *s = host_ctx_of(h)->rt->settings;
+
+    *ret_uid = s->sandbox_uid;
+    *ret_gid = s->sandbox_gid;
+}
+
+const char *host_ctx_instance_id(const struct sbx_host *h)
+{
+    return host_ctx_of(h)->rt->owner;
+}
+
+int backend_probe(struct sbx_runtime *rt, struct plugin *pl, struct sbx_error **err)
+{
+    struct sbx_err perr;
+    int rc;
+
+    (void)rt;
+    pthread_mutex_lock(&pl->probe_lock);
+    if (!pl->probed) {
+        sbx_err_init(&perr);
+        memset(&pl->caps, 0, sizeof(pl->caps));
+        pl->caps.size = sizeof(pl->caps);
+        pl->probe_rc = pl->desc->backend->probe(pl->pstate, &pl->caps, &perr);
+        if (pl->probe_rc < 0)
+            pl->probe_error = strdup(perr.msg[0] ? perr.msg : "probe failed");
+        else
+            host_probe_caps(pl);
+        pl->probed = true;
+    }
+    rc = pl->probe_rc;
+    pthread_mutex_unlock(&pl->probe_lock);
+    if (rc < 0)
+        return sbx_error_set(err, rc, 0, "backend '%s' cannot run here: %s", pl->name,
+                pl->probe_error ? pl->probe_error : "probe failed");
+    return 0;
 }

@@ -29,7 +29,8 @@ struct host_ctx {
 
 /* What every platform's host table (host_table.c, platform/win_host.c)
  * shares: the context of a table, a core error copied into a plugin's
- * report (freed; returns its code), the log and setting services. */
+ * report (freed; returns its code), the log, setting, sandbox ids and
+ * instance services. */
 static inline const struct host_ctx *host_ctx_of(const struct sbx_host *h)
 {
     return (const struct host_ctx *)(const void *)h;
@@ -39,6 +40,8 @@ struct sbx_error;
 int host_ctx_error(struct sbx_err *perr, struct sbx_error *e);
 void host_ctx_log(const struct sbx_host *h, int level, const char *fmt, ...) SBX_PRINTF(3, 4);
 const char *host_ctx_setting(const struct sbx_host *h, const char *key);
+void host_ctx_sandbox_ids(const struct sbx_host *h, uint32_t *ret_uid, uint32_t *ret_gid);
+const char *host_ctx_instance_id(const struct sbx_host *h);
 
 enum plugin_state {
     PLUGIN_OK = 0,
