@@ -370,6 +370,18 @@ def test_opener_cgroup_holds_the_box_and_goes():
 
 
 @needs_root_v1
+def test_opener_cgroup_stats_line_after_an_unfinished_line():
+    """The box shares the opener's stderr: a line the box leaves without
+    its newline (a process killed mid-message) does not swallow the
+    opener's stats line, which begins a line of its own."""
+    p = opened(MAGIC + limits(96 << 20, 40) + END, "--", "/bin/sh", "-c",
+               "printf 'half a line' >&2")
+    assert p.returncode == 0, p
+    assert b"half a line" in p.stderr, p.stderr
+    assert stats_of(p.stderr) == {"oom_killed": 0, "pids_limited": 0}, p.stderr
+
+
+@needs_root_v1
 def test_opener_cgroup_ooms_past_the_memory_limit():
     """Past the limit the kernel's OOM killer ends the program (SIGKILL),
     not a failed allocation (no RLIMIT_AS here), and the opener reports
