@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <inttypes.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1026,6 +1027,28 @@ static void test_sweep(void **state)
 }
 
 /* An instance's name (owner.h): made, read back, and judged. */
+/* /proc/PID/status's NSpid line, each level of it. */
+static void test_nspid(void **state)
+{
+    pid_t pid = 0;
+
+    (void)state;
+    assert_int_equal(cg_nspid("Name:\tx\nNSpid:\t4711\t12\t1\nNSpgid:\t9\n", 0, &pid), 0);
+    assert_int_equal(pid, 4711);
+    assert_int_equal(cg_nspid("Name:\tx\nNSpid:\t4711\t12\t1\nNSpgid:\t9\n", 1, &pid), 0);
+    assert_int_equal(pid, 12);
+    assert_int_equal(cg_nspid("NSpid:\t4711\t12\t1", 2, &pid), 0);
+    assert_int_equal(pid, 1);
+    pid = 0;
+    assert_int_equal(cg_nspid("NSpid:\t4711\nNSpgid:\t12\n", 1, &pid), -1); /* not NSpgid's */
+    assert_int_equal(cg_nspid("Name:\tx\n", 0, &pid), -1);
+    assert_int_equal(cg_nspid("NSpid:\t47x11\t2\n", 1, &pid), -1);
+    assert_int_equal(cg_nspid("NSpid:\t-3\t2\n", 0, &pid), -1);
+    assert_int_equal(cg_nspid("NSpid:\t99999999999\t2\n", 0, &pid), -1);
+    assert_int_equal(cg_nspid("XNSpid:\t5\t2\n", 0, &pid), -1);
+    assert_int_equal(pid, 0);
+}
+
 static void test_owner_names(void **state)
 {
     char name[64], mine[OWNER_SCOPE_LEN + 1], again[OWNER_SCOPE_LEN + 1], other[80];
@@ -1231,6 +1254,64 @@ static void test_real_join_kill_free(void **state)
         assert_int_equal(access(dirs[i], F_OK), -1);
 }
 
+/* The child unshares a pid namespace and forks its init, which waits. */
+static void ns_init_child(void)
+{
+    pid_t pid;
+
+    if (unshare(CLONE_NEWPID) < 0)
+        _exit(1);
+    pid = fork();
+    if (pid < 0)
+        _exit(1);
+    if (pid == 0)
+        for (;;)
+            pause();
+}
+
+/* A zygote's run (pool_zygote.c): a process of a pid namespace below
+ * ours, found in its group by its pid there, then moved into another. */
+static void test_real_find_attach(void **state)
+{
+    struct real *r = *state;
+    struct cg_service *s = real_service(state);
+    struct cg_group *other = NULL;
+    struct sbx_error *err = NULL;
+    struct sbx_policy p = policy(64 * MIB, 500, 8);
+    char id[64], id2[64], dir[4096], c;
+    pid_t child, init = 0, again = 0;
+    int ready;
+
+    snprintf(id, sizeof(id), "p%dt%" PRIu64 "-9002", (int)getpid(), self_starttime());
+    snprintf(id2, sizeof(id2), "p%dt%" PRIu64 "-9003", (int)getpid(), self_starttime());
+    assert_int_equal(cg_group_new(s, id, &p, &r->g, &err), 0);
+    assert_int_equal(cg_group_new(s, id2, &p, &other, &err), 0);
+    child = real_child(r->g, ns_init_child, &ready);
+    assert_int_equal(read(ready, &c, 1), 1);
+    close(ready);
+
+    /* the child is pid 1 of nothing below us: only its init matches */
+    assert_int_equal(cg_service_find_pid(s, id, 1, &init, &err), 0);
+    assert_true(init > 1 && init != child);
+    assert_int_equal(cg_service_find_pid(s, id, 2, &again, &err), SBX_E_BACKEND);
+    assert_int_equal(err->sys_errno, ESRCH);
+    err = sbx_error_free(err);
+    assert_int_equal(cg_group_find_pid(other, 1, &again, &err), SBX_E_BACKEND);
+    err = sbx_error_free(err);
+
+    assert_int_equal(cg_group_attach(other, init, &err), 0);
+    real_dir("memory", id2, dir, sizeof(dir));
+    assert_true(procs_has(dir, init));
+    assert_int_equal(cg_group_find_pid(other, 1, &again, &err), 0);
+    assert_int_equal(again, init);
+    assert_int_equal(cg_service_attach(s, id, init, &err), 0); /* and back by the group's id */
+    real_dir("memory", id, dir, sizeof(dir));
+    assert_true(procs_has(dir, init));
+    assert_int_equal(cg_group_attach(other, 1, &err), SBX_E_INVALID);
+    err = sbx_error_free(err);
+    other = cg_group_free(other);
+}
+
 /* Forks until the pids limit stops it; the children stay to be killed. */
 static void fork_past_limit(void)
 {
@@ -1333,8 +1414,10 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_caps_none_truncated, setup, teardown),
             cmocka_unit_test_setup_teardown(test_sweep, setup, teardown),
             cmocka_unit_test(test_owner_names),
+            cmocka_unit_test(test_nspid),
             cmocka_unit_test(test_real_detect),
             cmocka_unit_test_setup_teardown(test_real_join_kill_free, setup_real, teardown_real),
+            cmocka_unit_test_setup_teardown(test_real_find_attach, setup_real, teardown_real),
             cmocka_unit_test_setup_teardown(test_real_limits, setup_real, teardown_real),
     };
 

@@ -433,6 +433,129 @@ struct cg_group *cg_group_free(struct cg_group *g)
     return NULL;
 }
 
+int cg_nspid(const char *status, size_t level, pid_t *ret)
+{
+    const char *p = status;
+
+    while (p && strncmp(p, "NSpid:", 6) != 0) {
+        p = strchr(p, '\n');
+        p = p ? p + 1 : NULL;
+    }
+    if (!p)
+        return -1;
+    p += 6;
+    for (size_t i = 0;; i++) {
+        char *end;
+        long v;
+
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (*p < '0' || *p > '9')
+            return -1; /* the line ended before that level */
+        errno = 0;
+        v = strtol(p, &end, 10);
+        if (errno || v <= 0 || v > INT_MAX || (*end != ' ' && *end != '\t' && *end != '\n' && *end))
+            return -1;
+        if (i == level) {
+            *ret = (pid_t)v;
+            return 0;
+        }
+        p = end;
+    }
+}
+
+/* The process listed in dir's cgroup.procs whose pid one namespace below
+ * ours (NSpid's second entry) is ns_pid. */
+static int find_in(const char *dir, pid_t ns_pid, pid_t *ret, struct sbx_error **err)
+{
+    cleanup_free char *procs = cg_path_join(dir, "cgroup.procs"), *buf = NULL;
+    char *cur;
+    int r;
+
+    if (!procs)
+        return cg_oom(err);
+    r = cg_read_all(procs, &buf);
+    if (r < 0)
+        return sbx_error_set(err, SBX_E_BACKEND, -r, "%s: %s", procs, strerror(-r));
+    cur = buf;
+    for (char *line = cg_next_line(&cur); line; line = cg_next_line(&cur)) {
+        char path[64];
+        cleanup_free char *status = NULL;
+        uint64_t pid;
+        pid_t got;
+
+        if (parse_u64(line, &pid) < 0 || pid <= 1 || pid > INT_MAX)
+            continue;
+        snprintf(path, sizeof(path), "/proc/%" PRIu64 "/status", pid);
+        if (cg_read_all(path, &status) == 0 && cg_nspid(status, 1, &got) == 0 && got == ns_pid) {
+            *ret = (pid_t)pid;
+            return 0;
+        }
+    }
+    return sbx_error_set(
+            err, SBX_E_BACKEND, ESRCH, "no process %d of the sandbox's in %s", (int)ns_pid, dir);
+}
+
+int cg_service_find_pid(const struct cg_service *s, const char *id, pid_t ns_pid, pid_t *ret,
+        struct sbx_error **err)
+{
+    cleanup_free char *dir = NULL;
+
+    if (!s || !s->ops || !s->n_parents || !id_is_valid(id) || ns_pid <= 0)
+        return sbx_error_set(err, SBX_E_INVALID, 0, "invalid request for a sandbox's process");
+    dir = cg_path_join(s->parent[0], id);
+    return dir ? find_in(dir, ns_pid, ret, err) : cg_oom(err);
+}
+
+int cg_group_find_pid(const struct cg_group *g, pid_t ns_pid, pid_t *ret, struct sbx_error **err)
+{
+    if (!g || !g->n_dirs || ns_pid <= 0)
+        return sbx_error_set(err, SBX_E_INVALID, 0, "invalid request for a sandbox's process");
+    return find_in(g->dir[0], ns_pid, ret, err);
+}
+
+/* pid into dirs[0..n)'s cgroup.procs */
+static int attach_to(char *const *dirs, size_t n, pid_t pid, bool fake, struct sbx_error **err)
+{
+    char val[24];
+
+    if (pid <= 1)
+        return sbx_error_set(err, SBX_E_INVALID, 0, "invalid cgroup move");
+    snprintf(val, sizeof(val), "%d", (int)pid);
+    for (size_t i = 0; i < n; i++) {
+        int r = cg_write_ctl(dirs[i], "cgroup.procs", val, fake, err);
+
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
+int cg_service_attach(const struct cg_service *s, const char *id, pid_t pid, struct sbx_error **err)
+{
+    char *dirs[CG_DIRS] = {NULL};
+    size_t n = 0;
+    int r = 0;
+
+    if (!s || !s->ops || !id_is_valid(id))
+        return sbx_error_set(err, SBX_E_INVALID, 0, "invalid cgroup move");
+    for (; n < s->n_parents && r == 0; n++)
+        if (!(dirs[n] = cg_path_join(s->parent[n], id)))
+            r = cg_oom(err);
+    if (r == 0)
+        r = attach_to(dirs, n, pid, s->fake, err);
+    for (size_t i = 0; i < n; i++)
+        free(dirs[i]);
+    return r;
+}
+
+int cg_group_attach(const struct cg_group *g, pid_t pid, struct sbx_error **err)
+{
+    if (!g)
+        return sbx_error_set(err, SBX_E_INVALID, 0, "invalid cgroup move");
+    return attach_to(g->dir, g->n_dirs, pid, g->fake, err);
+}
+
 /* "<OWNER>-<SUFFIX>" (owner.h), the suffix [a-z0-9]+ (a run number, or
  * e.g. "probe"). */
 static bool group_owner(const char *name, struct owner *ret)

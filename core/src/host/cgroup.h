@@ -138,4 +138,21 @@ bool cg_group_is_empty(const struct cg_group *g);
 /* Kill, wait (bounded, ~2 s) until empty, remove the directories. */
 struct cg_group *cg_group_free(struct cg_group *g);
 
+/* A zygote forks a run in the run's own group (sessions/pool_zygote.c):
+ * the host pid of the process in group id (a sandbox's, made by
+ * cg_group_new of this service) or in g whose pid in the sandbox's pid
+ * namespace is ns_pid (the second entry of its NSpid); a process moved
+ * into every directory of group id or of g. Only for processes that
+ * cannot end meanwhile (a held child; the zygote, which forks only when
+ * told), so that the pid found is still theirs when it is written. */
+int cg_service_find_pid(const struct cg_service *s, const char *id, pid_t ns_pid, pid_t *ret,
+        struct sbx_error **err);
+int cg_group_find_pid(const struct cg_group *g, pid_t ns_pid, pid_t *ret, struct sbx_error **err);
+int cg_service_attach(
+        const struct cg_service *s, const char *id, pid_t pid, struct sbx_error **err);
+int cg_group_attach(const struct cg_group *g, pid_t pid, struct sbx_error **err);
+/* The pid at level (0: the reader's namespace) of a /proc/PID/status
+ * text's NSpid line: 0, or -1 when there is no such entry. */
+int cg_nspid(const char *status, size_t level, pid_t *ret);
+
 #endif
