@@ -69,6 +69,7 @@ struct exec_state {
     bool in_eof;           /* STDIN_EOF received: close once the buffer drained */
     bool failed;           /* it never reached execve: AGENT_EXIT_EXEC_FAILED */
     bool forked;           /* a zygote's child: the init of its own pid namespace */
+    int go_fd;             /* FORK with AGENT_FORK_HOLD: the held child's GO pipe, or -1 */
     size_t in_off, in_len; /* pending stdin bytes in g_stdin */
 };
 
@@ -123,7 +124,7 @@ static void close_fd(int *fd)
 static void exec_reset(void)
 {
     memset(&g.ex, 0, sizeof g.ex);
-    g.ex.out_fd[0] = g.ex.out_fd[1] = g.ex.in_fd = -1;
+    g.ex.out_fd[0] = g.ex.out_fd[1] = g.ex.in_fd = g.ex.go_fd = -1;
 }
 
 /* Signals every process of the current exec. kill(-1) appears only here and in reap_all(). */
@@ -952,6 +953,7 @@ static void exec_finish(void)
     agent_put_u64(p + 32, (uint64_t)ru.ru_maxrss);
     close_fd(&g.ex.out_fd[0]);
     close_fd(&g.ex.out_fd[1]);
+    close_fd(&g.ex.go_fd);
     stdin_close();
     exec_reset();
     send_frame(AGENT_EXITED, p, sizeof p);
@@ -1186,7 +1188,8 @@ static bool frame_ok(const struct agent_hdr *h)
     case AGENT_LIST: return h->len >= 1 && (h->flags & ~AGENT_LIST_STAT) == 0;
     case AGENT_FILTER: return h->len >= 8 && h->flags == 0;
     case AGENT_FORK: return h->len >= 12 && h->flags == 0;
-    case AGENT_FRESH: return h->len == 0 && h->flags == 0;
+    case AGENT_FRESH:
+    case AGENT_GO: return h->len == 0 && h->flags == 0;
     default: return false;
     }
 }
@@ -1207,6 +1210,7 @@ static bool dispatch(void)
     case AGENT_FILTER: on_filter(g.h.len); break;
     case AGENT_FORK: on_fork(g.h.len); break;
     case AGENT_FRESH: on_fresh(); break;
+    case AGENT_GO: on_go(); break;
     case AGENT_STDIN_EOF:
         g.ex.in_eof = g.ex.pid > 0;
         stdin_pump();

@@ -101,8 +101,8 @@
  *                   agent first sends the FILTER program (refused when none
  *                   was set: a child must never run without it) and waits
  *                   for one message "ready". Once per box; not an exec.
- *   A: OK | ERROR
- *   H: FORK         as EXEC's payload (STDIN_PIPE the only flag): the
+ *   A: OK | ERROR   OK: u32 the zygote's pid (as seen in the sandbox)
+ *   H: FORK         as EXEC's payload (flags STDIN_PIPE and FORK_HOLD): the
  *                   zygote forks a child that enters its own mount, pid,
  *                   ipc and network namespaces, a fresh /tmp (the box's
  *                   support files copied in), /dev/shm and /proc, drops
@@ -114,6 +114,14 @@
  *                   processes end with it: it is their pid namespace's
  *                   init). ERROR (no STARTED) when there is no zygote, an
  *                   exec runs, or the child could not be isolated.
+ *                   With AGENT_FORK_HOLD the isolated child waits, before
+ *                   a line of the program runs, until GO: STARTED's pid
+ *                   is then the host's to move into a cgroup of the run's
+ *                   own (the language's zygote must hold: manifest
+ *                   language.zygote.holds).
+ *   H: GO           (after STARTED of a FORK with AGENT_FORK_HOLD) the
+ *                   child runs the program; no reply. Ignored when no
+ *                   child waits. SIGNAL, QUIT or EOF instead: it never does.
  *   H: FRESH        (a zygote box, between runs) a new empty tmpfs replaces
  *                   the workspace, of the same size and mode: a run's
  *                   workspace is never the next one's
@@ -155,6 +163,7 @@ enum agent_type {
     AGENT_FILTER = 11,
     AGENT_FORK = 12,
     AGENT_FRESH = 13,
+    AGENT_GO = 14,
     /* agent -> host */
     AGENT_READY = 64,
     AGENT_STDOUT = 65,
@@ -192,6 +201,7 @@ enum agent_put_flags {
 enum agent_exec_flags {
     AGENT_EXEC_STDIN_PIPE = 1u << 0,
     AGENT_EXEC_ZYGOTE = 1u << 1, /* EXEC: start the box's zygote (see FORK) */
+    AGENT_FORK_HOLD = 1u << 2,   /* FORK: the child waits for GO (a cgroup first) */
 };
 enum agent_list_flags { AGENT_LIST_STAT = 1u << 0 };
 enum agent_exit_kind { AGENT_EXIT_CODE = 0, AGENT_EXIT_SIGNAL = 1 };

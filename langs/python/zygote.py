@@ -11,10 +11,13 @@
 # Protocol on fd 3: the agent sends the seccomp filter (classic BPF, 8
 # bytes an instruction); the zygote answers "ready". Then each message is a
 # FORK payload (u32 flags, u32 argc, u32 envc, strings, cwd) with three
-# descriptors (the run's stdin, stdout, stderr); the answer is u32 errno,
-# u32 pid (the child, as the box sees it), u32 stage (where isolating it
-# failed; 0 when it did not). The child runs the program only after every
-# step succeeded; any failure ends it before a line of the program ran.
+# descriptors (the run's stdin, stdout, stderr), or four: the fourth a
+# held run's GO pipe (AGENT_FORK_HOLD: the host moves the isolated child
+# into a cgroup of the run's own, then the agent writes one byte; EOF
+# without it ends the child). The answer is u32 errno, u32 pid (the child,
+# as the box sees it), u32 stage (where isolating it failed; 0 when it did
+# not). The child runs the program only after every step succeeded (and,
+# held, after GO); any failure ends it before a line of the program ran.
 #
 # Everything lives inside functions deleted before the program runs, so
 # the program, which runs in the real __main__ namespace, sees none of the
@@ -156,7 +159,7 @@ def _sbx_serve():
         # record read as the parent's, and the agent was told pid 0.
         r1, w1 = os.pipe()
         r2, w2 = os.pipe()
-        pid = os.fork() if len(fds) == 3 else -1
+        pid = os.fork() if len(fds) in (3, 4) else -1
         if pid == 0:
             break
         os.close(w1)
@@ -190,7 +193,11 @@ def _sbx_serve():
     w = w1  # where a failure is reported: the parent's pipe, then the run's
     try:
         stage[0] = 1
-        check(libc.unshare(U(0x20000 | 0x20000000 | 0x08000000 | 0x40000000)), "unshare")
+        # mount, pid, ipc, network; and cgroup, rooted where the run's own
+        # group is when it has one (the core moved the zygote there for
+        # this fork), so that the run sees "/" as a cold box does
+        check(libc.unshare(U(0x20000 | 0x20000000 | 0x08000000 | 0x40000000 | 0x02000000)),
+              "unshare")
         stage[0] = 2
         pid = os.fork()
         if pid:
@@ -204,10 +211,14 @@ def _sbx_serve():
         argv, env, cwd = strs[:argc], strs[argc : argc + envc], strs[argc + envc]
         isolate()
         stage[0] = 8
-        for i, fd in enumerate(fds):
+        go = fds[3] if len(fds) == 4 else -1
+        for i, fd in enumerate(fds[:3]):
             os.dup2(fd, i)
-        os.closerange(3, w)
-        os.closerange(w + 1, 1 << 16)
+        lo = 3
+        for fd in sorted(k for k in (w, go) if k >= 3):
+            os.closerange(lo, fd)
+            lo = fd + 1
+        os.closerange(lo, 1 << 16)
         os.write(w, struct.pack("<iII", 0, 0, 0))
         os.close(w)
     except BaseException as e:
@@ -216,6 +227,14 @@ def _sbx_serve():
             os.write(w, struct.pack("<iII", err, 0, stage[0]))
         finally:
             os._exit(126)
+    if go >= 0:  # held: the host moves this run into its cgroup, then GO
+        try:
+            held = os.read(go, 1) == b"g"
+        except BaseException:
+            held = False
+        if not held:
+            os._exit(126)  # no GO (the run was ended): nothing of the program ran
+        os.close(go)
     os.chdir(os.path.join(base, cwd.decode("utf-8", "surrogateescape")) if cwd else base)
     os.environ.clear()
     for kv in env:

@@ -12,10 +12,12 @@
 # Protocol on fd 3: the agent sends the seccomp filter (classic BPF, 8
 # bytes an instruction); the zygote answers "ready". Then each message is a
 # FORK payload (u32 flags, u32 argc, u32 envc, strings, cwd) with three
-# descriptors (the run's stdin, stdout, stderr); the answer is u32 errno,
-# u32 pid (the child, as the box sees it), u32 stage (where isolating it
-# failed; 0 when it did not). The child runs the program only after every
-# step succeeded; any failure ends it before a line of the program ran.
+# descriptors (the run's stdin, stdout, stderr), or four: the fourth a
+# held run's GO pipe (zygote.py says what holding is). The answer is u32
+# errno, u32 pid (the child, as the box sees it), u32 stage (where
+# isolating it failed; 0 when it did not). The child runs the program only
+# after every step succeeded (and, held, after GO); any failure ends it
+# before a line of the program ran.
 #
 # The child runs the program as `ruby main.rb` does: compiled from its file
 # (so __FILE__, $0, __dir__, require_relative, DATA and error_highlight's
@@ -160,7 +162,7 @@ lambda do
       # the other (zygote.py says why one shared pipe is not enough)
       r1, w1 = IO.pipe
       r2, w2 = IO.pipe
-      pid = fds.size == 3 ? Process.fork : -1
+      pid = [3, 4].include?(fds.size) ? Process.fork : -1
       break if pid.nil?
 
       w1.close
@@ -188,10 +190,12 @@ lambda do
     r2.close
     ctl.autoclose = false # fd 3 is closed below, never again by this object
     w = w1 # where a failure is reported: the parent's pipe, then the run's
-    argv = env = cwd = nil
+    argv = env = cwd = go = nil
     begin
       stage = 1
-      check.(unshare.(0x20000 | 0x20000000 | 0x08000000 | 0x40000000), 'unshare')
+      # mount, pid, ipc, network; and cgroup, rooted at the run's own group
+      # (zygote.py says why)
+      check.(unshare.(0x20000 | 0x20000000 | 0x08000000 | 0x40000000 | 0x02000000), 'unshare')
       stage = 2
       pid = Process.fork
       if pid
@@ -206,13 +210,14 @@ lambda do
       argv, env, cwd = strs[0, argc], strs[argc, envc], strs[argc + envc]
       isolate.()
       stage = 8
-      fds.each_with_index { |io, n| check.(dup2.(io.fileno, n) == n ? 0 : -1, 'dup2') }
-      fds.each(&:close)
+      go = fds[3]
+      fds[0, 3].each_with_index { |io, n| check.(dup2.(io.fileno, n) == n ? 0 : -1, 'dup2') }
+      fds[0, 3].each(&:close)
       # every other descriptor the zygote had, but this interpreter's own
       # (Ruby made them anew in this process after the fork: it refuses to
       # wrap them) and the one that reports success
       Dir.children('/proc/self/fd').map(&:to_i).each do |fd|
-        next if fd < 3 || fd == w.fileno
+        next if fd < 3 || fd == w.fileno || fd == go&.fileno
 
         begin
           IO.for_fd(fd, autoclose: false)
@@ -232,6 +237,15 @@ lambda do
       ensure
         exit!(126)
       end
+    end
+    if go # held: the host moves this run into its cgroup, then GO
+      held = begin
+        go.sysread(1) == 'g'
+      rescue Exception # rubocop:disable Lint/RescueException
+        false
+      end
+      exit!(126) unless held # no GO (the run was ended): nothing of the program ran
+      go.close
     end
     Dir.chdir(cwd.nil? || cwd.empty? ? base : File.join(base, cwd))
     ENV.clear

@@ -14,10 +14,13 @@ pid 1 of its own); it behaves as a cold run; a zygote that cannot isolate
 a run is never used for it: the run starts cold and says so; with the
 setting off no run is forked.
 
-The zygote is used only where the limits are the rlimit fallbacks (a
-child would share its box's cgroup otherwise: pool.c says why), so as
-root these servers run with LLM_SANDBOX_CGROUP=off, and one test checks
-that with cgroups the runs are never forked.
+Where cgroups hold the limits (as root here) each forked run gets a
+group of its own with its limits, and its cgroup namespace is rooted
+there as a cold box's is (pool_zygote.c); as nobody the limits are the
+rlimit fallbacks. So every test here checks one path as root and the
+other as nobody, and two tests check the groups themselves: a run's is
+its own, made for it and gone with it, and a language whose zygote
+cannot hold a child gets no zygote where cgroups hold the limits.
 """
 import os
 import shutil
@@ -26,8 +29,10 @@ import time
 
 import pytest
 
-from conftest import (BACKEND, CONTAINER, MXC, ROOT, WSL2, cgroups_enforced, find_marked,
+from conftest import (BACKEND, CONTAINER, MXC, ROOT, WSL2, cgroup_version, cgroups_enforced,
+                      find_marked,
                       proc_status)
+from test_limits import MIB, _cgroup_dir, _read
 from test_pool import LEAVE, LOOK, Server
 
 # the local jails make zygote boxes (plugin.h, SBX_BOX_ZYGOTE): bwrap and nsjail
@@ -35,7 +40,7 @@ pytestmark = [pytest.mark.contract,
               pytest.mark.skipif(CONTAINER or MXC or WSL2 or BACKEND not in ("bwrap", "nsjail"),
                                  reason="zygote boxes are made by bwrap and nsjail only")]
 
-ZYGOTE_ENV = {"LLM_SANDBOX_ZYGOTE": "true", "LLM_SANDBOX_CGROUP": "off"}
+ZYGOTE_ENV = {"LLM_SANDBOX_ZYGOTE": "true"}
 
 # the languages with a zygote; each test that applies to both takes lang
 ZLANGS = ["python", "ruby"]
@@ -544,19 +549,91 @@ def test_zygote_off_forks_nothing():
     assert seen <= {"cold", "ready"} and "zygote" not in seen, seen
 
 
+# a run that prints the cgroups it sees and waits on a sleep of its own
+# (which the test finds on the host, reads the group of, and kills)
+IN_GROUP = {
+    "python": "import subprocess\nprint(open('/proc/self/cgroup').read(), end='')\n"
+              "subprocess.run(['/bin/sleep', '60'])\nprint('done')\n",
+    "ruby": "print File.read('/proc/self/cgroup')\nsystem('/bin/sleep', '60')\nputs 'done'\n",
+}
+
+
 @pytest.mark.skipif(not ROOT, reason="cgroups are root's here")
-def test_no_zygote_where_cgroups_hold_the_limits():
+def test_each_forked_run_has_a_cgroup_of_its_own(lang):
+    """Where cgroups hold the limits, a forked run is in a group made for it
+    with its limits, not its box's (one zygote box serves every run here,
+    and each run's group differs and is gone once the run is), and it sees
+    that group as the root of its cgroup namespace, as a cold run does."""
     if not cgroups_enforced():
         pytest.skip("no cgroup enforces the limits here")
-    s = Server(extra={"LLM_SANDBOX_ZYGOTE": "true"})
+    s = ZygoteServer(extra={"LLM_SANDBOX_POOL": "1"})
+    limits = dict(memory="96m", pids=24)
+    try:
+        s.zygote_run("pass" if lang == "python" else "nil", lang, **limits)
+        groups = []
+        for _ in range(3):
+            got = {}
+            t = threading.Thread(target=lambda: got.update(sc=s.run(IN_GROUP[lang], lang, **limits)))
+            t.start()
+            deadline = time.monotonic() + 60
+            while not find_marked(s.mark, "sleep"):
+                assert t.is_alive() and time.monotonic() < deadline, got
+                time.sleep(0.02)
+            pid = find_marked(s.mark, "sleep")[0]
+            mem, pids = _cgroup_dir(pid, "memory"), _cgroup_dir(pid, "pids")
+            assert "/llm-sandbox/p" in mem, mem
+            if cgroup_version() == 2:
+                assert int(_read(mem, "memory.max")) == 96 * MIB
+            else:
+                assert int(_read(mem, "memory.limit_in_bytes")) == 96 * MIB
+            assert _read(pids, "pids.max") == "24"
+            os.kill(pid, 9)
+            t.join(60)
+            sc = got["sc"]
+            assert sc["sandbox"] == "zygote" and sc["status"] == "ok", sc
+            lines = sc["stdout"].splitlines()
+            assert lines[-1] == "done" and all(ln.endswith(":/") for ln in lines[:-1]), sc
+            assert not os.path.exists(mem), "the run's group outlived it: %s" % mem
+            groups.append(mem)
+        assert len(set(groups)) == 3, groups
+        # its memory limit is its own group's: the kill is reported as one
+        sc = s.zygote_run(BIG[lang], lang, **limits)
+        assert sc["status"] == "oom" and sc["limit"] == "memory", sc
+    finally:
+        s.finish()
+
+
+@pytest.mark.skipif(not ROOT, reason="cgroups are root's here")
+def test_no_zygote_where_cgroups_hold_the_limits_and_it_cannot_hold(tmp_path):
+    """A zygote without language.zygote.holds could not be held while its
+    child moves into a group of its own: where cgroups hold the limits its
+    runs are never forked; without cgroups the same language's are."""
+    if not cgroups_enforced():
+        pytest.skip("no cgroup enforces the limits here")
+    if not shutil.which("ruby"):
+        pytest.skip("ruby is not installed here")
+    with open(os.path.join(HERE, "..", "..", "langs", "ruby", "zygote.rb")) as f:
+        (tmp_path / "holdless-zygote.rb").write_text(f.read())
+    (tmp_path / "holdless.yaml").write_text(broken_manifest(
+        "holdless", "Ruby whose zygote does not say it can hold a child", "ruby", "-e", "rb",
+        holds=False))
+    env = {"LLM_SANDBOX_PLUGIN_PATH": str(tmp_path)}
+    s = ZygoteServer(extra=env)
     try:
         seen = set()
         for _ in range(8):
-            seen.add(s.run("pass")["sandbox"])
+            sc = s.run("puts 'ran'", "holdless")
+            assert sc["status"] == "ok" and sc["stdout"] == "ran\n", sc
+            seen.add(sc["sandbox"])
             time.sleep(0.2)
+        assert "zygote" not in seen and "ready" in seen, seen
     finally:
         s.finish()
-    assert "zygote" not in seen and "ready" in seen, seen
+    s = ZygoteServer(extra=dict(env, LLM_SANDBOX_CGROUP="off"))
+    try:
+        assert s.zygote_run("puts 'ran'", "holdless")["stdout"] == "ran\n"
+    finally:
+        s.finish()
 
 
 BROKEN_CHILD = r'''
@@ -578,9 +655,9 @@ _sbx_main()
 '''
 
 
-def broken_manifest(name, what, interp, flag, ext):
+def broken_manifest(name, what, interp, flag, ext, holds=True):
     """A data-only language whose zygote (driver NAME-zygote.EXT) is
-    broken as `what` says."""
+    broken as `what` says (and says it holds a child, as ours do)."""
     return """\
 # %s
 name: %s
@@ -594,7 +671,8 @@ language:
   zygote:
     run: [%s, %s, "{driver}"]
     driver: %s-zygote.%s
-""" % (what, name, ext, interp, interp, flag, name, ext)
+    holds: %s
+""" % (what, name, ext, interp, interp, flag, name, ext, "true" if holds else "false")
 
 
 def refused_run(s, code, lang):

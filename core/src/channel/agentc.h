@@ -111,11 +111,19 @@ int agentc_exec(struct agentc *ac, char *const *argv, char *const *envp, const c
  * enum sbx_rc / enum agentc_end with agentc_last_error saying why); run
  * a program forked from it, as agentc_exec (a refused FORK, the child not
  * isolated, is SBX_E_BACKEND: nothing of the program ran); give the next
- * run a fresh workspace (0, or as agentc_zygote). agentc_zygote.c. */
-int agentc_zygote(struct agentc *ac, char *const *argv, char *const *envp, int64_t deadline_ms);
+ * run a fresh workspace (0, or as agentc_zygote). agentc_zygote.c.
+ * *ret_pid: the zygote's pid as the box sees it. */
+int agentc_zygote(struct agentc *ac, char *const *argv, char *const *envp, int64_t deadline_ms,
+        int32_t *ret_pid);
+/* A held run's placing (agentc_fork): box_pid is the waiting child's pid
+ * as its box sees it. 0 lets it run; < 0 ends it unrun, why (of why_len)
+ * says what failed. */
+typedef int (*agentc_hold_fn)(void *userdata, int32_t box_pid, char *why, size_t why_len);
+/* hold NULL: the child runs once isolated; else FORK with AGENT_FORK_HOLD,
+ * and hold() places the child first (its failure, too, is a refused FORK). */
 int agentc_fork(struct agentc *ac, char *const *argv, char *const *envp, const char *stdin_data,
         size_t stdin_len, int64_t deadline_ms, struct agentc_sink *sink,
-        struct agentc_exit *ret_exit);
+        struct agentc_exit *ret_exit, agentc_hold_fn hold, void *userdata);
 int agentc_fresh(struct agentc *ac, int64_t deadline_ms);
 /* Ask the agent to end everything and exit (best effort, no wait). */
 void agentc_quit(struct agentc *ac);

@@ -56,7 +56,7 @@ int engine_ids(struct run *r, int64_t *ret_uid, int64_t *ret_gid, struct sbx_err
 
 int engine_open_box(struct run *r, struct sbx_error **err)
 {
-    char id[96];
+    char *id = r->box_id;
     struct sbx_box_spec spec;
     struct sbx_policy life;
     struct sbx_err perr;
@@ -66,7 +66,8 @@ int engine_open_box(struct run *r, struct sbx_error **err)
     if (rc < 0)
         return rc;
 
-    snprintf(id, sizeof(id), "%s-%" PRIuFAST64, r->rt->owner, atomic_fetch_add(&r->rt->seq, 1));
+    snprintf(id, sizeof(r->box_id), "%s-%" PRIuFAST64, r->rt->owner,
+            atomic_fetch_add(&r->rt->seq, 1));
     memset(&spec, 0, sizeof(spec));
     spec.size = sizeof(spec);
     spec.policy = r->box_policy ? r->box_policy : &r->policy;

@@ -81,6 +81,9 @@ struct manifest_session {
     char **run;       /* argv template, at least one element */
     char *driver;     /* a file name beside the manifest */
     bool feed_source; /* prestart only, feed: source (pool.c) */
+    bool holds;       /* zygote only, holds: true: a FORK may hold its child
+                         until GO (core/agent/proto.h), so that the core can
+                         give each run a cgroup of its own (pool_zygote.c) */
     char *libraries;  /* session only, or NULL: code the interpreter runs to put a
                          dependency set staged at {libs} on its search path
                          (sessions/session_libs.c) */

@@ -388,9 +388,20 @@ static int store_prestart(struct manifest_ctx *c, const struct yamltree_node *n,
     return manifest_apply_schema(c, n, prestart_keys, ARRAY_SIZE(prestart_keys), l->prestart);
 }
 
+static int store_holds(struct manifest_ctx *c, const struct yamltree_node *n, void *obj)
+{
+    struct manifest_session *d = obj;
+
+    if (strcmp(n->value, "true") != 0 && strcmp(n->value, "false") != 0)
+        return fail_at(c, n, "key 'holds' must be true or false");
+    d->holds = strcmp(n->value, "true") == 0;
+    return 0;
+}
+
 static const struct key_desc zygote_keys[] = {
         {"run", YAMLTREE_SEQ, KEY_REQUIRED | KEY_NONEMPTY, SESSION(run), MR_ANY, NULL},
         {"driver", YAMLTREE_SCALAR, KEY_REQUIRED, SESSION(driver), MR_FILE, NULL},
+        {"holds", YAMLTREE_SCALAR, 0, 0, MR_ANY, store_holds},
 };
 
 static int store_zygote(struct manifest_ctx *c, const struct yamltree_node *n, void *obj)

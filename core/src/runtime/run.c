@@ -152,9 +152,11 @@ static int zygote_phases(
     }
     engine_mark(r, "staged");
     engine_phase(r, "running");
+    if (pool_zygote_hold(r) && pool_zygote_enter(r, err) < 0)
+        return (*err)->rc;
     end = agentc_fork(r->ac, r->plan->run, r->env, q->stdin_data ? q->stdin_data : "",
             q->stdin_data ? q->stdin_len : 0, now_ms() + (int64_t)r->policy.wall_time_ms, &r->sink,
-            ex);
+            ex, pool_zygote_hold(r), r);
     if (end == SBX_E_BACKEND) /* refused: nothing of the program ran */
         return sbx_error_set(err, SBX_E_BACKEND, 0, "%s", agentc_last_error(r->ac));
     r->ran = true;
@@ -165,23 +167,24 @@ static int zygote_phases(
     return 0;
 }
 
-/* After a zygote run: its artifacts, then the box goes back with a fresh
- * workspace (or is closed, when the program did not end on its own). No
- * box stats: the box outlives the run (pool.c: no zygote where a cgroup
- * of the box's would be the run's). */
+/* After a zygote run: its artifacts, its cgroup's reports (where it had
+ * a group of its own; the box's would not be the run's), then the box goes
+ * back with a fresh workspace (or is closed, when the program did not end
+ * on its own). */
 static int zygote_end(
         struct run *r, int rc, int end, const struct agentc_exit *ex, struct sbx_error **err)
 {
     struct sbx_box_stats st;
 
-    if (rc == 0 && end == AGENTC_EXITED)
-        artifacts_collect(r, NULL, 0);
-    pool_zygote_return(r, rc == 0 && end == AGENTC_EXITED);
-    if (rc < 0)
-        return (*err)->rc;
     memset(&st, 0, sizeof(st));
     st.size = sizeof(st);
     st.oom_killed = st.pids_limited = -1;
+    if (rc == 0 && end == AGENTC_EXITED)
+        artifacts_collect(r, NULL, 0);
+    pool_zygote_cgroup_end(r, &st);
+    pool_zygote_return(r, rc == 0 && end == AGENTC_EXITED);
+    if (rc < 0)
+        return (*err)->rc;
     engine_classify(r, end, ex, &st);
     if (r->ex->status == SBX_STATUS_ERROR && end == AGENTC_LOST)
         r->ex->message = strdup("the sandbox agent was lost");
@@ -233,6 +236,9 @@ static int run_box(struct run *r, struct sbx_error **err)
                     "%s was unusable (%s); the run started a new sandbox", what, (*err)->msg);
             *err = sbx_error_free(*err);
             if (r->zyg) {
+                struct sbx_box_stats unused;
+
+                pool_zygote_cgroup_end(r, &unused);
                 pool_zygote_return(r, false);
             } else {
                 r->backend->desc->backend->box_kill(r->box);

@@ -163,7 +163,8 @@ struct pbox *pbox_make(struct pools *ps, struct pool *p, bool zygote, struct sbx
             }
         if (zygote) {
             free(driver);
-            if (agentc_zygote(r->ac, argv, r->env, now_ms() + SETUP_TIMEOUT_MS) != 0) {
+            if (agentc_zygote(r->ac, argv, r->env, now_ms() + SETUP_TIMEOUT_MS, &r->zygote_pid) !=
+                    0) {
                 sbx_error_set(err, SBX_E_BACKEND, 0, "%s", agentc_last_error(r->ac));
                 goto fail;
             }
