@@ -21,7 +21,8 @@
 # --quick (the default) runs, in integration.bwrap and integration.nsjail,
 # the tests that the cgroups decide (tests/vm/guest-run.sh lists them:
 # issue 20's memory, pids, cpu.max and timeout-daemon cases, the limits
-# read from outside, where the harness finds the groups); --all runs the
+# read from outside, where the harness finds the groups, a zygote's run in
+# a group of its own); --all runs the
 # four suites whole, as tests/CMakeLists.txt does, less
 # tests/integration/test_installs.py (it needs the registries; the guest
 # has no network). Either way the guest also counts, as tests: doctor's

@@ -96,6 +96,8 @@ QUICK_TESTS="mcp_memory_ends_a_1gib_allocation or memory_bomb_gradual or pids_li
 QUICK_TESTS="$QUICK_TESTS or fork_bomb_is_contained or cpu_quota or limits_seen_from_outside"
 QUICK_TESTS="$QUICK_TESTS or timeout_setsid_double_fork_daemon or no_process_survives"
 QUICK_TESTS="$QUICK_TESTS or cgroup_check_looks_where_the_groups_are or installed_plugins_report"
+# and a zygote's forked run in a group of its own (Python's only: time)
+QUICK_TESTS="$QUICK_TESTS or (each_forked_run_has_a_cgroup_of_its_own and python)"
 
 # One suite, as tests/CMakeLists.txt runs it (plus junit xml and -rfE).
 run_suite() {
@@ -119,7 +121,7 @@ run_suite() {
         case $suite in
             integration.*)
                 targets=(tests/integration/test_limits.py tests/integration/test_harness.py
-                         tests/integration/test_plugins.py)
+                         tests/integration/test_plugins.py tests/integration/test_zygote.py)
                 args+=(-k "$QUICK_TESTS") ;;
             security.*)
                 targets=(tests/security/test_posture.py) ;;
