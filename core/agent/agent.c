@@ -70,6 +70,7 @@ struct exec_state {
     bool failed;           /* it never reached execve: AGENT_EXIT_EXEC_FAILED */
     bool forked;           /* a zygote's child: the init of its own pid namespace */
     int go_fd;             /* FORK with AGENT_FORK_HOLD: the held child's GO pipe, or -1 */
+    int status_fd;         /* a forked run: where its init writes the program's wait status */
     size_t in_off, in_len; /* pending stdin bytes in g_stdin */
 };
 
@@ -124,7 +125,7 @@ static void close_fd(int *fd)
 static void exec_reset(void)
 {
     memset(&g.ex, 0, sizeof g.ex);
-    g.ex.out_fd[0] = g.ex.out_fd[1] = g.ex.in_fd = g.ex.go_fd = -1;
+    g.ex.out_fd[0] = g.ex.out_fd[1] = g.ex.in_fd = g.ex.go_fd = g.ex.status_fd = -1;
 }
 
 /* Signals every process of the current exec. kill(-1) appears only here and in reap_all(). */
@@ -914,6 +915,25 @@ static uint64_t tv_us(struct timeval tv)
     return (uint64_t)tv.tv_sec * 1000000u + (uint64_t)tv.tv_usec;
 }
 
+/* A forked run's init (the exec's pid) has exited: the program's own wait
+ * status, which the init wrote before it exited, replaces the init's (its
+ * resource usage already counts the program, which it reaped). Without
+ * one (the init was killed first, or the program was never started), the
+ * init's own status stands. */
+static void forked_status(int *st)
+{
+    unsigned char b[4];
+    ssize_t n;
+
+    if (g.ex.status_fd < 0)
+        return;
+    do {
+        n = read(g.ex.status_fd, b, sizeof b);
+    } while (n < 0 && errno == EINTR);
+    if (n == (ssize_t)sizeof b)
+        *st = (int)agent_get_u32(b);
+}
+
 /*
  * The main child has exited (still a zombie, so its pgid cannot be reused):
  * kill the rest of the exec, reap, drain the pipes to EOF, then report.
@@ -930,6 +950,8 @@ static void exec_finish(void)
     }
     if (!g.ex.forked) /* a forked run's init took its namespace with it */
         reap_all();
+    else
+        forked_status(&st);
     while (g.ex.out_fd[0] >= 0 || g.ex.out_fd[1] >= 0) {
         struct pollfd pf[2] = {
                 {.fd = g.ex.out_fd[0], .events = POLLIN}, {.fd = g.ex.out_fd[1], .events = POLLIN}};
@@ -954,6 +976,7 @@ static void exec_finish(void)
     close_fd(&g.ex.out_fd[0]);
     close_fd(&g.ex.out_fd[1]);
     close_fd(&g.ex.go_fd);
+    close_fd(&g.ex.status_fd);
     stdin_close();
     exec_reset();
     send_frame(AGENT_EXITED, p, sizeof p);

@@ -112,8 +112,11 @@
  *                   child is then the current exec: STARTED,
  *                   STDOUT/STDERR, SIGNAL and EXITED as for EXEC (its
  *                   processes end with it: it is their pid namespace's
- *                   init). ERROR (no STARTED) when there is no zygote, an
- *                   exec runs, or the child could not be isolated.
+ *                   init; it runs the program in a child of its own,
+ *                   forwards signals to it, and writes the program's
+ *                   wait status to a pipe of the agent's, which EXITED
+ *                   reports). ERROR (no STARTED) when there is no zygote,
+ *                   an exec runs, or the child could not be isolated.
  *                   With AGENT_FORK_HOLD the isolated child waits, before
  *                   a line of the program runs, until GO: STARTED's pid
  *                   is then the host's to move into a cgroup of the run's

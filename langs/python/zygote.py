@@ -10,13 +10,16 @@
 #
 # Protocol on fd 3: the agent sends the seccomp filter (classic BPF, 8
 # bytes an instruction); the zygote answers "ready". Then each message is a
-# FORK payload (u32 flags, u32 argc, u32 envc, strings, cwd) with three
-# descriptors (the run's stdin, stdout, stderr), or four: the fourth a
+# FORK payload (u32 flags, u32 argc, u32 envc, strings, cwd) with four
+# descriptors: the run's stdin, stdout, stderr, and the status pipe (the
+# child, the init of the run's pid namespace, runs the program in a child
+# of its own and writes its wait status there, u32); or five, the fifth a
 # held run's GO pipe (AGENT_FORK_HOLD: the host moves the isolated child
 # into a cgroup of the run's own, then the agent writes one byte; EOF
 # without it ends the child). The answer is u32 errno, u32 pid (the child,
-# as the box sees it), u32 stage (where isolating it failed; 0 when it did
-# not). The child runs the program only after every step succeeded (and,
+# as the box sees it), u32 stage (where isolating it failed; when it did
+# not, 0, or with a GO pipe bit 31: the child waits for GO, which the agent
+# requires of a held run). The child runs the program only after every step succeeded (and,
 # held, after GO); any failure ends it before a line of the program ran.
 #
 # Everything lives inside functions deleted before the program runs, so
@@ -143,7 +146,7 @@ def _sbx_serve():
     stage = [0]
     while True:
         try:
-            msg, anc, _, _ = ctl.recvmsg(1 << 20, socket.CMSG_SPACE(3 * 4))
+            msg, anc, mflags, _ = ctl.recvmsg(1 << 20, socket.CMSG_SPACE(5 * 4))
         except InterruptedError:
             continue
         if not msg:
@@ -159,7 +162,9 @@ def _sbx_serve():
         # record read as the parent's, and the agent was told pid 0.
         r1, w1 = os.pipe()
         r2, w2 = os.pipe()
-        pid = os.fork() if len(fds) in (3, 4) else -1
+        # a descriptor the buffer had no room for was dropped: never a run
+        # without its GO pipe (it would not be held), nor one short of any
+        pid = os.fork() if len(fds) in (4, 5) and not mflags & socket.MSG_CTRUNC else -1
         if pid == 0:
             break
         os.close(w1)
@@ -211,15 +216,16 @@ def _sbx_serve():
         argv, env, cwd = strs[:argc], strs[argc : argc + envc], strs[argc + envc]
         isolate()
         stage[0] = 8
-        go = fds[3] if len(fds) == 4 else -1
+        status, go = fds[3], fds[4] if len(fds) == 5 else -1
         for i, fd in enumerate(fds[:3]):
             os.dup2(fd, i)
         lo = 3
-        for fd in sorted(k for k in (w, go) if k >= 3):
+        for fd in sorted(k for k in (w, status, go) if k >= 3):
             os.closerange(lo, fd)
             lo = fd + 1
         os.closerange(lo, 1 << 16)
-        os.write(w, struct.pack("<iII", 0, 0, 0))
+        # isolated; and, with a GO pipe, held until GO (the agent checks)
+        os.write(w, struct.pack("<iII", 0, 0, 0x80000000 if go >= 0 else 0))
         os.close(w)
     except BaseException as e:
         err = e.errno if isinstance(e, OSError) and e.errno else 1
@@ -240,7 +246,47 @@ def _sbx_serve():
     for kv in env:
         k, _, v = kv.partition(b"=")
         os.environb[k] = v
-    return [a.decode("utf-8", "surrogateescape") for a in argv]
+    return [a.decode("utf-8", "surrogateescape") for a in argv], status
+
+
+def _sbx_init(status):
+    # The run's child is the init of its pid namespace, and the kernel
+    # ignores a signal an init sends itself while its action is the
+    # default: so the program runs in a child of it (pid 2, as in a cold
+    # box, where the agent is pid 1), and the init forwards the signals it
+    # gets to the program, reaps what the namespace orphans, and writes
+    # the program's wait status to the agent's pipe when it ends. Returns
+    # in the program's process.
+    import os, struct
+
+    pid = os.fork()
+    if pid == 0:
+        os.close(status)
+        return
+    import signal  # here only: the program's process has what the zygote had
+
+    os.closerange(0, status)
+    os.closerange(status + 1, 1 << 16)
+
+    def forward(n, _):
+        os.kill(pid, n)
+
+    for n in range(1, signal.NSIG):
+        if n not in (signal.SIGKILL, signal.SIGSTOP, signal.SIGCHLD):
+            try:
+                signal.signal(n, forward)
+            except (OSError, ValueError, RuntimeError):
+                pass  # the C library's own
+    while True:
+        try:
+            p, st = os.waitpid(-1, 0)
+        except ChildProcessError:
+            os._exit(0)
+        if p == pid:
+            try:
+                os.write(status, struct.pack("<I", st & 0xFFFFFFFF))
+            finally:
+                os._exit(0)
 
 
 def _sbx_exit(code):
@@ -276,7 +322,7 @@ def _sbx_main():
     import sys
 
     g = globals()
-    serve, end = g.pop("_sbx_serve"), g.pop("_sbx_exit")
+    serve, init, end = g.pop("_sbx_serve"), g.pop("_sbx_init"), g.pop("_sbx_exit")
     del g["_sbx_main"]
     # the one-shot starter (start.py, staged in the box) runs the program:
     # loaded before the first fork, so that every child shares it
@@ -285,7 +331,8 @@ def _sbx_main():
         exec(compile(f.read(), sys.argv[1], "exec", dont_inherit=True), starter)
     run = starter["_sbx_exec"]
     del starter
-    argv = serve()
+    argv, status = serve()
+    init(status)
     # the run's own random state: the zygote's was made before any run
     if "random" in sys.modules:
         sys.modules["random"].seed()

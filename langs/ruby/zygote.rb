@@ -11,9 +11,10 @@
 #
 # Protocol on fd 3: the agent sends the seccomp filter (classic BPF, 8
 # bytes an instruction); the zygote answers "ready". Then each message is a
-# FORK payload (u32 flags, u32 argc, u32 envc, strings, cwd) with three
-# descriptors (the run's stdin, stdout, stderr), or four: the fourth a
-# held run's GO pipe (zygote.py says what holding is). The answer is u32
+# FORK payload (u32 flags, u32 argc, u32 envc, strings, cwd) with four
+# descriptors (the run's stdin, stdout, stderr and the status pipe), or
+# five: the fifth a held run's GO pipe (zygote.py says what the status
+# pipe and holding are for). The answer is u32
 # errno, u32 pid (the child, as the box sees it), u32 stage (where
 # isolating it failed; 0 when it did not). The child runs the program only
 # after every step succeeded (and, held, after GO); any failure ends it
@@ -154,7 +155,7 @@ lambda do
 
     msg = fds = r1 = w1 = r2 = w2 = nil
     loop do
-      msg, _addr, _flags, *anc = ctl.recvmsg(1 << 20, 0, nil, scm_rights: true)
+      msg, _addr, mflags, *anc = ctl.recvmsg(1 << 20, 0, 4096, scm_rights: true)
       exit!(0) if msg.nil? || msg.empty? # the agent is gone
       fds = anc.select { |a| a.cmsg_is?(:SOCKET, :RIGHTS) }.flat_map(&:unix_rights)
       # two pipes, one a writer: the short-lived child reports the run's pid
@@ -162,7 +163,9 @@ lambda do
       # the other (zygote.py says why one shared pipe is not enough)
       r1, w1 = IO.pipe
       r2, w2 = IO.pipe
-      pid = [3, 4].include?(fds.size) ? Process.fork : -1
+      # none dropped for want of room (zygote.py says why)
+      truncated = (mflags & Socket::MSG_CTRUNC) != 0
+      pid = [4, 5].include?(fds.size) && !truncated ? Process.fork : -1
       break if pid.nil?
 
       w1.close
@@ -190,7 +193,7 @@ lambda do
     r2.close
     ctl.autoclose = false # fd 3 is closed below, never again by this object
     w = w1 # where a failure is reported: the parent's pipe, then the run's
-    argv = env = cwd = go = nil
+    argv = env = cwd = go = status = nil
     begin
       stage = 1
       # mount, pid, ipc, network; and cgroup, rooted at the run's own group
@@ -210,14 +213,14 @@ lambda do
       argv, env, cwd = strs[0, argc], strs[argc, envc], strs[argc + envc]
       isolate.()
       stage = 8
-      go = fds[3]
+      status, go = fds[3], fds[4]
       fds[0, 3].each_with_index { |io, n| check.(dup2.(io.fileno, n) == n ? 0 : -1, 'dup2') }
       fds[0, 3].each(&:close)
       # every other descriptor the zygote had, but this interpreter's own
       # (Ruby made them anew in this process after the fork: it refuses to
       # wrap them) and the one that reports success
       Dir.children('/proc/self/fd').map(&:to_i).each do |fd|
-        next if fd < 3 || fd == w.fileno || fd == go&.fileno
+        next if fd < 3 || fd == w.fileno || fd == status.fileno || fd == go&.fileno
 
         begin
           IO.for_fd(fd, autoclose: false)
@@ -228,7 +231,7 @@ lambda do
         end
         close.(fd)
       end
-      w.syswrite([0, 0, 0].pack('l<L<L<'))
+      w.syswrite([0, 0, go ? 0x80000000 : 0].pack('l<L<L<')) # held until GO, with a GO pipe
       w.close
     rescue Exception => e # rubocop:disable Lint/RescueException
       err = (e.errno if e.is_a?(SystemCallError)).to_i.nonzero? || 1
@@ -253,10 +256,46 @@ lambda do
       k, _, val = kv.partition('=')
       ENV[k] = val
     end
-    argv
+    [argv, status]
   end
 
-  argv = serve.()
+  # The run's child is the init of its pid namespace, where the kernel
+  # ignores a signal the init sends itself with the default action: the
+  # program runs in a child of it (pid 2, as in a cold box), and the init
+  # forwards signals to it, reaps what the namespace orphans, and writes
+  # its wait status to the agent's pipe (zygote.py's _sbx_init).
+  init = lambda do |status|
+    pid = Process.fork
+    return status.close unless pid
+
+    [$stdin, $stdout, $stderr].each(&:close)
+    Signal.list.each_value do |n|
+      next if [0, Signal.list['KILL'], Signal.list['STOP'], Signal.list['CHLD']].include?(n)
+
+      begin
+        Signal.trap(n) { Process.kill(n, pid) }
+      rescue ArgumentError, Errno::EINVAL
+        next # reserved by Ruby
+      end
+    end
+    loop do
+      p, st = begin
+        Process.wait2(-1)
+      rescue Errno::ECHILD
+        exit!(0)
+      end
+      next unless p == pid
+
+      begin
+        status.syswrite([st.to_i & 0xFFFFFFFF].pack('L<'))
+      ensure
+        exit!(0)
+      end
+    end
+  end
+
+  argv, status = serve.()
+  init.(status)
   # argv is the run command (ruby FILE): run FILE as that would
   name = argv[1].force_encoding(Encoding.default_external)
   ARGV.replace(argv.drop(2).map { |a| a.force_encoding(Encoding.default_external) })

@@ -10,7 +10,8 @@ result says "sandbox": "zygote", so no test passes on the cold path);
 nothing passes from one run to the next, module state the zygote loaded
 included; a forked run is confined exactly as a cold one (no capabilities,
 no_new_privs, the filter, its own mount, pid, ipc and network namespaces,
-pid 1 of its own); it behaves as a cold run; a zygote that cannot isolate
+pid 2 under an init of its own, as a cold run's program is under the
+agent); it behaves as a cold run, down to the signals it sends itself; a zygote that cannot isolate
 a run is never used for it: the run starts cold and says so; with the
 setting off no run is forked.
 
@@ -186,7 +187,7 @@ for what, r in (('unshare', lambda: libc.unshare(0x20000)),
                 ('mount', lambda: libc.mount(b'tmpfs', b'/tmp', b'tmpfs', 0, None)),
                 ('umount', lambda: libc.umount2(b'/proc', 2))):
     print(what, r(), ctypes.get_errno())
-print(sorted(p for p in os.listdir('/proc') if p.isdigit()) == ['1'] or
+print(sorted(p for p in os.listdir('/proc') if p.isdigit()) == ['1', '2'] or
       sorted(p for p in os.listdir('/proc') if p.isdigit()))
 try:
     socket.create_connection(('10.0.2.2', 53), timeout=2)
@@ -213,7 +214,7 @@ i, v = Fiddle::TYPE_INT, Fiddle::TYPE_VOIDP
   puts "#{what} #{ret} #{Fiddle.last_error}"
 end
 pids = Dir.children('/proc').grep(/\A\d+\z/).sort
-puts pids == ['1'] ? 'True' : pids.inspect
+puts pids == %w[1 2] ? 'True' : pids.inspect
 begin
   Socket.tcp('10.0.2.2', 53, connect_timeout: 2).close
   puts 'net reachable'
@@ -225,14 +226,15 @@ p Socket.getifaddrs.map(&:name).uniq.sort
 
 
 def test_a_zygote_run_is_confined(zserver, lang):
-    """Everything a cold run's program gets, the forked child has: pid 1
-    of its own pid namespace (the zygote and the agent out of sight), no
+    """Everything a cold run's program gets, the forked child has: pid 2
+    of its own pid namespace, under an init of its own (the zygote and the
+    agent out of sight; a cold program is pid 2 under the agent), no
     capabilities, no_new_privs and the filter (no unshare, no mount), a
     network namespace with loopback only."""
     sc = zserver.zygote_run(CONFINED if lang == "python" else CONFINED_RB, lang)
     assert sc["status"] == "ok", sc
     lines = sc["stdout"].splitlines()
-    assert lines[0] == "1 1 2 True", sc
+    assert lines[0] == "2 1 2 True", sc
     for line in lines[1:5]:
         what, r, errno_ = line.split()
         assert r == "-1" and errno_ == "1", sc  # EPERM from the filter
@@ -247,7 +249,8 @@ SLEEP6 = {"python": "import time; open('/tmp/sbx-zyg-child', 'w'); time.sleep(6)
 
 def test_a_zygote_run_has_its_own_namespaces(zserver, lang):
     """Seen from the host while it runs: the child's mount, pid, ipc and
-    network namespaces are neither its zygote's nor the server's."""
+    network namespaces are neither its zygote's nor the server's. (NSpid:
+    the host's, the box's, and for a run's processes the run's.)"""
     def ns(pid):
         return {k: os.readlink("/proc/%d/ns/%s" % (pid, k)) for k in ("mnt", "pid", "ipc", "net")}
 
@@ -262,14 +265,14 @@ def test_a_zygote_run_has_its_own_namespaces(zserver, lang):
             for p in find_marked(zserver.mark, COMM[lang]):
                 try:
                     if os.readlink("/proc/%d/cwd" % p) == "/workspace" and \
-                            proc_status(p).get("NSpid", "").split()[-1:] == ["1"]:
+                            proc_status(p).get("NSpid", "").split()[2:] == ["2"]:
                         child = p
                 except OSError:
                     pass
             assert time.monotonic() < deadline, "no forked child seen"
             time.sleep(0.05)
         zygotes = [p for p in find_marked(zserver.mark, COMM[lang])
-                   if p != child and proc_status(p).get("NSpid", "").split()[-1:] != ["1"]]
+                   if len(proc_status(p).get("NSpid", "").split()) == 2]
         assert zygotes, "no zygote seen"
         mine, theirs, host = ns(child), ns(zygotes[0]), ns(zserver.s.pid)
     finally:
@@ -373,10 +376,6 @@ ENDS_RB = [
     "require_relative 'no_such_file'\n",
     "$stdout.sync = false\nSTDOUT.write('a' * 70000)\nraise Interrupt\n",
 ]
-# a program that ends by a signal it sends itself (an uncaught Interrupt is
-# re-raised as SIGINT) is pid 1 of its pid namespace, where the kernel
-# ignores it: it exits 1 instead (docs/zygote-security.md, Limits)
-SELF_SIGNAL = ENDS_RB[-1]
 
 
 def test_a_ruby_zygote_run_ends_as_ruby_does(zserver):
@@ -391,9 +390,6 @@ def test_a_ruby_zygote_run_ends_as_ruby_does(zserver):
         assert c.get("sandbox") == "cold", c
         z = zserver.zygote_run(code, "ruby")
         for k in ("status", "exit_code", "stdout", "stderr"):
-            if code == SELF_SIGNAL and k in ("status", "exit_code"):
-                assert (c[k], z[k]) in (("killed", "error"), (130, 1)), (k, z, c)
-                continue
             assert z[k] == c[k], (code, k, z[k], c[k])
 
 
@@ -412,6 +408,38 @@ def test_a_zygote_run_ends_as_python_does(zserver):
     assert sc["exit_code"] == 1, sc
     sc = zserver.zygote_run("raise SystemExit(7)")
     assert sc["exit_code"] == 7 and sc["stderr"] == "", sc
+
+
+# programs that end by signals they send themselves (an uncaught Interrupt
+# in Ruby is re-raised as SIGINT); and one that forwards a signal to a
+# child of its own, which the run's init must not take for its own
+SELF_SIGNALS = {
+    "python": ["import os, signal\nos.kill(os.getpid(), signal.SIGTERM)\nprint('alive')\n",
+               "import os\nprint('before', flush=True)\nos.kill(os.getpid(), 9)\nprint('alive')\n",
+               "import os, signal\nsignal.signal(signal.SIGUSR1, lambda *a: print('caught'))\n"
+               "os.kill(os.getpid(), signal.SIGUSR1)\nos.abort()\n"],
+    "ruby": ["Process.kill(:TERM, Process.pid)\nsleep 1\nputs 'alive'\n",
+             "raise Interrupt\n",
+             "trap(:USR1) { puts 'caught' }\nProcess.kill(:USR1, Process.pid)\nsleep 0.2\n"
+             "Process.kill(:KILL, Process.pid)\n"],
+}
+
+
+def test_a_zygote_run_ends_by_its_own_signals_as_a_cold_one(zserver, lang):
+    """The kernel ignores a signal the init of a pid namespace sends itself
+    with the default action; a forked program is not that init (pid 2 under
+    one, as a cold one is under the agent), so one that kills itself dies
+    as a cold one does, and its result says the same."""
+    cold = ZygoteServer(pool="0")
+    try:
+        want = [cold.run(code, lang) for code in SELF_SIGNALS[lang]]
+    finally:
+        cold.finish()
+    for code, c in zip(SELF_SIGNALS[lang], want):
+        assert c.get("sandbox") == "cold" and c["status"] == "killed", c
+        z = zserver.zygote_run(code, lang)
+        for k in ("status", "exit_code", "stdout", "stderr"):
+            assert z[k] == c[k], (code, k, z[k], c[k])
 
 
 ARTIFACTS = {
@@ -701,6 +729,51 @@ def test_a_zygote_that_cannot_isolate_a_run_is_not_used(tmp_path):
     try:
         sc = refused_run(s, "print('ran')", "brokenzyg")
         assert sc["sandbox"] == "cold" and "seccomp filter" in " ".join(sc["warnings"]), sc
+    finally:
+        s.finish()
+
+
+# a stand-in zygote that says it holds (language.zygote.holds) but does
+# not: its child writes at once and its answer lacks the held bit
+UNHELD_CHILD = r'''
+def _sbx_main():
+    import os, socket, struct
+    ctl = socket.socket(fileno=3)
+    ctl.recv(1 << 16)
+    ctl.send(b"ready")
+    while True:
+        msg, anc, _, _ = ctl.recvmsg(1 << 20, socket.CMSG_SPACE(5 * 4))
+        if not msg:
+            os._exit(0)
+        fds = []
+        for _, _, data in anc:
+            fds += [struct.unpack_from("i", data, i)[0] for i in range(0, len(data) // 4 * 4, 4)]
+        pid = os.fork()
+        if pid == 0:
+            os.write(fds[1], b"ran unheld\n")
+            os._exit(0)
+        for fd in fds:
+            os.close(fd)
+        ctl.send(struct.pack("<iII", 0, pid, 0))
+
+_sbx_main()
+'''
+
+
+def test_a_zygote_that_does_not_hold_its_run_is_not_used(tmp_path):
+    """Fail closed where cgroups hold the limits: a run that was to wait
+    for its group and says it does not (the agent checks the zygote's
+    answer) is killed unreported; the run starts cold and says why."""
+    if not cgroups_enforced():
+        pytest.skip("no cgroup enforces the limits here: no run is held")
+    (tmp_path / "unheldzyg.yaml").write_text(broken_manifest(
+        "unheldzyg", "a data-only Python whose zygote does not hold its runs", "python3", "-c",
+        "py"))
+    (tmp_path / "unheldzyg-zygote.py").write_text(UNHELD_CHILD)
+    s = ZygoteServer(extra={"LLM_SANDBOX_PLUGIN_PATH": str(tmp_path)})
+    try:
+        sc = refused_run(s, "print('ran')", "unheldzyg")
+        assert sc["sandbox"] == "cold" and "did not hold the run" in " ".join(sc["warnings"]), sc
     finally:
         s.finish()
 
