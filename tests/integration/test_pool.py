@@ -262,7 +262,8 @@ def test_nothing_passes_between_warm_runs(server, lang):
 # A run that lives until the test releases it (SIGUSR1, whose handler ends
 # it with status 0), 8 s at most: it used to sleep the 8 s whole. The test
 # reads the namespaces while it lives, then releases it.
-HOLD = "import signal, sys, time\nsignal.signal(signal.SIGUSR1, lambda *_: sys.exit(0))\ntime.sleep(8)"
+HOLD = ("import signal, sys, time\n"
+        "signal.signal(signal.SIGUSR1, lambda *_: sys.exit(0))\ntime.sleep(8)")
 
 
 def release(pid, timeout=8.0):
