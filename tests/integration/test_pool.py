@@ -266,14 +266,15 @@ HOLD = ("import signal, sys, time\n"
         "signal.signal(signal.SIGUSR1, lambda *_: sys.exit(0))\ntime.sleep(8)")
 
 
-def release(pid, timeout=8.0):
-    """Ends a HOLD run in pid once its handler is in place (the signal
-    sooner would kill it); a run that never gets there ends by its 8 s."""
+def release(pid, sig=signal.SIGUSR1, timeout=8.0):
+    """Ends a HOLD run in pid once its handler for sig is in place (the
+    signal sooner would kill it); a run that never gets there ends by its
+    own bound."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
-            if int(proc_status(pid).get("SigCgt", "0"), 16) & (1 << (signal.SIGUSR1 - 1)):
-                os.kill(pid, signal.SIGUSR1)
+            if int(proc_status(pid).get("SigCgt", "0"), 16) & (1 << (sig - 1)):
+                os.kill(pid, sig)
                 return
         except (OSError, ValueError):
             return  # gone: the run ended
