@@ -11,6 +11,7 @@ import pytest
 import conftest
 from conftest import (MARK_KEY, clean_env, find_marked, leftover_processes, new_mark,
                       parse_single_json, process_snapshot, tmp_entry_is_ours, tmp_listing)
+from test_pool import HOLD, release  # a run that lives until released
 
 
 def test_leftover_process_detection():
@@ -78,7 +79,7 @@ def test_cgroup_check_looks_where_the_groups_are():
     there are no groups to find)."""
     mark = new_mark()
     p = subprocess.Popen([conftest.SBX_BIN, "run", "--json", "--code",
-                          "import time; time.sleep(1.5)"], env=clean_env(mark_value=mark),
+                          HOLD], env=clean_env(mark_value=mark),
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          stdin=subprocess.DEVNULL, cwd="/")
     conftest._cli_pids.append(p.pid)
@@ -90,6 +91,8 @@ def test_cgroup_check_looks_where_the_groups_are():
         ours = [g for g in conftest.cgroup_groups()
                 if os.path.basename(g).startswith("p%dt" % p.pid)]
     finally:
+        for pid in find_marked(mark, "python3"):
+            release(pid)
         out, _ = p.communicate(timeout=30)
     if conftest.cgroups_enforced():
         assert ours, conftest.cgroup_parents()

@@ -14,6 +14,9 @@ import conftest
 from conftest import (BASE_ENV, CONTAINER, LAUNCHER, MXC, PYTHON_ENV, SBX_BIN, WSL2, assert_box_ids,
                       clean_env, code, find_launcher, find_marked, inside_ids, new_mark,
                       proc_status, run_cli)
+# a run that lives until released (it slept 1.5 s, which bounded the look from
+# outside and was then waited out)
+from test_pool import HOLD, release
 
 pytestmark = pytest.mark.contract
 
@@ -59,7 +62,7 @@ def test_launcher_and_agent_run_with_the_clean_environment():
     plus an option to clear it."""
     mark = new_mark()
     env = clean_env({"SECRET_TOKEN": "leak-check"}, mark_value=mark)
-    p = subprocess.Popen([SBX_BIN, "run", "--json", "--code", "import time; time.sleep(1.5)"],
+    p = subprocess.Popen([SBX_BIN, "run", "--json", "--code", HOLD],
                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          stdin=subprocess.DEVNULL, cwd="/")
     conftest._cli_pids.append(p.pid)
@@ -81,6 +84,8 @@ def test_launcher_and_agent_run_with_the_clean_environment():
             else:
                 assert b"PATH=/usr/bin:/bin" in environ, (comm, environ)
     finally:
+        if "python3" in seen:
+            release(seen["python3"])
         out, err = p.communicate(timeout=30)
     assert json.loads(out)["status"] == "ok", (out, err)
 
@@ -104,7 +109,7 @@ def test_identity_outside_and_privileges():
     (as root: the dedicated sandbox uid, never 0), without capabilities,
     with no_new_privs and a seccomp filter; the launcher too."""
     mark = new_mark()
-    p = subprocess.Popen([SBX_BIN, "run", "--json", "--code", "import time; time.sleep(1.5)"],
+    p = subprocess.Popen([SBX_BIN, "run", "--json", "--code", HOLD],
                          env=clean_env(mark_value=mark), stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, cwd="/")
     conftest._cli_pids.append(p.pid)
@@ -130,6 +135,8 @@ def test_identity_outside_and_privileges():
         assert prog["Seccomp"] == "2", prog["Seccomp"]
         assert prog["CapBnd"] == "0000000000000000", prog["CapBnd"]
     finally:
+        if "python3" in pids:
+            release(pids["python3"])
         out, err = p.communicate(timeout=30)
     assert json.loads(out)["status"] == "ok", (out, err)
 

@@ -24,6 +24,7 @@ from conftest import (BACKEND, CLUSTER, CONTAINER, DEFAULT_FILE_SIZE, DEFAULT_OU
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "mcp"))
 import mcptest  # noqa: E402  (tests/mcp: the JSON-RPC client)
+from test_pool import HOLD, release  # noqa: E402  (a run that lives until released)
 
 MEMORY_FALLBACK = "memory limit enforced by a fallback: RLIMIT_AS"
 PIDS_FALLBACK = "pids limit enforced by a fallback: RLIMIT_NPROC"
@@ -96,7 +97,8 @@ def test_memory_below_limit_is_fine():
 
 def _watch(args, src, comm="python3", settle=None):
     """Start a run, find its sandboxed process from outside, call settle(pid)
-    while it runs, then wait for the result."""
+    while it runs, then wait for the result (a HOLD program: released after
+    settle, where a sleep of 1.5 s used to be waited out)."""
     mark = new_mark()
     p = subprocess.Popen([SBX_BIN, "run", "--json"] + list(args) + ["--code", src],
                          env=clean_env(mark_value=mark), stdout=subprocess.PIPE,
@@ -111,6 +113,8 @@ def _watch(args, src, comm="python3", settle=None):
         assert pids, "no %s process of the run was seen from outside" % comm
         value = settle(pids[0])
     finally:
+        if pids and src is HOLD:
+            release(pids[0])
         out, err = p.communicate(timeout=60)
     assert p.returncode == 0, (out, err)
     return value
@@ -181,8 +185,7 @@ def test_limits_seen_from_outside():
             assert lim["Max processes"] == "40", lim
         return True
 
-    assert _watch(["--memory", "96M", "--pids", "40", "--file-size", "8M"],
-                  "import time\ntime.sleep(1.5)", settle=settle)
+    assert _watch(["--memory", "96M", "--pids", "40", "--file-size", "8M"], HOLD, settle=settle)
 
 
 # --- processes ----------------------------------------------------------------

@@ -259,6 +259,28 @@ def test_nothing_passes_between_warm_runs(server, lang):
         ast.literal_eval(second)) == ["bwrap", "python3", "sbx-agent"]), sc
 
 
+# A run that lives until the test releases it (SIGUSR1, whose handler ends
+# it with status 0), 8 s at most: it used to sleep the 8 s whole. The test
+# reads the namespaces while it lives, then releases it.
+HOLD = ("import signal, sys, time\n"
+        "signal.signal(signal.SIGUSR1, lambda *_: sys.exit(0))\ntime.sleep(8)")
+
+
+def release(pid, sig=signal.SIGUSR1, timeout=8.0):
+    """Ends a HOLD run in pid once its handler for sig is in place (the
+    signal sooner would kill it); a run that never gets there ends by its
+    own bound."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if int(proc_status(pid).get("SigCgt", "0"), 16) & (1 << (sig - 1)):
+                os.kill(pid, sig)
+                return
+        except (OSError, ValueError):
+            return  # gone: the run ended
+        time.sleep(0.02)
+
+
 def test_each_warm_run_has_its_own_namespaces(server):
     """Seen from the host, while both live: a warm run's process and the
     pre-started interpreter of the sandbox made after it are in different
@@ -271,7 +293,7 @@ def test_each_warm_run_has_its_own_namespaces(server):
     time.sleep(3)  # ready, not still starting
     (a,) = server.waiting("python")
     out = {}
-    t = threading.Thread(target=lambda: out.update(server.run("import time; time.sleep(8)")))
+    t = threading.Thread(target=lambda: out.update(server.run(HOLD)))
     t.start()
     try:
         deadline = time.monotonic() + 6
@@ -283,6 +305,7 @@ def test_each_warm_run_has_its_own_namespaces(server):
         first, second, host = ns(a), ns(b), ns(server.s.pid)
         assert a in server.waiting("python"), "the run ended too soon"
     finally:
+        release(a)
         t.join()
     assert out.get("warm") is True and out["status"] == "ok", out
     for k in first:

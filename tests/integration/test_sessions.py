@@ -298,7 +298,11 @@ def test_idle_expiry_and_the_cap():
         assert ids == {busy}, ids
         r = c.run(a, "print(1)")
         assert r["status"] == "refused" and "no open session" in r["message"], r
-        time.sleep(3.5)
+        # busy expires 2 s after its call (the reaper looks once a second):
+        # gone within the 3.5 s this used to sleep, and looked for until then
+        deadline = time.monotonic() + 3.5
+        while c.ok("list_sessions", {})["sessions"] and time.monotonic() < deadline:
+            time.sleep(0.1)
         assert c.ok("list_sessions", {})["sessions"] == []
         assert c.wait_no_sandboxes() == []
     finally:
