@@ -26,6 +26,7 @@ cannot hold a child gets no zygote where cgroups hold the limits.
 """
 import os
 import shutil
+import signal
 import threading
 import time
 
@@ -34,7 +35,7 @@ import pytest
 from conftest import (BACKEND, CONTAINER, MXC, WSL2, cgroup_version, cgroups_enforced,
                       find_marked, proc_status)
 from test_limits import MIB, _cgroup_dir, _read
-from test_pool import LEAVE, LOOK, Server
+from test_pool import LEAVE, LOOK, Server, release
 
 # the local jails make zygote boxes (plugin.h, SBX_BOX_ZYGOTE): bwrap and nsjail
 pytestmark = [pytest.mark.contract,
@@ -243,8 +244,12 @@ def test_a_zygote_run_is_confined(zserver, lang):
     assert lines[7] == ("['lo']" if lang == "python" else '["lo"]'), sc
 
 
-SLEEP6 = {"python": "import time; open('/tmp/sbx-zyg-child', 'w'); time.sleep(6)",
-          "ruby": "File.write('/tmp/sbx-zyg-child', ''); sleep 6"}
+# 6 s at most: the test ends the run with SIGWINCH once it has read the
+# namespaces (test_pool.release; SIGWINCH, which neither interpreter
+# catches by itself, so SigCgt shows when the handler is in place)
+SLEEP6 = {"python": "import signal, sys, time; open('/tmp/sbx-zyg-child', 'w')\n"
+                    "signal.signal(signal.SIGWINCH, lambda *_: sys.exit(0)); time.sleep(6)",
+          "ruby": "File.write('/tmp/sbx-zyg-child', ''); trap('WINCH') { exit 0 }; sleep 6"}
 
 
 def test_a_zygote_run_has_its_own_namespaces(zserver, lang):
@@ -276,6 +281,8 @@ def test_a_zygote_run_has_its_own_namespaces(zserver, lang):
         assert zygotes, "no zygote seen"
         mine, theirs, host = ns(child), ns(zygotes[0]), ns(zserver.s.pid)
     finally:
+        if child is not None:
+            release(child, signal.SIGWINCH, 6.0)
         t.join()
     assert out.get("sandbox") == "zygote" and out["status"] == "ok", out
     for k in mine:
