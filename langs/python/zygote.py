@@ -253,40 +253,30 @@ def _sbx_init(status):
     # The run's child is the init of its pid namespace, and the kernel
     # ignores a signal an init sends itself while its action is the
     # default: so the program runs in a child of it (pid 2, as in a cold
-    # box, where the agent is pid 1), and the init forwards the signals it
-    # gets to the program, reaps what the namespace orphans, and writes
-    # the program's wait status to the agent's pipe when it ends. Returns
-    # in the program's process.
-    import os, struct
+    # box, where the agent is pid 1), and the init reaps what the
+    # namespace orphans and writes the program's wait status to the
+    # agent's pipe when it ends. Its signals keep their default action, so
+    # the program's own cannot reach it and the agent's (SIGKILL, at a
+    # timeout or a cancel) end it, and with it the namespace. Returns in
+    # the program's process; the init does as little as it can (each page
+    # it writes is copied from the zygote's).
+    import _signal, os
 
     pid = os.fork()
     if pid == 0:
         os.close(status)
         return
-    import signal  # here only: the program's process has what the zygote had
-
-    os.closerange(0, status)
-    os.closerange(status + 1, 1 << 16)
-
-    def forward(n, _):
-        os.kill(pid, n)
-
-    for n in range(1, signal.NSIG):
-        if n not in (signal.SIGKILL, signal.SIGSTOP, signal.SIGCHLD):
-            try:
-                signal.signal(n, forward)
-            except (OSError, ValueError, RuntimeError):
-                pass  # the C library's own
-    while True:
-        try:
+    try:
+        _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
+        os.closerange(0, status)  # the run's stdin is the program's alone
+        os.closerange(status + 1, 1 << 16)
+        while True:
             p, st = os.waitpid(-1, 0)
-        except ChildProcessError:
-            os._exit(0)
-        if p == pid:
-            try:
-                os.write(status, struct.pack("<I", st & 0xFFFFFFFF))
-            finally:
-                os._exit(0)
+            if p == pid:
+                os.write(status, (st & 0xFFFFFFFF).to_bytes(4, "little"))
+                break
+    finally:
+        os._exit(0)
 
 
 def _sbx_exit(code):

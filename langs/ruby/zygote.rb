@@ -262,35 +262,24 @@ lambda do
   # The run's child is the init of its pid namespace, where the kernel
   # ignores a signal the init sends itself with the default action: the
   # program runs in a child of it (pid 2, as in a cold box), and the init
-  # forwards signals to it, reaps what the namespace orphans, and writes
-  # its wait status to the agent's pipe (zygote.py's _sbx_init).
+  # reaps what the namespace orphans and writes the program's wait status
+  # to the agent's pipe (zygote.py's _sbx_init says more).
   init = lambda do |status|
     pid = Process.fork
     return status.close unless pid
 
-    [$stdin, $stdout, $stderr].each(&:close)
-    Signal.list.each_value do |n|
-      next if [0, Signal.list['KILL'], Signal.list['STOP'], Signal.list['CHLD']].include?(n)
+    begin
+      %w[INT TERM HUP QUIT USR1 USR2 ALRM PIPE].each { |s| Signal.trap(s, 'SYSTEM_DEFAULT') }
+      [$stdin, $stdout, $stderr].each(&:close)
+      loop do
+        p, st = Process.wait2(-1)
+        next unless p == pid
 
-      begin
-        Signal.trap(n) { Process.kill(n, pid) }
-      rescue ArgumentError, Errno::EINVAL
-        next # reserved by Ruby
-      end
-    end
-    loop do
-      p, st = begin
-        Process.wait2(-1)
-      rescue Errno::ECHILD
-        exit!(0)
-      end
-      next unless p == pid
-
-      begin
         status.syswrite([st.to_i & 0xFFFFFFFF].pack('L<'))
-      ensure
-        exit!(0)
+        break
       end
+    ensure
+      exit!(0)
     end
   end
 
