@@ -669,23 +669,30 @@ def test_no_zygote_where_cgroups_hold_the_limits_and_it_cannot_hold(tmp_path):
         s.finish()
 
 
-BROKEN_CHILD = r'''
+# a stand-in zygote's driver: it takes the filter, says ready, and answers
+# each FORK (its descriptors in fds) as the lines given say
+STAND_IN = r'''
 def _sbx_main():
     import os, socket, struct
     ctl = socket.socket(fileno=3)
     ctl.recv(1 << 16)
     ctl.send(b"ready")
     while True:
-        msg, anc, _, _ = ctl.recvmsg(1 << 20, socket.CMSG_SPACE(12))
+        msg, anc, _, _ = ctl.recvmsg(1 << 20, socket.CMSG_SPACE(5 * 4))
         if not msg:
             os._exit(0)
+        fds = []
         for _, _, data in anc:
-            for i in range(0, len(data) - len(data) % 4, 4):
-                os.close(struct.unpack_from("i", data, i)[0])
-        ctl.send(struct.pack("<iII", 1, 0, 7))  # EPERM at the filter
+            fds += [struct.unpack_from("i", data, i)[0] for i in range(0, len(data) // 4 * 4, 4)]
+%s
 
 _sbx_main()
 '''
+# one that refuses every run, at the filter's step
+BROKEN_CHILD = STAND_IN % """\
+        for fd in fds:
+            os.close(fd)
+        ctl.send(struct.pack("<iII", 1, 0, 7))  # EPERM at the filter"""
 
 
 def broken_manifest(name, what, interp, flag, ext, holds=True):
@@ -742,29 +749,14 @@ def test_a_zygote_that_cannot_isolate_a_run_is_not_used(tmp_path):
 
 # a stand-in zygote that says it holds (language.zygote.holds) but does
 # not: its child writes at once and its answer lacks the held bit
-UNHELD_CHILD = r'''
-def _sbx_main():
-    import os, socket, struct
-    ctl = socket.socket(fileno=3)
-    ctl.recv(1 << 16)
-    ctl.send(b"ready")
-    while True:
-        msg, anc, _, _ = ctl.recvmsg(1 << 20, socket.CMSG_SPACE(5 * 4))
-        if not msg:
-            os._exit(0)
-        fds = []
-        for _, _, data in anc:
-            fds += [struct.unpack_from("i", data, i)[0] for i in range(0, len(data) // 4 * 4, 4)]
+UNHELD_CHILD = STAND_IN % """\
         pid = os.fork()
         if pid == 0:
-            os.write(fds[1], b"ran unheld\n")
+            os.write(fds[1], b"ran unheld\\n")
             os._exit(0)
         for fd in fds:
             os.close(fd)
-        ctl.send(struct.pack("<iII", 0, pid, 0))
-
-_sbx_main()
-'''
+        ctl.send(struct.pack("<iII", 0, pid, 0))"""
 
 
 def test_a_zygote_that_does_not_hold_its_run_is_not_used(tmp_path):
