@@ -249,7 +249,7 @@ void pool_zygote_return(struct run *r, bool ok)
     pthread_mutex_lock(&ps->lock);
     b->busy = false;
     for (struct pool *p = ps->head; p && !ok; p = p->next) {
-        if (r->zyg_unplaced && !p->zyg_broken && (p->zyg == b || zygote_has(p, b))) {
+        if (r->zyg_unplaced && !p->zyg_broken && zygote_has(p, b)) {
             /* the next would fail alike: the kind's runs go without */
             p->zyg_broken = true;
             log_msg(SBX_LOG_WARN, r->lang->name,
