@@ -191,7 +191,8 @@ def _sbx_serve():
         ctl.send(out)
 
     # the run's child: its own namespaces; then a grandchild, the init of the
-    # new pid namespace, becomes the run (the agent's once this one exits)
+    # new pid namespace (the agent's once this one exits), which forks the
+    # program once isolated (and, held, after GO): _sbx_init
     os.close(r1)
     os.close(r2)
     ctl.detach()  # fd 3 is closed below, never again by this object

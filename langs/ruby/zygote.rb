@@ -188,7 +188,8 @@ lambda do
     end
 
     # the run's child: its own namespaces; then a grandchild, the init of the
-    # new pid namespace, becomes the run (the agent's once this one exits)
+    # new pid namespace (the agent's once this one exits), which forks the
+    # program once isolated (and, held, after GO): init below
     r1.close
     r2.close
     ctl.autoclose = false # fd 3 is closed below, never again by this object
