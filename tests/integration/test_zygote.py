@@ -730,6 +730,18 @@ def refused_run(s, code, lang):
         time.sleep(0.1)
 
 
+def refused_on(tmp_path, files, code, lang):
+    """refused_run on a server whose plugin path holds files (a data-only
+    language's manifest and its zygote's driver, by name)."""
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    s = ZygoteServer(extra={"LLM_SANDBOX_PLUGIN_PATH": str(tmp_path)})
+    try:
+        return refused_run(s, code, lang)
+    finally:
+        s.finish()
+
+
 BROKEN = broken_manifest("brokenzyg", "a data-only Python whose zygote refuses every run",
                          "python3", "-c", "py")
 
@@ -737,14 +749,9 @@ BROKEN = broken_manifest("brokenzyg", "a data-only Python whose zygote refuses e
 def test_a_zygote_that_cannot_isolate_a_run_is_not_used(tmp_path):
     """Fail closed: a child that could not get its filter never runs the
     program; the run starts cold and its result says so."""
-    (tmp_path / "brokenzyg.yaml").write_text(BROKEN)
-    (tmp_path / "brokenzyg-zygote.py").write_text(BROKEN_CHILD)
-    s = ZygoteServer(extra={"LLM_SANDBOX_PLUGIN_PATH": str(tmp_path)})
-    try:
-        sc = refused_run(s, "print('ran')", "brokenzyg")
-        assert sc["sandbox"] == "cold" and "seccomp filter" in " ".join(sc["warnings"]), sc
-    finally:
-        s.finish()
+    sc = refused_on(tmp_path, {"brokenzyg.yaml": BROKEN, "brokenzyg-zygote.py": BROKEN_CHILD},
+                    "print('ran')", "brokenzyg")
+    assert sc["sandbox"] == "cold" and "seccomp filter" in " ".join(sc["warnings"]), sc
 
 
 # a stand-in zygote that says it holds (language.zygote.holds) but does
@@ -765,16 +772,11 @@ def test_a_zygote_that_does_not_hold_its_run_is_not_used(tmp_path):
     answer) is killed unreported; the run starts cold and says why."""
     if not cgroups_enforced():
         pytest.skip("no cgroup enforces the limits here: no run is held")
-    (tmp_path / "unheldzyg.yaml").write_text(broken_manifest(
-        "unheldzyg", "a data-only Python whose zygote does not hold its runs", "python3", "-c",
-        "py"))
-    (tmp_path / "unheldzyg-zygote.py").write_text(UNHELD_CHILD)
-    s = ZygoteServer(extra={"LLM_SANDBOX_PLUGIN_PATH": str(tmp_path)})
-    try:
-        sc = refused_run(s, "print('ran')", "unheldzyg")
-        assert sc["sandbox"] == "cold" and "did not hold the run" in " ".join(sc["warnings"]), sc
-    finally:
-        s.finish()
+    manifest = broken_manifest("unheldzyg", "a data-only Python whose zygote does not hold its runs",
+                               "python3", "-c", "py")
+    sc = refused_on(tmp_path, {"unheldzyg.yaml": manifest, "unheldzyg-zygote.py": UNHELD_CHILD},
+                    "print('ran')", "unheldzyg")
+    assert sc["sandbox"] == "cold" and "did not hold the run" in " ".join(sc["warnings"]), sc
 
 
 # the real Ruby zygote (langs/ruby/zygote.rb), with its seccomp prctl made
@@ -803,12 +805,8 @@ def test_a_ruby_zygote_that_cannot_isolate_a_run_is_not_used(tmp_path):
         pytest.skip("ruby is not installed here")
     with open(os.path.join(HERE, "..", "..", "langs", "ruby", "zygote.rb")) as f:
         zygote = f.read()
-    (tmp_path / "brokenrbzyg.yaml").write_text(BROKEN_RB)
-    (tmp_path / "brokenrbzyg-zygote.rb").write_text(BROKEN_RB_PRELUDE + zygote)
-    s = ZygoteServer(extra={"LLM_SANDBOX_PLUGIN_PATH": str(tmp_path)})
-    try:
-        sc = refused_run(s, "puts 'ran'", "brokenrbzyg")
-        assert sc["sandbox"] == "cold" and "seccomp filter" in " ".join(sc["warnings"]), sc
-        assert "Operation not permitted" in " ".join(sc["warnings"]), sc
-    finally:
-        s.finish()
+    sc = refused_on(tmp_path, {"brokenrbzyg.yaml": BROKEN_RB,
+                               "brokenrbzyg-zygote.rb": BROKEN_RB_PRELUDE + zygote},
+                    "puts 'ran'", "brokenrbzyg")
+    assert sc["sandbox"] == "cold" and "seccomp filter" in " ".join(sc["warnings"]), sc
+    assert "Operation not permitted" in " ".join(sc["warnings"]), sc
