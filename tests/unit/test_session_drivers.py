@@ -113,11 +113,15 @@ class Session:
         self.nonce = secrets.token_hex(16) if nonce is None else nonce
         self.cwd = tmp_path / "work"
         home = tmp_path / "home"
-        self.cwd.mkdir()
-        home.mkdir()
+        tmp = tmp_path / "tmp"
+        for d in (self.cwd, home, tmp):
+            d.mkdir()
         if env is None:
             env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8",
                    "SBX_SESSION_NONCE": self.nonce}
+        # the interpreters' own temporary files (R's Rtmp directory, which a
+        # killed R leaves behind) go under tmp_path, not the host's /tmp
+        env = dict(env, TMPDIR=env.get("TMPDIR", str(tmp)))
         code = (ROOT / source).read_text(encoding="utf-8")
         self.proc = subprocess.Popen([interp, *flags, code], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
