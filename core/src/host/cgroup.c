@@ -342,35 +342,59 @@ int cg_group_pids_limited(const struct cg_group *g)
     return g ? g->ops->pids_limited(g) : -1;
 }
 
+/* Call fn for each pid listed in dir's cgroup.procs (never pid 1 or
+ * ourselves, whatever the file says) until it returns nonzero: that value;
+ * 0 at the end; -errno when the file cannot be read. */
+static int procs_walk(const char *dir, int (*fn)(pid_t pid, void *arg), void *arg)
+{
+    cleanup_free char *path = cg_path_join(dir, "cgroup.procs");
+    cleanup_free char *buf = NULL;
+    char *cur;
+    int r = path ? cg_read_all(path, &buf) : -ENOMEM;
+
+    if (r < 0)
+        return r;
+    cur = buf;
+    for (char *line = cg_next_line(&cur); line; line = cg_next_line(&cur)) {
+        uint64_t pid;
+
+        if (parse_u64(line, &pid) < 0 || pid <= 1 || pid > INT_MAX || (pid_t)pid == getpid())
+            continue;
+        r = fn((pid_t)pid, arg);
+        if (r != 0)
+            return r;
+    }
+    return 0;
+}
+
+struct procs_count {
+    int sig, found;
+};
+
+static int count_one(pid_t pid, void *arg)
+{
+    struct procs_count *c = arg;
+
+    c->found++;
+    if (c->sig != 0)
+        (void)kill(pid, c->sig);
+    return 0;
+}
+
 /* Count the pids listed in the group's cgroup.procs files, sending sig
  * (unless 0) to each: the count, or a negative enum sbx_rc when a file
- * cannot be read. Never touches pid 1 or ourselves, whatever a file says. */
+ * cannot be read. */
 static int procs_each(const struct cg_group *g, int sig)
 {
-    int found = 0;
+    struct procs_count c = {.sig = sig, .found = 0};
 
     for (size_t i = 0; i < g->n_dirs; i++) {
-        cleanup_free char *path = cg_path_join(g->dir[i], "cgroup.procs");
-        cleanup_free char *buf = NULL;
-        char *cur;
-        int r = path ? cg_read_all(path, &buf) : -ENOMEM;
+        int r = procs_walk(g->dir[i], count_one, &c);
 
-        if (r == -ENOENT)
-            continue;
-        if (r < 0)
+        if (r < 0 && r != -ENOENT)
             return r == -ENOMEM ? SBX_E_NOMEM : SBX_E_BACKEND;
-        cur = buf;
-        for (char *line = cg_next_line(&cur); line; line = cg_next_line(&cur)) {
-            uint64_t pid;
-
-            if (parse_u64(line, &pid) < 0 || pid <= 1 || pid > INT_MAX || (pid_t)pid == getpid())
-                continue;
-            found++;
-            if (sig != 0)
-                (void)kill((pid_t)pid, sig);
-        }
     }
-    return found;
+    return c.found;
 }
 
 /* At once where the version can (v2's cgroup.kill); else each process:
@@ -464,36 +488,40 @@ int cg_nspid(const char *status, size_t level, pid_t *ret)
     }
 }
 
+struct nspid_match {
+    pid_t ns_pid, found;
+};
+
+static int nspid_is(pid_t pid, void *arg)
+{
+    struct nspid_match *m = arg;
+    cleanup_free char *status = NULL;
+    char path[64];
+    pid_t got;
+
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+    if (cg_read_all(path, &status) < 0 || cg_nspid(status, 1, &got) < 0 || got != m->ns_pid)
+        return 0;
+    m->found = pid;
+    return 1;
+}
+
 /* The process listed in dir's cgroup.procs whose pid one namespace below
  * ours (NSpid's second entry) is ns_pid. */
 static int find_in(const char *dir, pid_t ns_pid, pid_t *ret, struct sbx_error **err)
 {
-    cleanup_free char *procs = cg_path_join(dir, "cgroup.procs"), *buf = NULL;
-    char *cur;
-    int r;
+    struct nspid_match m = {.ns_pid = ns_pid, .found = 0};
+    int r = procs_walk(dir, nspid_is, &m);
 
-    if (!procs)
-        return cg_oom(err);
-    r = cg_read_all(procs, &buf);
     if (r < 0)
-        return sbx_error_set(err, SBX_E_BACKEND, -r, "%s: %s", procs, strerror(-r));
-    cur = buf;
-    for (char *line = cg_next_line(&cur); line; line = cg_next_line(&cur)) {
-        char path[64];
-        cleanup_free char *status = NULL;
-        uint64_t pid;
-        pid_t got;
-
-        if (parse_u64(line, &pid) < 0 || pid <= 1 || pid > INT_MAX)
-            continue;
-        snprintf(path, sizeof(path), "/proc/%" PRIu64 "/status", pid);
-        if (cg_read_all(path, &status) == 0 && cg_nspid(status, 1, &got) == 0 && got == ns_pid) {
-            *ret = (pid_t)pid;
-            return 0;
-        }
-    }
-    return sbx_error_set(
-            err, SBX_E_BACKEND, ESRCH, "no process %d of the sandbox's in %s", (int)ns_pid, dir);
+        return r == -ENOMEM ? cg_oom(err)
+                            : sbx_error_set(err, SBX_E_BACKEND, -r, "%s/cgroup.procs: %s", dir,
+                                      strerror(-r));
+    if (r == 0)
+        return sbx_error_set(err, SBX_E_BACKEND, ESRCH, "no process %d of the sandbox's in %s",
+                (int)ns_pid, dir);
+    *ret = m.found;
+    return 0;
 }
 
 int cg_service_find_pid(const struct cg_service *s, const char *id, pid_t ns_pid, pid_t *ret,
