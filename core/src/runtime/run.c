@@ -140,6 +140,7 @@ static int zygote_phases(
         struct run *r, int *ret_end, struct agentc_exit *ex, struct sbx_error **err)
 {
     const struct sbx_request *q = r->req;
+    agentc_hold_fn hold = pool_zygote_hold(r); /* cgroups: the run's own group */
     int end;
 
     r->ex->warm = true;
@@ -152,11 +153,11 @@ static int zygote_phases(
     }
     engine_mark(r, "staged");
     engine_phase(r, "running");
-    if (pool_zygote_hold(r) && pool_zygote_enter(r, err) < 0)
+    if (hold && pool_zygote_enter(r, err) < 0)
         return (*err)->rc;
     end = agentc_fork(r->ac, r->plan->run, r->env, q->stdin_data ? q->stdin_data : "",
             q->stdin_data ? q->stdin_len : 0, now_ms() + (int64_t)r->policy.wall_time_ms, &r->sink,
-            ex, pool_zygote_hold(r), r);
+            ex, hold, r);
     if (end == SBX_E_BACKEND) /* refused: nothing of the program ran */
         return sbx_error_set(err, SBX_E_BACKEND, 0, "%s", agentc_last_error(r->ac));
     r->ran = true;
