@@ -241,16 +241,23 @@ _session_lock = -1
 # packages, the C++ precompiled header): about 40 s on the 2-core machine,
 # longer beside other work. Built before the first test, with its own
 # bound, so that no test's 90 s limit includes it.
-WARM_UP = (("go", 'package main\n\nimport "fmt"\n\nfunc main() { fmt.Println("warm") }\n'),
-           ("cpp", '#include <bits/stdc++.h>\nint main() { std::puts("warm"); }\n'))
+WARM_UP = (("go", 'package main\n\nimport "fmt"\n\nfunc main() { fmt.Println("warm") }\n', None),
+           ("cpp", '#include <bits/stdc++.h>\nint main() { std::puts("warm"); }\n', None))
+# With SBX_TEST_SEED_WARM=1 (test_installs.py's seed_warm_sets) also the
+# set a Go run with modules uses (their environment is part of its key),
+# which test_go_module's fresh cache then starts with.
+WARM_UP_SEED = (("go", 'package main\n\nimport (\n\t"fmt"\n\n\t_ "github.com/google/uuid"\n)\n\n'
+                 'func main() { fmt.Println("warm") }\n', "github.com/google/uuid@v1.6.0"),)
 
 
 def warm_caches():
-    for lang, src in WARM_UP:
+    seed = WARM_UP_SEED if os.environ.get("SBX_TEST_SEED_WARM") == "1" else ()
+    for lang, src, libs in WARM_UP + seed:
         t0 = time.monotonic()
         try:
             p = subprocess.run([SBX_BIN, "run", "--json", "--language", lang, "--timeout", "300",
-                                "--code", src], env=clean_env(mark=False), capture_output=True,
+                                *(["--libraries", libs] if libs else []), "--code", src],
+                               env=clean_env(mark=False), capture_output=True,
                                timeout=900, cwd="/")
             ok = p.returncode == 0 and b'"warm\\n"' in p.stdout
         except subprocess.TimeoutExpired:

@@ -11,6 +11,7 @@ directory), so the first run of a list installs and the second finds it.
 Canaries on this machine's loopback show the install sandbox reaches
 nothing but the allowed registries.
 """
+import glob
 import os
 import pty
 import re
@@ -59,6 +60,38 @@ def run(cache_dir, lang, src, libs, *args, env=None):
     r = sbx("--language", lang, "--code", src, "--libraries", ",".join(libs), *args,
             extra_env=extra)
     return Result(r.json)
+
+
+def user_cache_dir():
+    """The cache a server of this user keeps without LLM_SANDBOX_CACHE_DIR
+    (core/src/policy/settings.c)."""
+    if os.environ.get("LLM_SANDBOX_CACHE_DIR"):
+        return os.environ["LLM_SANDBOX_CACHE_DIR"]
+    if os.geteuid() == 0:
+        return "/var/cache/llm-sandbox"
+    if os.environ.get("XDG_CACHE_HOME", "").startswith("/"):
+        return os.path.join(os.environ["XDG_CACHE_HOME"], "llm-sandbox")
+    if os.environ.get("HOME", "").startswith("/"):
+        return os.path.join(os.environ["HOME"], ".cache", "llm-sandbox")
+    return "/var/tmp/llm-sandbox-cache-%d" % os.geteuid()
+
+
+def seed_warm_sets(cache_dir, lang):
+    """With SBX_TEST_SEED_WARM=1, a fresh cache starts with the warm-up sets
+    of LANG that this user's cache holds (hard links: a set is read-only to
+    its runs), so that a test pays for the install it is about and not
+    again for compiling Go's standard library (some 45 s a suite), when
+    one of them is the set its runs need. scripts/test.sh sets it for every
+    suite but one, which builds the set in its empty cache as before.
+    Returns the names of the sets linked."""
+    if os.environ.get("SBX_TEST_SEED_WARM") != "1":
+        return []
+    found = [d for d in glob.glob(os.path.join(user_cache_dir(), "deps", "warm-%s-*" % lang))
+             if os.path.isfile(os.path.join(d, ".sbx-set"))]
+    if found:
+        os.makedirs(os.path.join(cache_dir, "deps"), mode=0o755, exist_ok=True)
+        subprocess.run(["cp", "-al", "--", *found, os.path.join(cache_dir, "deps")], check=True)
+    return sorted(os.path.basename(d) for d in found)
 
 
 def sets(cache_dir):
@@ -116,11 +149,20 @@ def test_javascript_commonjs_and_module(cache):
 
 
 def test_go_module(cache):
+    seeded = seed_warm_sets(cache, "go")
     src = ('package main\n\nimport (\n\t"fmt"\n\n\t"github.com/google/uuid"\n)\n\n'
            'func main() {\n\tfmt.Println(uuid.NewSHA1(uuid.NameSpaceDNS, []byte("x")).Version())\n}\n')
     first = run(cache, "go", src, ["github.com/google/uuid@v1.6.0"], "--timeout", GO_TIMEOUT)
     assert_installed(first, "VERSION_5\n")
     assert "github.com/google/uuid v1.6.0" in first["install"]["log"], first
+    # the module's set, the program's build, and the warm-up set built here
+    # (none when a seeded set was the one it needs: the user's cache has it
+    # once a Go run with modules ran there, as conftest.py's warm-up makes
+    # one with SBX_TEST_SEED_WARM=1)
+    made = [n for n in sets(cache) if n not in seeded]
+    warm = [n for n in made if n.startswith("warm-go-")]
+    assert [n.split("-")[0] for n in made if n not in warm] == ["build", "go"], made
+    assert len(warm) == 1 or (seeded and not warm), (made, seeded)
     assert_cached(run(cache, "go", src, ["github.com/google/uuid@v1.6.0"], "--timeout",
                       GO_TIMEOUT), "VERSION_5\n")
 
