@@ -75,6 +75,38 @@ trap report EXIT
 FUZZ="manifest config seccomp_list jsonrpc tool_args b64 wsframe proxy_request agentc k8s_channel
     k8s_kubeconfig wsl2_list wsl2_frame jail_diag"
 FUZZ_TARGETS=$(for t in $FUZZ; do printf 'fuzz_%s ' "$t"; done)
+# Each parser's fuzzer for SBX_FUZZ_SECONDS, one target per core at a time;
+# each prints its final stats when it ends, and its whole log if it failed.
+# (As root this runs at the end of the unprivileged lane, beside the root
+# suites; the fuzz tree is built by then.)
+fuzz_one() {
+    mkdir -p "build-fuzz/corpus-$1"
+    "build-fuzz/tests/fuzz_$1" -max_total_time="${SBX_FUZZ_SECONDS:-20}" -print_final_stats=1 \
+        "build-fuzz/corpus-$1" "$SRC/tests/fuzz/corpus/$1" >"$TIMES/fuzz-$1.log" 2>&1
+    rc=$?
+    printf '%s: ' "$1"
+    tail -n 3 "$TIMES/fuzz-$1.log" | tr '\n' ' '
+    echo
+    [ "$rc" = 0 ] || cat "$TIMES/fuzz-$1.log"
+    return $rc
+}
+run_fuzzers() {
+    fuzz_rc=0
+    set -- $FUZZ
+    while [ $# -gt 0 ]; do
+        pids=""
+        for _ in $(seq "$JOBS"); do
+            [ $# -gt 0 ] || break
+            fuzz_one "$1" &
+            pids="$pids $!"
+            shift
+        done
+        for p in $pids; do
+            wait "$p" || fuzz_rc=1
+        done
+    done
+    return $fuzz_rc
+}
 
 step "dependencies"
 scripts/install-deps.sh | tee "$TIMES/deps.log"
@@ -209,8 +241,11 @@ unprivileged_lane() {
             tests/integration/run-unprivileged.sh build-asan
         # nsjail's plugin and the core behind it (the root step keeps the
         # root-only share: tests/integration/nsjail-root-asan.list)
+        # (its Go module test starts from the warm-up set, which the bwrap
+        # suite above built in an empty cache: SBX_TEST_SEED_WARM below)
         u "ASan+UBSan: integration contract (nsjail)" env ASAN_OPTIONS=detect_leaks=1 \
-            SBX_TEST_BACKEND=nsjail tests/integration/run-unprivileged.sh build-asan -m contract
+            SBX_TEST_SEED_WARM=1 SBX_TEST_BACKEND=nsjail \
+            tests/integration/run-unprivileged.sh build-asan -m contract
     else
         echo "(not run under ASan+UBSan: that build failed; the root step shows why)"
         rc=1
@@ -237,6 +272,11 @@ unprivileged_lane() {
         u "security ($engine: skipped as nobody)" env SBX_TEST_SUITE=security \
             SBX_TEST_BACKEND=$engine tests/integration/run-unprivileged.sh build -rs
     done
+    # The fuzzers last, in the time the root step still runs (they touch
+    # no sandbox, so they cannot meet its sessions).
+    if [ "$(cat "$TIMES/builds.rc")" = 0 ]; then
+        u "libFuzzer (each parser, ${SBX_FUZZ_SECONDS:-20} s)" run_fuzzers
+    fi
     return $rc
 }
 
@@ -256,7 +296,11 @@ next_junit
 # integration.docker runs in the ASan+UBSan step below, not here as well
 # (the same tests; the plain build's docker plugin runs in
 # integration.podman, whose dialect is the same plugin's).
-(cd build && ctest --output-on-failure -L integration \
+# SBX_TEST_SEED_WARM=1: the Go module test's fresh cache starts with a
+# copy of the warm-up set (tests/integration/test_installs.py) instead of
+# compiling Go's standard library again; the lane's bwrap suite, under
+# ASan+UBSan, builds it in its empty cache.
+(cd build && SBX_TEST_SEED_WARM=1 ctest --output-on-failure -L integration \
     -E 'kubernetes|[.]wsl2$|^integration[.]docker$' --output-junit "$J") ||
     root_rc=$?
 
@@ -343,7 +387,7 @@ if [ -n "$lane_pid" ]; then
     [ "$(cat "$TIMES/unprivileged.rc")" = 0 ] || root_rc=1
 fi
 [ "$root_rc" = 0 ] || {
-    echo "test.sh: an integration or security suite failed (above)" >&2
+    echo "test.sh: an integration or security suite, or a fuzzer, failed (above)" >&2
     exit 1
 }
 
@@ -377,37 +421,13 @@ next_junit
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j "$JOBS" -LE integration \
     --output-junit "$J")
 
-step "libFuzzer"
-# one target per core at a time; each prints its final stats when it ends
-fuzz_one() {
-    mkdir -p "build-fuzz/corpus-$1"
-    "build-fuzz/tests/fuzz_$1" -max_total_time="${SBX_FUZZ_SECONDS:-20}" -print_final_stats=1 \
-        "build-fuzz/corpus-$1" "$SRC/tests/fuzz/corpus/$1" >"$TIMES/fuzz-$1.log" 2>&1
-    rc=$?
-    printf '%s: ' "$1"
-    tail -n 3 "$TIMES/fuzz-$1.log" | tr '\n' ' '
-    echo
-    [ "$rc" = 0 ] || cat "$TIMES/fuzz-$1.log"
-    return $rc
-}
-fuzz_rc=0
-set -- $FUZZ
-while [ $# -gt 0 ]; do
-    pids=""
-    for _ in $(seq "$JOBS"); do
-        [ $# -gt 0 ] || break
-        fuzz_one "$1" &
-        pids="$pids $!"
-        shift
-    done
-    for p in $pids; do
-        wait "$p" || fuzz_rc=1
-    done
-done
-[ "$fuzz_rc" = 0 ] || {
-    echo "test.sh: a fuzzer failed (its whole log is above)" >&2
-    exit 1
-}
+if [ -z "$lane_pid" ]; then
+    step "libFuzzer"
+    run_fuzzers || {
+        echo "test.sh: a fuzzer failed (its whole log is above)" >&2
+        exit 1
+    }
+fi
 
 if [ -n "$fresh_pid" ]; then
     step "fresh Debian 12: the Quickstart's set-up, then the .debs (what was left of them)"
