@@ -78,11 +78,13 @@ FUZZ_TARGETS=$(for t in $FUZZ; do printf 'fuzz_%s ' "$t"; done)
 # Each parser's fuzzer for SBX_FUZZ_SECONDS, one target per core at a time;
 # each prints its final stats when it ends, and its whole log if it failed.
 # (As root this runs at the end of the unprivileged lane, beside the root
-# suites; the fuzz tree is built by then.)
+# suites, at the lowest priority: they take the CPU they need and the
+# fuzzers the rest, for the same time. The fuzz tree is built by then.)
 fuzz_one() {
     mkdir -p "build-fuzz/corpus-$1"
-    "build-fuzz/tests/fuzz_$1" -max_total_time="${SBX_FUZZ_SECONDS:-20}" -print_final_stats=1 \
-        "build-fuzz/corpus-$1" "$SRC/tests/fuzz/corpus/$1" >"$TIMES/fuzz-$1.log" 2>&1
+    nice -n 19 "build-fuzz/tests/fuzz_$1" -max_total_time="${SBX_FUZZ_SECONDS:-20}" \
+        -print_final_stats=1 "build-fuzz/corpus-$1" "$SRC/tests/fuzz/corpus/$1" \
+        >"$TIMES/fuzz-$1.log" 2>&1
     rc=$?
     printf '%s: ' "$1"
     tail -n 3 "$TIMES/fuzz-$1.log" | tr '\n' ' '
