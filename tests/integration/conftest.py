@@ -243,16 +243,16 @@ _session_lock = -1
 # bound, so that no test's 90 s limit includes it.
 WARM_UP = (("go", 'package main\n\nimport "fmt"\n\nfunc main() { fmt.Println("warm") }\n', None),
            ("cpp", '#include <bits/stdc++.h>\nint main() { std::puts("warm"); }\n', None))
-# With SBX_TEST_SEED_WARM=1 (test_installs.py's seed_warm_sets) also the
-# set a Go run with modules uses (their environment is part of its key),
-# which test_go_module's fresh cache then starts with.
+# With SBX_TEST_SEED_WARM=1 (test_installs.py's seed_warm_sets), in a
+# session that runs test_go_module, also the set a Go run with modules uses
+# (their environment is part of its key), which that test's fresh cache
+# then starts with.
 WARM_UP_SEED = (("go", 'package main\n\nimport (\n\t"fmt"\n\n\t_ "github.com/google/uuid"\n)\n\n'
                  'func main() { fmt.Println("warm") }\n', "github.com/google/uuid@v1.6.0"),)
 
 
-def warm_caches():
-    seed = WARM_UP_SEED if os.environ.get("SBX_TEST_SEED_WARM") == "1" else ()
-    for lang, src, libs in WARM_UP + seed:
+def warm_caches(which=WARM_UP):
+    for lang, src, libs in which:
         t0 = time.monotonic()
         try:
             p = subprocess.run([SBX_BIN, "run", "--json", "--language", lang, "--timeout", "300",
@@ -312,6 +312,13 @@ def pytest_sessionstart(session):
             os.environ.get("SBX_TEST_SUITE", "integration") == "integration" and \
             os.environ.get("SBX_TEST_WARM", "1") != "0":
         warm_caches()
+
+
+def pytest_collection_finish(session):
+    if os.environ.get("SBX_TEST_SEED_WARM") == "1" and not CONTAINER and not MXC and \
+            os.environ.get("SBX_TEST_WARM", "1") != "0" and \
+            any(i.nodeid.endswith("test_installs.py::test_go_module") for i in session.items):
+        warm_caches(WARM_UP_SEED)
 
 
 def pytest_sessionfinish(session, exitstatus):
