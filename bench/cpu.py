@@ -321,18 +321,14 @@ def table(rows):
     return "\n".join(out)
 
 
-def main():
+def bench_start(a):
+    """For a script beside bench/run, with its options parsed into a (bin,
+    no_lock): bench/run loaded as a module (b) with its ARGS, the tests'
+    machine-wide lock taken (or None), and a directory for the servers'
+    logs; the machine's load printed."""
     import importlib.machinery
     import importlib.util
     import tempfile
-    ap = argparse.ArgumentParser(description="CPU per run (issue 22)")
-    ap.add_argument("--backend", action="append")
-    ap.add_argument("--lang", action="append")
-    ap.add_argument("--runs", type=int, default=40)
-    ap.add_argument("--bursts", type=int, default=5)
-    ap.add_argument("--bin", default=os.path.join(ROOT, "build", "bin", "llm-sandbox"))
-    ap.add_argument("--no-lock", action="store_true", help="the caller holds flock /tmp")
-    a = ap.parse_args()
     a.bin = os.path.abspath(a.bin)
     loader = importlib.machinery.SourceFileLoader("bench_run", os.path.join(HERE, "run"))
     spec = importlib.util.spec_from_loader("bench_run", loader)
@@ -342,6 +338,19 @@ def main():
     lock = b.take_lock(a)
     logdir = tempfile.mkdtemp(prefix="llm-sandbox-bench-logs-", dir="/var/tmp")
     print("load average: %.2f %.2f %.2f" % os.getloadavg())
+    return b, lock, logdir
+
+
+def main():
+    ap = argparse.ArgumentParser(description="CPU per run (issue 22)")
+    ap.add_argument("--backend", action="append")
+    ap.add_argument("--lang", action="append")
+    ap.add_argument("--runs", type=int, default=40)
+    ap.add_argument("--bursts", type=int, default=5)
+    ap.add_argument("--bin", default=os.path.join(ROOT, "build", "bin", "llm-sandbox"))
+    ap.add_argument("--no-lock", action="store_true", help="the caller holds flock /tmp")
+    a = ap.parse_args()
+    b, lock, logdir = bench_start(a)
     print("bare /usr/bin/python3 -c pass: %s" % fmt(bare_python(a.runs)))
     rows = []
     for backend in a.backend or ["bwrap", "nsjail"]:

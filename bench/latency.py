@@ -19,8 +19,6 @@ A benchmark, not a test. It takes the machine-wide lock the tests use
 usage: bench/latency.py [--backend B ...] [--runs N] [--pause S] [--bin PATH]
 """
 import argparse
-import importlib.machinery
-import importlib.util
 import os
 import subprocess
 import sys
@@ -106,15 +104,7 @@ def main():
     ap.add_argument("--bin", default=os.path.join(ROOT, "build", "bin", "llm-sandbox"))
     ap.add_argument("--no-lock", action="store_true", help="the caller holds flock /tmp")
     a = ap.parse_args()
-    a.bin = os.path.abspath(a.bin)
-    loader = importlib.machinery.SourceFileLoader("bench_run", os.path.join(HERE, "run"))
-    spec = importlib.util.spec_from_loader("bench_run", loader)
-    b = importlib.util.module_from_spec(spec)
-    loader.exec_module(b)
-    b.ARGS = a
-    lock = b.take_lock(a)
-    logdir = tempfile.mkdtemp(prefix="llm-sandbox-bench-logs-", dir="/var/tmp")
-    print("load average: %.2f %.2f %.2f" % os.getloadavg())
+    b, lock, logdir = cpu.bench_start(a)
     bare = []
     for _ in range(a.runs):
         t = time.perf_counter()
