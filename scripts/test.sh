@@ -243,8 +243,9 @@ unprivileged_lane() {
             tests/integration/run-unprivileged.sh build-asan
         # nsjail's plugin and the core behind it (the root step keeps the
         # root-only share: tests/integration/nsjail-root-asan.list)
-        # (its Go module test starts from the warm-up set, which the bwrap
-        # suite above built in an empty cache: SBX_TEST_SEED_WARM below)
+        # (its Go module test starts from this user's warm-up set,
+        # SBX_TEST_SEED_WARM below; the bwrap suite above builds one in an
+        # empty cache)
         u "ASan+UBSan: integration contract (nsjail)" env ASAN_OPTIONS=detect_leaks=1 \
             SBX_TEST_SEED_WARM=1 SBX_TEST_BACKEND=nsjail \
             tests/integration/run-unprivileged.sh build-asan -m contract
@@ -298,10 +299,10 @@ next_junit
 # integration.docker runs in the ASan+UBSan step below, not here as well
 # (the same tests; the plain build's docker plugin runs in
 # integration.podman, whose dialect is the same plugin's).
-# SBX_TEST_SEED_WARM=1: the Go module test's fresh cache starts with a
-# copy of the warm-up set (tests/integration/test_installs.py) instead of
-# compiling Go's standard library again; the lane's bwrap suite, under
-# ASan+UBSan, builds it in its empty cache.
+# SBX_TEST_SEED_WARM=1: the Go module test's fresh cache starts with links
+# to this user's warm-up sets (tests/integration/test_installs.py) instead
+# of compiling Go's standard library again; the lane's bwrap suite, under
+# ASan+UBSan, builds one in its empty cache.
 (cd build && SBX_TEST_SEED_WARM=1 ctest --output-on-failure -L integration \
     -E 'kubernetes|[.]wsl2$|^integration[.]docker$' --output-junit "$J") ||
     root_rc=$?
