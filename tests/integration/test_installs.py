@@ -82,7 +82,8 @@ def seed_warm_sets(cache_dir, lang):
     its runs), so that a test pays for the install it is about and not
     again for compiling Go's standard library (some 45 s a suite), when
     one of them is the set its runs need. scripts/test.sh sets it for every
-    suite but one, which builds the set in its empty cache as before.
+    suite that runs this test but the unprivileged lane's bwrap one, which
+    builds the set in its empty cache as before.
     Returns the names of the sets linked."""
     if os.environ.get("SBX_TEST_SEED_WARM") != "1":
         return []
