@@ -89,9 +89,13 @@ def seed_warm_sets(cache_dir, lang):
         return []
     found = [d for d in glob.glob(os.path.join(user_cache_dir(), "deps", "warm-%s-*" % lang))
              if os.path.isfile(os.path.join(d, ".sbx-set"))]
-    if found:
-        os.makedirs(os.path.join(cache_dir, "deps"), mode=0o755, exist_ok=True)
-        subprocess.run(["cp", "-al", "--", *found, os.path.join(cache_dir, "deps")], check=True)
+    deps = os.path.join(cache_dir, "deps")
+    for d in found:
+        os.makedirs(deps, mode=0o755, exist_ok=True)
+        # a copy where the two caches are on different file systems
+        if subprocess.run(["cp", "-al", "--", d, deps], stderr=subprocess.DEVNULL).returncode:
+            shutil.rmtree(os.path.join(deps, os.path.basename(d)), ignore_errors=True)
+            subprocess.run(["cp", "-a", "--", d, deps], check=True)
     return sorted(os.path.basename(d) for d in found)
 
 
