@@ -31,19 +31,34 @@ case ${1:-} in
 esac
 JOBS=$(nproc)
 
-# Step timing: one TSV line per step (name, seconds, cache, JUnit files).
+# Step timing: one TSV line per step (name, seconds, CPU busy, cache,
+# JUnit files).
 TIMES=$(mktemp -d /tmp/llm-sandbox-times.XXXXXX)
-cur="" cur_start=0 cur_cache="" cur_junit="" n_junit=0
+cur="" cur_start=0 cur_cpu="" cur_cache="" cur_junit="" n_junit=0
+# The machine's CPU time so far, in clock ticks: "BUSY ALL" (all cores;
+# BUSY is what was not idle or waiting for I/O). Two readings give how
+# busy the CPUs were between them: a step at 100% can only go faster by
+# doing less, one well below it has room for work beside it.
+cpu_ticks() {
+    read -r _ us ni sy id io hi si st _ </proc/stat
+    echo "$((us + ni + sy + hi + si + st)) $((us + ni + sy + id + io + hi + si + st))"
+}
+# The share of both readings' interval the CPUs were busy, in percent
+cpu_busy() {
+    # shellcheck disable=SC2086 # two readings of two words each
+    set -- $1 $2
+    [ "$4" -gt "$2" ] && echo $((100 * ($3 - $1) / ($4 - $2))) || echo 0
+}
 finish_step() {
     [ -n "$cur" ] || return 0
-    printf '%s\t%s\t%s%s\n' "$cur" $(($(date +%s) - cur_start)) "$cur_cache" "$cur_junit" \
-        >>"$TIMES/steps.tsv"
+    printf '%s\t%s\t%s\t%s%s\n' "$cur" $(($(date +%s) - cur_start)) \
+        "$(cpu_busy "$cur_cpu" "$(cpu_ticks)")" "$cur_cache" "$cur_junit" >>"$TIMES/steps.tsv"
     cur=""
 }
 # step NAME [CACHE]: CACHE is warm, cold or - (no cache of its own)
 step() {
     finish_step
-    cur=$1 cur_cache=${2:--} cur_start=$(date +%s) cur_junit=""
+    cur=$1 cur_cache=${2:--} cur_start=$(date +%s) cur_cpu=$(cpu_ticks) cur_junit=""
     printf '\n==> %s\n' "$1"
 }
 # A JUnit file, $J, for the next ctest call of this step.
@@ -218,13 +233,14 @@ unprivileged_lane() {
     rc=0
     # each suite's wall time and outcome, for the table (lane.tsv)
     u() {
-        u_name=$1 u_t0=$(date +%s) u_rc=0
+        u_name=$1 u_t0=$(date +%s) u_cpu=$(cpu_ticks) u_rc=0
         printf '\n==> unprivileged: %s\n' "$1"
         shift
         "$@" || u_rc=1
         [ "$u_rc" = 0 ] || rc=1
-        printf '%s\t%s\t%s\n' "$u_name" $(($(date +%s) - u_t0)) \
-            "$([ "$u_rc" = 0 ] && echo ok || echo FAILED)" >>"$TIMES/lane.tsv"
+        printf '%s\t%s\t%s\t%s\n' "$u_name" $(($(date +%s) - u_t0)) \
+            "$([ "$u_rc" = 0 ] && echo ok || echo FAILED)" \
+            "$(cpu_busy "$u_cpu" "$(cpu_ticks)")" >>"$TIMES/lane.tsv"
     }
     # Each suite once as nobody: those that also run under ASan+UBSan run
     # only there (the same tests, more checks; the plain build's bwrap and
