@@ -105,6 +105,16 @@ UID_RANGE = range(1879113728, 1879113728 + 65536)
 # cgroup is writable (an unprivileged user here) every run has them.
 WEAK_LIMIT = re.compile(r"limit (enforced by a fallback|not enforced)")
 OWN_UIDS = ("bwrap", "nsjail", "docker", "podman", "wsl2")
+# Docker and Podman as root: a session on a daemon the tests start
+# (containers.py), which may run beside a root session of the local
+# backends (scripts/test.sh runs them so). Each kind takes a lock of its
+# own (pytest_configure), and counts as left behind only what it can tell
+# is its own: a daemon session the processes inside its daemon's
+# containers, a local session none of those (container_of()).
+DAEMON = BACKEND in ("docker", "podman") and ROOT
+# What a container's processes have in their cgroup path (cgroupfs, the
+# only manager these daemons get here: the host has no systemd)
+DAEMON_CGROUP = {"docker": "/docker/", "podman": "/libpod-"}
 
 
 def host_account_ids():
@@ -221,11 +231,15 @@ def pytest_configure(config):
     # would fail them. A root session and an unprivileged one see disjoint
     # things (their sandboxes run as other host uids, an unprivileged run
     # makes no cgroup, each counts only its own uid's /tmp entries), so
-    # they may run side by side (scripts/test.sh does). A directory every
-    # user can open is the lock, so no file needs creating: /tmp for root,
-    # /var/tmp for everyone else.
+    # they may run side by side (scripts/test.sh does). So may a root
+    # session on Docker or Podman and one on a local backend (DAEMON says
+    # how they keep apart). A directory every user can open is the lock,
+    # so no file needs creating: /tmp for root, /var/tmp for everyone
+    # else, and the daemons' run directory for a root session on one.
     global _session_lock
-    _session_lock = os.open("/tmp" if ROOT else "/var/tmp",
+    if DAEMON:
+        os.makedirs(containers.RUN, exist_ok=True)
+    _session_lock = os.open(containers.RUN if DAEMON else "/tmp" if ROOT else "/var/tmp",
                             os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         fcntl.flock(_session_lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -759,11 +773,46 @@ def find_launcher(mark_value):
     return found
 
 
+def container_of(pid):
+    """The daemon ("docker", "podman") whose container pid is in, by its
+    cgroup path, or None."""
+    try:
+        with open("/proc/%d/cgroup" % pid) as f:
+            groups = f.read()
+    except OSError:
+        return None
+    return next((d for d, mark in DAEMON_CGROUP.items() if mark in groups), None)
+
+
+def beside_us(pid):
+    """Is pid, a process of a sandbox's host uid, a run of the root session
+    that may run beside this one (DAEMON)? For a local session, any
+    container's process; for a DAEMON session, another daemon's, or one
+    outside the containers below a live llm-sandbox (a local run: one of
+    ours outside its container would have no such parent)."""
+    daemon = container_of(pid)
+    if not DAEMON:
+        return daemon is not None
+    if daemon is not None:
+        return daemon != BACKEND
+    seen = set()
+    while pid > 1 and pid not in seen:
+        seen.add(pid)
+        st = proc_stat(pid)
+        if st is None:
+            return False
+        if st[0] == "llm-sandbox":
+            return True
+        pid = st[2]
+    return False
+
+
 def leftover_processes(before):
     """Non-zombie processes that appeared during the test and belong to our
     runs: they carry this session's marker, or (their environment being
     unreadable, as for the agent, which makes itself non-dumpable) they run
-    as the sandbox's host uid and are named like part of a run."""
+    as the sandbox's host uid and are named like part of a run, and are not
+    a run of the session beside this one (beside_us)."""
     me = os.getpid()
     prefix = "%s=%s:" % (MARK_KEY, SESSION)
     out = []
@@ -776,7 +825,8 @@ def leftover_processes(before):
         env = proc_environ(pid)
         uid = proc_uid(pid)
         ours = has_mark(env, prefix) or (
-            env is None and uid is not None and is_sandbox_host_uid(uid) and st[0] in RUN_COMMS)
+            env is None and uid is not None and is_sandbox_host_uid(uid) and st[0] in RUN_COMMS
+            and not beside_us(pid))
         if ours:
             out.append((pid, st[0], uid, st[1]))
     return out
@@ -902,7 +952,10 @@ def leftover_cgroups(before, cli_pids):
     dead owner and were not there before the test. A group named by an
     instance of another scope (another pid namespace or boot, which may
     share this cgroup tree: a container's server) is not ours to judge, as
-    core/src/owner.c says: its pid is not one we can look up."""
+    core/src/owner.c says: its pid is not one we can look up. In a DAEMON
+    session only a CLI's: the daemon holds a container's limits, so its
+    servers make no group of their own, and a local session beside it
+    makes and removes them all the time."""
     mine = owner_scope(os.getpid())
     bad = []
     for g in cgroup_groups():
@@ -912,11 +965,12 @@ def leftover_cgroups(before, cli_pids):
             continue
         if m:
             pid, start = int(m.group(1)), int(m.group(2))
-            if pid in cli_pids or (g not in before and not owner_alive(pid, start)):
+            if pid in cli_pids or (not DAEMON and g not in before and
+                                   not owner_alive(pid, start)):
                 bad.append(g)
         elif name.startswith("probe-") and name[6:].isdigit() and int(name[6:]) in cli_pids:
             bad.append(g)
-        elif g not in before:
+        elif g not in before and not DAEMON:
             bad.append(g)  # e.g. a fixed-name group ("probe") that stayed
     return bad
 
@@ -924,14 +978,14 @@ def leftover_cgroups(before, cli_pids):
 def leftover_scopes(before, cli_pids):
     """Transient scopes (cgroup v2 under systemd) of a CLI we ran, or of a
     dead owner, that systemd has not removed: each goes when its process
-    does."""
+    does. In a DAEMON session only a CLI's (as for groups)."""
     bad = []
     for sc in run_scopes():
         m = SCOPE_RE.match(os.path.basename(sc))
         pid, start = int(m.group(1)), int(m.group(2))
         if m.group(3) != owner_scope(os.getpid()):
             continue
-        if pid in cli_pids or (sc not in before and not owner_alive(pid, start)):
+        if pid in cli_pids or (not DAEMON and sc not in before and not owner_alive(pid, start)):
             bad.append(sc)
     return bad
 
@@ -965,7 +1019,9 @@ def tmp_entry_is_ours(name, uid):
         return True
     if uid != os.geteuid():
         return False
-    return not ROOT or bool(PRODUCT_NAME_RE.search(name))
+    # (a DAEMON session's servers keep nothing in /tmp, and a local
+    # session beside it may: there only the sandboxes' uids count)
+    return not ROOT or (not DAEMON and bool(PRODUCT_NAME_RE.search(name)))
 
 
 @pytest.fixture(autouse=True)

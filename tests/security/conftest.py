@@ -169,8 +169,12 @@ def sandbox_uid_processes():
 
 def _foreign(pid):
     """Does pid descend from a live llm-sandbox that this test did not
-    start (another engineer's run, an MCP test's server)? A survivor of our
-    own run cannot: its CLI has exited, so its ancestry ends at init."""
+    start (another engineer's run, an MCP test's server), or is it, in a
+    local backend's session, in a container (of a daemon session that may
+    run beside it: itest.DAEMON)? A survivor of our own run cannot: its CLI
+    has exited, so its ancestry ends at init."""
+    if not itest.DAEMON and itest.container_of(pid):
+        return True
     seen = set()
     while pid > 1 and pid not in seen:
         seen.add(pid)
