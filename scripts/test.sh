@@ -3,7 +3,8 @@
 #
 # Set up and run every test: install dependencies, build with -Werror, run
 # the unit, static, fuzz-replay and MCP client tests, the integration and
-# security suites as root with the unprivileged ones beside them, the
+# security suites as root with Docker's and Podman's and the unprivileged
+# ones beside them, the
 # kubernetes suites on a real single-node cluster (scripts/k8s-cluster.sh;
 # its binaries build in the background when not cached), the cgroup v2
 # tests in a Debian 12 systemd guest under QEMU (scripts/vm-test.sh), the
@@ -76,12 +77,13 @@ kill_tree() {
 report() {
     rc=$?
     # a failure leaves no background job running
-    for p in ${builds:-} ${lane_pid:-} ${fresh_pid:-} ${k8s_build:-} ${vm_image:-}; do
+    for p in ${builds:-} ${lane_pid:-} ${daemon_pid:-} ${fresh_pid:-} ${k8s_build:-} \
+        ${vm_image:-}; do
         kill_tree "$p"
     done
     finish_step
     /usr/bin/python3 "$SRC/scripts/test-times.py" "$TIMES/steps.tsv" "$TIMES"/junit-*.xml \
-        "$TIMES/lane.tsv" || true
+        "$TIMES/lane.tsv" "$TIMES/daemons.tsv" || true
     rm -rf "$TIMES"
     exit $rc
 }
@@ -229,18 +231,25 @@ next_junit
 # The unprivileged suites (as nobody: no cgroups, no privilege to drop, a
 # cache of its own) run beside the root ones. Each kind of user has its own
 # session lock (tests/integration/conftest.py says why they do not meet).
+# lane_suite TSV LANE NAME COMMAND...: one suite of a lane that runs beside
+# a step; its wall time, outcome and CPU share go to TSV for the table,
+# and a failure sets rc
+lane_suite() {
+    l_tsv=$1 l_name=$3 l_t0=$(date +%s) l_cpu=$(cpu_ticks) l_rc=0
+    printf '\n==> %s: %s\n' "$2" "$3"
+    shift 3
+    "$@" || l_rc=1
+    [ "$l_rc" = 0 ] || rc=1
+    printf '%s\t%s\t%s\t%s\n' "$l_name" $(($(date +%s) - l_t0)) \
+        "$([ "$l_rc" = 0 ] && echo ok || echo FAILED)" \
+        "$(cpu_busy "$l_cpu" "$(cpu_ticks)")" >>"$l_tsv"
+}
+
 unprivileged_lane() {
     rc=0
     # each suite's wall time and outcome, for the table (lane.tsv)
     u() {
-        u_name=$1 u_t0=$(date +%s) u_cpu=$(cpu_ticks) u_rc=0
-        printf '\n==> unprivileged: %s\n' "$1"
-        shift
-        "$@" || u_rc=1
-        [ "$u_rc" = 0 ] || rc=1
-        printf '%s\t%s\t%s\t%s\n' "$u_name" $(($(date +%s) - u_t0)) \
-            "$([ "$u_rc" = 0 ] && echo ok || echo FAILED)" \
-            "$(cpu_busy "$u_cpu" "$(cpu_ticks)")" >>"$TIMES/lane.tsv"
+        lane_suite "$TIMES/lane.tsv" unprivileged "$@"
     }
     # Each suite once as nobody: those that also run under ASan+UBSan run
     # only there (the same tests, more checks; the plain build's bwrap and
@@ -299,29 +308,74 @@ unprivileged_lane() {
     return $rc
 }
 
-step "root: integration and security (the unprivileged suites run beside)"
-lane_pid=""
+# in_tree DIR COMMAND...: COMMAND run in the build tree DIR
+in_tree() {
+    (cd "$1" && shift && "$@")
+}
+
+# Docker's and Podman's suites as root, in a lane of their own beside the
+# root step's: a root session on a daemon the tests start and one on a
+# local backend count disjoint things as left behind (DAEMON in
+# tests/integration/conftest.py), so each kind has a session lock of its
+# own. Podman's suites, Docker's security suite, then Docker's contract
+# suite under ASan+UBSan, its only run (not again in the plain build: the
+# plain build's docker plugin runs in integration.podman, whose dialect is
+# the same plugin's).
+daemon_lane() {
+    rc=0
+    d() {
+        lane_suite "$TIMES/daemons.tsv" "root, beside" "$@"
+    }
+    d integration.podman in_tree build ctest --output-on-failure -R '^integration[.]podman$'
+    d security.podman in_tree build ctest --output-on-failure -R '^security[.]podman$'
+    d security.docker in_tree build ctest --output-on-failure -R '^security[.]docker$'
+    while [ ! -f "$TIMES/builds.rc" ]; do
+        sleep 5
+    done
+    if [ "$(cat "$TIMES/builds.rc")" = 0 ]; then
+        d "ASan+UBSan: integration.docker" in_tree build-asan env ASAN_OPTIONS=detect_leaks=1 \
+            ctest --output-on-failure -R '^integration[.]docker$'
+    else
+        echo "(not run under ASan+UBSan: that build failed; a later step shows why)"
+        rc=1
+    fi
+    return $rc
+}
+
+step "root: integration and security (Docker's, Podman's and the unprivileged suites beside)"
+lane_pid="" daemon_pid=""
 if [ "$(id -u)" -eq 0 ]; then
     (set +e
         unprivileged_lane >"$TIMES/unprivileged.log" 2>&1
         echo $? >"$TIMES/unprivileged.rc") &
     lane_pid=$!
+    (set +e
+        daemon_lane >"$TIMES/daemons.log" 2>&1
+        echo $? >"$TIMES/daemons.rc") &
+    daemon_pid=$!
+    cur_junit="$cur_junit	daemons.tsv"
 fi
 root_rc=0
 next_junit
 # Kubernetes has a step of its own below (one cluster for its suites);
 # WSL2 runs as a user, in the lane, but for the cgroup its opener makes
 # as root (integration.wsl2_cgroup, a few seconds).
-# integration.docker runs in the ASan+UBSan step below, not here as well
-# (the same tests; the plain build's docker plugin runs in
-# integration.podman, whose dialect is the same plugin's).
+# Docker's and Podman's suites: in the lane beside, as root (as anyone
+# else they are skipped here).
 # SBX_TEST_SEED_WARM=1: the Go module test's fresh cache starts with links
 # to this user's warm-up sets (tests/integration/test_installs.py) instead
 # of compiling Go's standard library again; the lane's bwrap suite, under
 # ASan+UBSan, builds one in its empty cache.
+daemons='^integration[.]docker$'
+[ -z "$daemon_pid" ] || daemons='[.](docker|podman)$'
 (cd build && SBX_TEST_SEED_WARM=1 ctest --output-on-failure -L integration \
-    -E 'kubernetes|[.]wsl2$|^integration[.]docker$' --output-junit "$J") ||
+    -E "kubernetes|[.]wsl2\$|$daemons" --output-junit "$J") ||
     root_rc=$?
+if [ -n "$daemon_pid" ]; then
+    wait "$daemon_pid" || true
+    cat "$TIMES/daemons.log"
+    [ "$(cat "$TIMES/daemons.rc")" = 0 ] || root_rc=1
+fi
 
 if [ "$(id -u)" -eq 0 ]; then
     step "kubernetes: a real single-node cluster, its suites, down" "$k8s_cache"
@@ -369,8 +423,9 @@ step "root, ASan+UBSan: integration and security"
 # (hostile input included); integration.nsjail (the contract suite) its
 # plugin and, in its root-only share, the core's paths as root (cgroups,
 # the uid range, dropping privilege);
-# integration.socket the unix-socket transport; integration.docker and
-# integration.mxc their plugins. Not again under ASan: integration.podman
+# integration.socket the unix-socket transport; integration.docker (in the
+# daemon lane beside the root step, as root) and integration.mxc their
+# plugins. Not again under ASan: integration.podman
 # (the docker plugin's code, whose Podman dialect is the translator's,
 # which unit.test_docker_translate runs under ASan below) and
 # security.nsjail, security.docker, security.podman (their plugin code is
@@ -384,6 +439,7 @@ step "root, ASan+UBSan: integration and security"
 # cgroups, the uid range, dropping privilege).
 asan_skip='integration[.]podman|security[.](nsjail|docker|podman)|.*kubernetes.*|.*wsl2'
 [ -z "$lane_pid" ] || asan_skip="integration[.](bwrap|nsjail)|security[.]bwrap|$asan_skip"
+[ -z "$daemon_pid" ] || asan_skip="integration[.]docker|$asan_skip"
 next_junit
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -L integration \
     -E "^($asan_skip)\$" --output-junit "$J") ||
