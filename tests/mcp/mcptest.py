@@ -237,8 +237,21 @@ class Server:
             raise TimeoutError("no message from the server within %.1f s" % timeout)
         if msg is None:
             self.lines.put(None)
-            raise EOFError("the server closed its output")
+            raise self._closed()
         return msg
+
+    def _closed(self):
+        """The EOFError for a server whose output ended: with its exit
+        status (if it exited within a moment), its stdout lines that were
+        not JSON-RPC, and the end of its stderr, so a failure says why."""
+        try:
+            status = self.proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            status = "still running"
+        self._readers[1].join(timeout=2)
+        return EOFError("the server closed its output (exit status %s; non-JSON-RPC lines %r; "
+                        "stderr %r)" % (status, self.bad_lines[-3:],
+                                        bytes(self.stderr[-2000:]).decode(errors="replace")))
 
     def wait_for(self, pred, timeout=30.0):
         """The first message (read now or earlier) for which pred holds;
@@ -259,7 +272,7 @@ class Server:
                     continue
                 if msg is None:
                     self.lines.put(None)
-                    raise EOFError("the server closed its output")
+                    raise self._closed()
                 if pred(msg):
                     return msg
                 skipped.append(msg)
