@@ -74,6 +74,15 @@ kill_tree() {
     done
     kill "$1" 2>/dev/null || true
 }
+# unnice_tree PID: a niced background build and everything it started back
+# to normal priority, once the steps it yielded to are done and the next
+# one waits for it (what it starts afterwards inherits that)
+unnice_tree() {
+    renice -n 0 -p "$1" >/dev/null 2>&1 || true
+    for c in $(pgrep -P "$1" 2>/dev/null); do
+        unnice_tree "$c"
+    done
+}
 report() {
     rc=$?
     # a failure leaves no background job running
@@ -380,6 +389,9 @@ fi
 if [ "$(id -u)" -eq 0 ]; then
     step "kubernetes: a real single-node cluster, its suites, down" "$k8s_cache"
     if [ -n "${k8s_build:-}" ]; then
+        # (cold: the suites beside it are done, and the VM image's build,
+        # if any, is the only other work left)
+        unnice_tree "$k8s_build"
         wait "$k8s_build" || true
         [ "$(cat "$TIMES/k8s-build.rc")" = 0 ] || {
             cat "$TIMES/k8s-build.log"
@@ -399,6 +411,7 @@ if [ "$(id -u)" -eq 0 ]; then
     # login shell, as a user in a delegated scope and in a login shell,
     # the tests the cgroups decide; the shipped units; nothing left.
     step "VM: Debian 12 with systemd and cgroup v2 under QEMU (scripts/vm-test.sh --quick)"
+    unnice_tree "$vm_image"
     wait "$vm_image" || true
     [ "$(cat "$TIMES/vm-image.rc")" = 0 ] || {
         cat "$TIMES/vm-image.log"
