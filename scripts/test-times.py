@@ -10,8 +10,8 @@ one table.
 A test's line is indented under the step that ran it. A step whose cache
 was cold says so: the next run on this machine will be shorter. "cpu" is
 the share of the machine's CPU time (all cores) that was busy while a step
-or an unprivileged lane's suite ran, whoever used it: well below 100%,
-there was room for more work beside it.
+or a lane's suite ran, whoever used it: well below 100%, there was room
+for more work beside it.
 """
 import os
 import sys
@@ -19,8 +19,8 @@ import xml.etree.ElementTree as ET
 
 
 def lane_times(path):
-    """[(suite, seconds, result, cpu busy %)] of the unprivileged lane's
-    TSV file."""
+    """[(suite, seconds, result, cpu busy %)] of a lane's TSV file (the
+    unprivileged lane's, the daemon lane's)."""
     try:
         with open(path) as f:
             rows = [line.rstrip("\n").split("\t") for line in f]

@@ -109,8 +109,8 @@ OWN_UIDS = ("bwrap", "nsjail", "docker", "podman", "wsl2")
 # (containers.py), which may run beside a root session of the local
 # backends (scripts/test.sh runs them so). Each kind takes a lock of its
 # own (pytest_configure), and counts as left behind only what it can tell
-# is its own: a daemon session the processes inside its daemon's
-# containers, a local session none of those (container_of()).
+# is its own: no process of the other's runs (beside_us()), and in a
+# daemon session no group or root /tmp entry it did not make.
 DAEMON = BACKEND in ("docker", "podman") and ROOT
 # What a container's processes have in their cgroup path (cgroupfs, the
 # only manager these daemons get here: the host has no systemd)
