@@ -237,9 +237,14 @@ grep -q "dependencies cached" "$TIMES/windows.log" && cur_cache=warm || {
 next_junit
 (cd build-windows && ctest --output-on-failure -L windows.wine --output-junit "$J")
 
-# The unprivileged suites (as nobody: no cgroups, no privilege to drop, a
-# cache of its own) run beside the root ones. Each kind of user has its own
-# session lock (tests/integration/conftest.py says why they do not meet).
+# builds_ok: waits for the ASan+UBSan and fuzz trees' background build,
+# and says whether it succeeded
+builds_ok() {
+    while [ ! -f "$TIMES/builds.rc" ]; do
+        sleep 5
+    done
+    [ "$(cat "$TIMES/builds.rc")" = 0 ]
+}
 # lane_suite TSV LANE NAME COMMAND...: one suite of a lane that runs beside
 # a step; its wall time, outcome and CPU share go to TSV for the table,
 # and a failure sets rc
@@ -254,6 +259,9 @@ lane_suite() {
         "$(cpu_busy "$l_cpu" "$(cpu_ticks)")" >>"$l_tsv"
 }
 
+# The unprivileged suites (as nobody: no cgroups, no privilege to drop, a
+# cache of its own) run beside the root ones. Each kind of user has its own
+# session lock (tests/integration/conftest.py says why they do not meet).
 unprivileged_lane() {
     rc=0
     # each suite's wall time and outcome, for the table (lane.tsv)
@@ -267,10 +275,7 @@ unprivileged_lane() {
     # CPUs to it and to the root suites, and runs those suites first; the
     # root step below runs the other backends' suites under it, whose
     # plugins and core paths as root these do not reach.
-    while [ ! -f "$TIMES/builds.rc" ]; do
-        sleep 5
-    done
-    if [ "$(cat "$TIMES/builds.rc")" = 0 ]; then
+    if builds_ok; then
         u "ASan+UBSan: integration (bwrap)" env ASAN_OPTIONS=detect_leaks=1 \
             tests/integration/run-unprivileged.sh build-asan
         u "ASan+UBSan: security (bwrap)" env ASAN_OPTIONS=detect_leaks=1 SBX_TEST_SUITE=security \
@@ -311,7 +316,7 @@ unprivileged_lane() {
     done
     # The fuzzers last, in the time the root step still runs (they touch
     # no sandbox, so they cannot meet its sessions).
-    if [ "$(cat "$TIMES/builds.rc")" = 0 ]; then
+    if builds_ok; then
         u "libFuzzer (each parser, ${SBX_FUZZ_SECONDS:-20} s)" run_fuzzers
     fi
     return $rc
@@ -338,10 +343,7 @@ daemon_lane() {
     d integration.podman in_tree build ctest --output-on-failure -R '^integration[.]podman$'
     d security.podman in_tree build ctest --output-on-failure -R '^security[.]podman$'
     d security.docker in_tree build ctest --output-on-failure -R '^security[.]docker$'
-    while [ ! -f "$TIMES/builds.rc" ]; do
-        sleep 5
-    done
-    if [ "$(cat "$TIMES/builds.rc")" = 0 ]; then
+    if builds_ok; then
         d "ASan+UBSan: integration.docker" in_tree build-asan env ASAN_OPTIONS=detect_leaks=1 \
             ctest --output-on-failure -R '^integration[.]docker$'
     else

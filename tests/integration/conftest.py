@@ -784,6 +784,19 @@ def container_of(pid):
     return next((d for d, mark in DAEMON_CGROUP.items() if mark in groups), None)
 
 
+def ancestry(pid):
+    """(pid, comm) of pid and of each of its ancestors below init, as long
+    as /proc still has them."""
+    seen = set()
+    while pid > 1 and pid not in seen:
+        seen.add(pid)
+        st = proc_stat(pid)
+        if st is None:
+            return
+        yield pid, st[0]
+        pid = st[2]
+
+
 def beside_us(pid):
     """Is pid, a process of a sandbox's host uid, a run of the root session
     that may run beside this one (DAEMON)? For a local session, any
@@ -795,16 +808,7 @@ def beside_us(pid):
         return daemon is not None
     if daemon is not None:
         return daemon != BACKEND
-    seen = set()
-    while pid > 1 and pid not in seen:
-        seen.add(pid)
-        st = proc_stat(pid)
-        if st is None:
-            return False
-        if st[0] == "llm-sandbox":
-            return True
-        pid = st[2]
-    return False
+    return any(comm == "llm-sandbox" for _, comm in ancestry(pid))
 
 
 def leftover_processes(before):

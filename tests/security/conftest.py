@@ -175,16 +175,8 @@ def _foreign(pid):
     has exited, so its ancestry ends at init."""
     if not itest.DAEMON and itest.container_of(pid):
         return True
-    seen = set()
-    while pid > 1 and pid not in seen:
-        seen.add(pid)
-        st = itest.proc_stat(pid)
-        if st is None:
-            return False
-        if st[0] == "llm-sandbox" and pid not in itest._cli_pids:
-            return True
-        pid = st[2]
-    return False
+    return any(comm == "llm-sandbox" and p not in itest._cli_pids
+               for p, comm in itest.ancestry(pid))
 
 
 def survivors(before, grace=2.0):
