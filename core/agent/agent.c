@@ -69,7 +69,6 @@ struct exec_state {
     bool in_eof;           /* STDIN_EOF received: close once the buffer drained */
     bool failed;           /* it never reached execve: AGENT_EXIT_EXEC_FAILED */
     bool forked;           /* a zygote's child: the init of its own pid namespace */
-    int go_fd;             /* FORK with AGENT_FORK_HOLD: the held child's GO pipe, or -1 */
     int status_fd;         /* a forked run: where its init writes the program's wait status */
     size_t in_off, in_len; /* pending stdin bytes in g_stdin */
 };
@@ -91,7 +90,15 @@ static struct {
     int zyg_fd;             /* its control socket, or -1 */
     char ws_path[PATH_MAX]; /* the workspace's path, for FRESH */
     bool ws_fresh;          /* a tmpfs of FRESH's is mounted there */
-    char ws_opts[128];      /* the workspace tmpfs as the box made it, for FRESH */
+    bool ws_used;           /* a FORK had the workspace since the last FRESH */
+    struct {
+        pid_t pid;     /* the next run's child (PREP), 0: none, -1: it ended */
+        int sock;      /* its socket, for the run (FORK), or -1 */
+        int status_fd; /* where its init will write the program's wait status */
+        int go_fd;     /* held: its GO pipe until GO, or -1 */
+        bool held;
+    } prep;
+    char ws_opts[128]; /* the workspace tmpfs as the box made it, for FRESH */
     struct sockaddr_un relay_to;
 } g;
 
@@ -125,7 +132,7 @@ static void close_fd(int *fd)
 static void exec_reset(void)
 {
     memset(&g.ex, 0, sizeof g.ex);
-    g.ex.out_fd[0] = g.ex.out_fd[1] = g.ex.in_fd = g.ex.go_fd = g.ex.status_fd = -1;
+    g.ex.out_fd[0] = g.ex.out_fd[1] = g.ex.in_fd = g.ex.status_fd = -1;
 }
 
 /* Signals every process of the current exec. kill(-1) appears only here and in reap_all(). */
@@ -168,6 +175,9 @@ static NORETURN void terminate(int status)
     close_fd(&g.sig_fd);
     close_fd(&g.relay_fd);
     close_fd(&g.zyg_fd);
+    close_fd(&g.prep.sock);
+    close_fd(&g.prep.status_fd);
+    close_fd(&g.prep.go_fd);
     for (size_t i = 0; i < AGENT_RELAY_CONNS; i++) {
         close_fd(&g_relay[i].fd[0]);
         close_fd(&g_relay[i].fd[1]);
@@ -975,7 +985,6 @@ static void exec_finish(void)
     agent_put_u64(p + 32, (uint64_t)ru.ru_maxrss);
     close_fd(&g.ex.out_fd[0]);
     close_fd(&g.ex.out_fd[1]);
-    close_fd(&g.ex.go_fd);
     close_fd(&g.ex.status_fd);
     stdin_close();
     exec_reset();
@@ -1003,6 +1012,8 @@ static void on_sigchld(void)
                 g.zyg_pid = 0;
                 close_fd(&g.zyg_fd);
             }
+            if (si.si_pid == g.prep.pid) /* FORK reads why, if it said */
+                g.prep.pid = -1;
         }
     }
 }
@@ -1211,6 +1222,7 @@ static bool frame_ok(const struct agent_hdr *h)
     case AGENT_LIST: return h->len >= 1 && (h->flags & ~AGENT_LIST_STAT) == 0;
     case AGENT_FILTER: return h->len >= 8 && h->flags == 0;
     case AGENT_FORK: return h->len >= 12 && h->flags == 0;
+    case AGENT_PREP: return h->len == 4 && h->flags == 0;
     case AGENT_FRESH:
     case AGENT_GO: return h->len == 0 && h->flags == 0;
     default: return false;
@@ -1233,6 +1245,7 @@ static bool dispatch(void)
     case AGENT_FILTER: on_filter(g.h.len); break;
     case AGENT_FORK: on_fork(g.h.len); break;
     case AGENT_FRESH: on_fresh(); break;
+    case AGENT_PREP: on_prep(); break;
     case AGENT_GO: on_go(); break;
     case AGENT_STDIN_EOF:
         g.ex.in_eof = g.ex.pid > 0;
@@ -1303,6 +1316,7 @@ static int setup(void)
 int main(void)
 {
     g.put_fd = g.ws_fd = g.tmp_fd = g.sig_fd = g.relay_fd = g.zyg_fd = -1;
+    g.prep.sock = g.prep.status_fd = g.prep.go_fd = -1;
     for (size_t i = 0; i < AGENT_RELAY_CONNS; i++)
         g_relay[i].fd[0] = g_relay[i].fd[1] = -1;
     exec_reset();

@@ -102,29 +102,47 @@
  *                   was set: a child must never run without it) and waits
  *                   for one message "ready". Once per box; not an exec.
  *   A: OK | ERROR   OK: u32 the zygote's pid (as seen in the sandbox)
- *   H: FORK         as EXEC's payload (flags STDIN_PIPE and FORK_HOLD): the
- *                   zygote forks a child that enters its own mount, pid,
- *                   ipc and network namespaces, a fresh /tmp (the box's
- *                   support files copied in), /dev/shm and /proc, drops
- *                   its capabilities and applies the filter, then runs
- *                   argv in the loaded interpreter. Its workspace is the
+ *   H: PREP         u32 flags (AGENT_PREP_HOLD): the zygote forks the next
+ *                   run's child now, before the run is known. It enters its
+ *                   own mount, pid, ipc, network and cgroup namespaces, a
+ *                   fresh /tmp (the box's support files copied in),
+ *                   /dev/shm and /proc, brings loopback up, drops its
+ *                   capabilities, applies the filter, forks the program's
+ *                   process, and waits for its run (it is the init of
+ *                   its pid namespace, and holds a status pipe of the
+ *                   agent's, for the program's wait status). Its
+ *                   workspace is the box's, which must have had no run
+ *                   since the last FRESH (else ERROR EBUSY). One prepared
+ *                   child at a time (else ERROR EEXIST). With
+ *                   AGENT_PREP_HOLD it stops before its cgroup namespace,
+ *                   capabilities and filter until GO: OK's pid is then
+ *                   the host's to move into a cgroup of the run's own,
+ *                   which becomes that namespace's root (the language's
+ *                   zygote must hold: manifest language.zygote.holds).
+ *   A: OK | ERROR   OK: u32 the child's pid (as seen in the sandbox), u32
+ *                   held (1: it waits for GO). ERROR when there is no
+ *                   zygote or the child could not be isolated (nothing of
+ *                   a run started).
+ *   H: GO           (after PREP's OK with held 1) the child takes its
+ *                   cgroup namespace, drops its capabilities and applies
+ *                   the filter.
+ *   A: OK | ERROR   OK once it waits for its run; ERROR when no child
+ *                   waits for GO, or a step failed (the child is gone).
+ *   H: FORK         as EXEC's payload (flag STDIN_PIPE): the prepared
+ *                   child runs argv in the loaded interpreter, its stdin,
+ *                   stdout and stderr sent to it. The workspace is the
  *                   box's (staged before, read for artifacts after). The
  *                   child is then the current exec: STARTED,
  *                   STDOUT/STDERR, SIGNAL and EXITED as for EXEC (its
  *                   processes end with it: it is their pid namespace's
- *                   init; it runs the program in a child of its own,
- *                   forwards signals to it, and writes the program's
- *                   wait status to a pipe of the agent's, which EXITED
- *                   reports). ERROR (no STARTED) when there is no zygote,
- *                   an exec runs, or the child could not be isolated.
- *                   With AGENT_FORK_HOLD the isolated child waits, before
- *                   a line of the program runs, until GO: STARTED's pid
- *                   is then the host's to move into a cgroup of the run's
- *                   own (the language's zygote must hold: manifest
- *                   language.zygote.holds).
- *   H: GO           (after STARTED of a FORK with AGENT_FORK_HOLD) the
- *                   child runs the program; no reply. Ignored when no
- *                   child waits. SIGNAL, QUIT or EOF instead: it never does.
+ *                   init; it runs the program in its child, keeps the
+ *                   default signal actions, and writes the program's wait
+ *                   status to the status pipe, which EXITED reports).
+ *                   ERROR (no STARTED; nothing of the program ran, the
+ *                   prepared child is gone) when an exec runs, no child
+ *                   is prepared (ENOENT), a held one had no GO (EPERM),
+ *                   or it could not take the run (the errno and stage it
+ *                   reported).
  *   H: FRESH        (a zygote box, between runs) a new empty tmpfs replaces
  *                   the workspace, of the same size and mode: a run's
  *                   workspace is never the next one's
@@ -167,6 +185,7 @@ enum agent_type {
     AGENT_FORK = 12,
     AGENT_FRESH = 13,
     AGENT_GO = 14,
+    AGENT_PREP = 15,
     /* agent -> host */
     AGENT_READY = 64,
     AGENT_STDOUT = 65,
@@ -203,8 +222,8 @@ enum agent_put_flags {
 };
 enum agent_exec_flags {
     AGENT_EXEC_STDIN_PIPE = 1u << 0,
-    AGENT_EXEC_ZYGOTE = 1u << 1, /* EXEC: start the box's zygote (see FORK) */
-    AGENT_FORK_HOLD = 1u << 2,   /* FORK: the child waits for GO (a cgroup first) */
+    AGENT_EXEC_ZYGOTE = 1u << 1, /* EXEC: start the box's zygote (see PREP) */
+    AGENT_PREP_HOLD = 1u << 2,   /* PREP: the child waits for GO (a cgroup first) */
 };
 enum agent_list_flags { AGENT_LIST_STAT = 1u << 0 };
 enum agent_exit_kind { AGENT_EXIT_CODE = 0, AGENT_EXIT_SIGNAL = 1 };

@@ -1,6 +1,6 @@
 # llm-sandbox zygote for Python one-shot runs: one pre-loaded interpreter
 # per box that forks one child per run (core/agent/proto.h, EXEC with
-# AGENT_EXEC_ZYGOTE and FORK; docs/zygote-security.md says what the child
+# AGENT_EXEC_ZYGOTE, PREP and FORK; docs/zygote-security.md says what the child
 # inherits and why that is acceptable).
 # Run as: python3 -c "<this file's contents>" STARTER (no __file__), where
 # STARTER is the one-shot starter (start.py, staged in the box), whose
@@ -9,18 +9,25 @@
 # CAP_SETPCAP in the box's user namespace, which no child keeps.
 #
 # Protocol on fd 3: the agent sends the seccomp filter (classic BPF, 8
-# bytes an instruction); the zygote answers "ready". Then each message is a
-# FORK payload (u32 flags, u32 argc, u32 envc, strings, cwd) with four
-# descriptors: the run's stdin, stdout, stderr, and the status pipe (the
-# child, the init of the run's pid namespace, runs the program in a child
-# of its own and writes its wait status there, u32); or five, the fifth a
-# held run's GO pipe (AGENT_FORK_HOLD: the host moves the isolated child
-# into a cgroup of the run's own, then the agent writes one byte; EOF
-# without it ends the child). The answer is u32 errno, u32 pid (the child,
-# as the box sees it), u32 stage (where isolating it failed; when it did
-# not, 0, or with a GO pipe bit 31: the child waits for GO, which the agent
-# requires of a held run). The child runs the program only after every step succeeded (and,
-# held, after GO); any failure ends it before a line of the program ran.
+# bytes an instruction); the zygote answers "ready". Then each message
+# (PREP: u32 flags) comes with two descriptors, a SOCK_SEQPACKET socket of
+# the agent's for the next run and the run's status pipe (the child, the
+# init of the run's pid namespace, writes the program's wait status there,
+# u32), or three, the third a GO pipe (held: AGENT_PREP_HOLD). The zygote
+# forks the next run's child, which isolates itself (held: in its
+# namespaces, with its mounts, but before its cgroup namespace,
+# capabilities and filter, until the host has moved it into a cgroup of
+# the run's own and the agent writes one byte on the GO pipe; EOF without
+# it ends the child). The answer is u32 errno, u32 pid (the child, as the
+# box sees it), u32 stage (where isolating it failed; when it did not, 0,
+# or held bit 31, which the agent requires of a held child). The child
+# then forks the program's process (pid 2), which waits on the socket for
+# the run: a FORK payload (u32 flags, u32 argc, u32 envc, strings, cwd)
+# with three descriptors, its stdin, stdout and stderr. Held, GO's answer
+# comes first on that socket: errno 0 once the child's last steps are
+# done. Each answer is as the zygote's (errno 0, or the errno and stage
+# that failed); the program runs only after its run's answer, and any
+# failure ends the child before a line of the program ran.
 #
 # Everything lives inside functions deleted before the program runs, so
 # the program, which runs in the real __main__ namespace, sees none of the
@@ -113,6 +120,8 @@ def _sbx_serve():
 
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
             fcntl.ioctl(s, 0x8914, struct.pack("16sh22x", b"lo", 0x1 | 0x40))
+
+    def lock_down():
         stage[0] = 6  # capabilities: none in any set, none to regain
         libc.prctl(U(47), U(4), U(0), U(0), U(0))  # PR_CAP_AMBIENT_CLEAR_ALL
         for c in range(64):
@@ -146,7 +155,7 @@ def _sbx_serve():
     stage = [0]
     while True:
         try:
-            msg, anc, mflags, _ = ctl.recvmsg(1 << 20, socket.CMSG_SPACE(5 * 4))
+            msg, anc, mflags, _ = ctl.recvmsg(64, socket.CMSG_SPACE(3 * 4))
         except InterruptedError:
             continue
         if not msg:
@@ -162,9 +171,9 @@ def _sbx_serve():
         # record read as the parent's, and the agent was told pid 0.
         r1, w1 = os.pipe()
         r2, w2 = os.pipe()
-        # a descriptor the buffer had no room for was dropped: never a run
-        # without its GO pipe (it would not be held), nor one short of any
-        pid = os.fork() if len(fds) in (4, 5) and not mflags & socket.MSG_CTRUNC else -1
+        # a descriptor the buffer had no room for was dropped: never a child
+        # without its GO pipe (it would not be held)
+        pid = os.fork() if len(fds) in (2, 3) and not mflags & socket.MSG_CTRUNC else -1
         if pid == 0:
             break
         os.close(w1)
@@ -190,20 +199,24 @@ def _sbx_serve():
             out = struct.pack("<iII", e, struct.unpack_from("<I", rep, 4)[0], st)
         ctl.send(out)
 
-    # the run's child: its own namespaces; then a grandchild, the init of the
-    # new pid namespace (the agent's once this one exits), which forks the
-    # program once isolated (and, held, after GO): _sbx_init
+    # the next run's child: its own namespaces; then a grandchild, the init
+    # of the new pid namespace (the agent's once this one exits), which
+    # isolates itself (held: but for its cgroup namespace, capabilities and
+    # filter, until GO), waits for the run on its socket, and forks the
+    # program (_sbx_init)
     os.close(r1)
     os.close(r2)
     ctl.detach()  # fd 3 is closed below, never again by this object
     w = w1  # where a failure is reported: the parent's pipe, then the run's
+    held = len(fds) == 3
+    sock, status, go = fds[0], fds[1], fds[2] if held else -1
     try:
         stage[0] = 1
-        # mount, pid, ipc, network; and cgroup, rooted where the run's own
-        # group is when it has one (the core moved the zygote there for
-        # this fork), so that the run sees "/" as a cold box does
-        check(libc.unshare(U(0x20000 | 0x20000000 | 0x08000000 | 0x40000000 | 0x02000000)),
-              "unshare")
+        # mount, pid, ipc, network; and cgroup, so that the run sees "/" as
+        # a cold box does: held, only once the host has moved it into the
+        # run's own group (below), which will be that namespace's root
+        check(libc.unshare(U(0x20000 | 0x20000000 | 0x08000000 | 0x40000000 |
+                             (0 if held else 0x02000000))), "unshare")
         stage[0] = 2
         pid = os.fork()
         if pid:
@@ -212,21 +225,17 @@ def _sbx_serve():
         os.close(w1)
         w = w2
         stage[0] = 3
-        flags, argc, envc = struct.unpack_from("<III", msg)
-        strs = msg[12:].split(b"\0")[: argc + envc + 1]
-        argv, env, cwd = strs[:argc], strs[argc : argc + envc], strs[argc + envc]
         isolate()
-        stage[0] = 8
-        status, go = fds[3], fds[4] if len(fds) == 5 else -1
-        for i, fd in enumerate(fds[:3]):
-            os.dup2(fd, i)
+        if not held:
+            lock_down()
         lo = 3
-        for fd in sorted(k for k in (w, status, go) if k >= 3):
+        for fd in sorted(k for k in (w, sock, status, go) if k >= 3):
             os.closerange(lo, fd)
             lo = fd + 1
         os.closerange(lo, 1 << 16)
-        # isolated; and, with a GO pipe, held until GO (the agent checks)
-        os.write(w, struct.pack("<iII", 0, 0, 0x80000000 if go >= 0 else 0))
+        # isolated; held (with a GO pipe), but for the cgroup namespace, the
+        # capabilities and the filter, which come after GO (the agent checks)
+        os.write(w, struct.pack("<iII", 0, 0, 0x80000000 if held else 0))
         os.close(w)
     except BaseException as e:
         err = e.errno if isinstance(e, OSError) and e.errno else 1
@@ -234,39 +243,84 @@ def _sbx_serve():
             os.write(w, struct.pack("<iII", err, 0, stage[0]))
         finally:
             os._exit(126)
-    if go >= 0:  # held: the host moves this run into its cgroup, then GO
+    chan = socket.socket(fileno=sock)
+    try:
+        if held:  # the host moves this child into the run's cgroup, then GO
+            try:
+                ok = os.read(go, 1) == b"g"
+            except BaseException:
+                ok = False
+            if not ok:
+                os._exit(126)  # no GO (the box ends): nothing of a program ran
+            os.close(go)
+            stage[0] = 9  # the run's group, now this one's, as the cgroup namespace's root
+            check(libc.unshare(U(0x02000000)), "unshare")
+            lock_down()
+        # the program's process, forked now rather than when the run comes
+        # (pid 2, as a cold box's program is): it takes the run; this one,
+        # the init, writes its wait status to the status pipe (_sbx_init)
+        stage[0] = 2
+        pid = os.fork()
+        if pid:
+            chan.close()
+            return None, (status, pid)
+        os.close(status)
+        if held:
+            chan.send(struct.pack("<iII", 0, 0, 0))  # GO's answer: waiting for the run
+        # ready: the run comes as a FORK payload (u32 flags, u32 argc, u32
+        # envc, strings, cwd) with its stdin, stdout and stderr
+        stage[0] = 8
+        while True:
+            try:
+                msg, anc, mflags, _ = chan.recvmsg(1 << 20, socket.CMSG_SPACE(3 * 4))
+                break
+            except InterruptedError:
+                continue
+        if not msg:
+            os._exit(0)  # the agent let this child go unused
+        fds = array.array("i")
+        for lvl, typ, data in anc:
+            if lvl == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS:
+                fds.frombytes(data[: len(data) - len(data) % 4])
+        if len(fds) != 3 or mflags & (socket.MSG_CTRUNC | socket.MSG_TRUNC) or len(msg) < 12:
+            raise OSError(71, "the run's descriptors")  # EPROTO
+        _, argc, envc = struct.unpack_from("<III", msg)
+        strs = msg[12:].split(b"\0")[: argc + envc + 1]
+        argv, env, cwd = strs[:argc], strs[argc : argc + envc], strs[argc + envc]
+        for i, fd in enumerate(fds):
+            os.dup2(fd, i)
+            os.close(fd)
+        chan.send(struct.pack("<iII", 0, 0, 0))
+        chan.close()
+    except BaseException as e:
+        # after the zygote's answer: GO's or FORK's answer says why, and
+        # nothing of the program ran
+        err = e.errno if isinstance(e, OSError) and e.errno else 1
         try:
-            held = os.read(go, 1) == b"g"
-        except BaseException:
-            held = False
-        if not held:
-            os._exit(126)  # no GO (the run was ended): nothing of the program ran
-        os.close(go)
+            chan.send(struct.pack("<iII", err, 0, stage[0]))
+        finally:
+            os._exit(126)
     os.chdir(os.path.join(base, cwd.decode("utf-8", "surrogateescape")) if cwd else base)
     os.environ.clear()
     for kv in env:
         k, _, v = kv.partition(b"=")
         os.environb[k] = v
-    return [a.decode("utf-8", "surrogateescape") for a in argv], status
+    return [a.decode("utf-8", "surrogateescape") for a in argv], None
 
 
-def _sbx_init(status):
+def _sbx_init(status, pid):
     # The run's child is the init of its pid namespace, and the kernel
     # ignores a signal an init sends itself while its action is the
-    # default: so the program runs in a child of it (pid 2, as in a cold
-    # box, where the agent is pid 1), and the init reaps what the
-    # namespace orphans and writes the program's wait status to the
-    # agent's pipe when it ends. Its signals keep their default action, so
-    # the program's own cannot reach it and the agent's (SIGKILL, at a
-    # timeout or a cancel) end it, and with it the namespace. Returns in
-    # the program's process; the init does as little as it can (each page
-    # it writes is copied from the zygote's).
+    # default: so the program runs in a child of it (pid 2, forked before
+    # the run came, as in a cold box, where the agent is pid 1), and the
+    # init reaps what the namespace orphans and writes the program's wait
+    # status to the agent's pipe when it ends. Its signals keep their
+    # default action, so the program's own cannot reach it and the agent's
+    # (SIGKILL, at a timeout or a cancel) end it, and with it the
+    # namespace. The init does as little as it can (each page it writes is
+    # copied from the zygote's).
     import _signal, os
 
-    pid = os.fork()
-    if pid == 0:
-        os.close(status)
-        return
     try:
         _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
         os.closerange(0, status)  # the run's stdin is the program's alone
@@ -322,8 +376,9 @@ def _sbx_main():
         exec(compile(f.read(), sys.argv[1], "exec", dont_inherit=True), starter)
     run = starter["_sbx_exec"]
     del starter
-    argv, status = serve()
-    init(status)
+    argv, init_args = serve()
+    if argv is None:  # the init; the program's process goes on below
+        init(*init_args)
     # the run's own random state: the zygote's was made before any run
     if "random" in sys.modules:
         sys.modules["random"].seed()

@@ -1,6 +1,6 @@
 # llm-sandbox zygote for Ruby one-shot runs: one pre-loaded interpreter per
 # box that forks one child per run (core/agent/proto.h, EXEC with
-# AGENT_EXEC_ZYGOTE and FORK; docs/zygote-security.md says what the child
+# AGENT_EXEC_ZYGOTE, PREP and FORK; docs/zygote-security.md says what the child
 # inherits and why that is acceptable). The same protocol and the same
 # steps as the Python zygote (langs/python/zygote.py), in Ruby: the system
 # calls Ruby has no method for go through Fiddle (libffi, stdlib).
@@ -10,15 +10,17 @@
 # namespace, which no child keeps.
 #
 # Protocol on fd 3: the agent sends the seccomp filter (classic BPF, 8
-# bytes an instruction); the zygote answers "ready". Then each message is a
-# FORK payload (u32 flags, u32 argc, u32 envc, strings, cwd) with four
-# descriptors (the run's stdin, stdout, stderr and the status pipe), or
-# five: the fifth a held run's GO pipe (zygote.py says what the status
-# pipe and holding are for). The answer is u32
-# errno, u32 pid (the child, as the box sees it), u32 stage (where
-# isolating it failed; 0 when it did not). The child runs the program only
-# after every step succeeded (and, held, after GO); any failure ends it
-# before a line of the program ran.
+# bytes an instruction); the zygote answers "ready". Then each message
+# (PREP: u32 flags) comes with the next run's socket and status pipe, and a
+# GO pipe when the child is to be held; the zygote forks that child, which
+# isolates itself and answers u32 errno, u32 pid (the child, as the box
+# sees it), u32 stage (where isolating it failed; 0 when it did not, held
+# bit 31). The child (the init of the run's pid namespace, and the
+# program's process it forked, pid 2) then waits on its socket for the run
+# (a FORK payload, u32 flags, u32 argc, u32 envc, strings, cwd, with its
+# stdin, stdout and stderr), answers as the zygote does, and only then
+# runs the program (zygote.py says more); any failure ends it before a line
+# of the program ran.
 #
 # The child runs the program as `ruby main.rb` does: compiled from its file
 # (so __FILE__, $0, __dir__, require_relative, DATA and error_highlight's
@@ -135,6 +137,9 @@ lambda do
       Socket.open(:INET, :DGRAM) do |s|
         check.(ioctl.(s.fileno, 0x8914, ['lo', 0x1 | 0x40].pack('a16s!x22')), 'SIOCSIFFLAGS')
       end
+    end
+
+    lock_down = lambda do
       stage = 6 # capabilities: none in any set, none to regain
       prctl.(47, 4, 0, 0, 0) # PR_CAP_AMBIENT_CLEAR_ALL
       64.times { |c| prctl.(24, c, 0, 0, 0) } # PR_CAPBSET_DROP (needs CAP_SETPCAP)
@@ -155,7 +160,7 @@ lambda do
 
     msg = fds = r1 = w1 = r2 = w2 = nil
     loop do
-      msg, _addr, mflags, *anc = ctl.recvmsg(1 << 20, 0, 4096, scm_rights: true)
+      msg, _addr, mflags, *anc = ctl.recvmsg(64, 0, 4096, scm_rights: true)
       exit!(0) if msg.nil? || msg.empty? # the agent is gone
       fds = anc.select { |a| a.cmsg_is?(:SOCKET, :RIGHTS) }.flat_map(&:unix_rights)
       # two pipes, one a writer: the short-lived child reports the run's pid
@@ -165,7 +170,7 @@ lambda do
       r2, w2 = IO.pipe
       # none dropped for want of room (zygote.py says why)
       truncated = (mflags & Socket::MSG_CTRUNC) != 0
-      pid = [4, 5].include?(fds.size) && !truncated ? Process.fork : -1
+      pid = [2, 3].include?(fds.size) && !truncated ? Process.fork : -1
       break if pid.nil?
 
       w1.close
@@ -187,19 +192,24 @@ lambda do
       ctl.send(out, 0)
     end
 
-    # the run's child: its own namespaces; then a grandchild, the init of the
-    # new pid namespace (the agent's once this one exits), which forks the
-    # program once isolated (and, held, after GO): init below
+    # the next run's child: its own namespaces; then a grandchild, the init
+    # of the new pid namespace (the agent's once this one exits), which
+    # isolates itself (held: but for its cgroup namespace, capabilities and
+    # filter, until GO), waits for the run on its socket, and forks the
+    # program: init below
     r1.close
     r2.close
     ctl.autoclose = false # fd 3 is closed below, never again by this object
     w = w1 # where a failure is reported: the parent's pipe, then the run's
-    argv = env = cwd = go = status = nil
+    argv = env = cwd = nil
+    held = fds.size == 3
+    sock, status, go = fds
     begin
       stage = 1
-      # mount, pid, ipc, network; and cgroup, rooted at the run's own group
-      # (zygote.py says why)
-      check.(unshare.(0x20000 | 0x20000000 | 0x08000000 | 0x40000000 | 0x02000000), 'unshare')
+      # mount, pid, ipc, network; and cgroup, but held only after GO, rooted
+      # at the run's own group (zygote.py says why)
+      check.(unshare.(0x20000 | 0x20000000 | 0x08000000 | 0x40000000 | (held ? 0 : 0x02000000)),
+             'unshare')
       stage = 2
       pid = Process.fork
       if pid
@@ -209,19 +219,13 @@ lambda do
       w1.close
       w = w2
       stage = 3
-      _flags, argc, envc = msg.unpack('L<3')
-      strs = msg.byteslice(12..).split("\0", -1)[0, argc + envc + 1]
-      argv, env, cwd = strs[0, argc], strs[argc, envc], strs[argc + envc]
       isolate.()
-      stage = 8
-      status, go = fds[3], fds[4]
-      fds[0, 3].each_with_index { |io, n| check.(dup2.(io.fileno, n) == n ? 0 : -1, 'dup2') }
-      fds[0, 3].each(&:close)
+      lock_down.() unless held
       # every other descriptor the zygote had, but this interpreter's own
       # (Ruby made them anew in this process after the fork: it refuses to
-      # wrap them) and the one that reports success
+      # wrap them) and the ones it still needs
       Dir.children('/proc/self/fd').map(&:to_i).each do |fd|
-        next if fd < 3 || fd == w.fileno || fd == status.fileno || fd == go&.fileno
+        next if fd < 3 || [w, sock, status, go].any? { |io| io&.fileno == fd }
 
         begin
           IO.for_fd(fd, autoclose: false)
@@ -232,7 +236,9 @@ lambda do
         end
         close.(fd)
       end
-      w.syswrite([0, 0, go ? 0x80000000 : 0].pack('l<L<L<')) # held until GO, with a GO pipe
+      # held (with a GO pipe): until GO, before the cgroup namespace, the
+      # capabilities and the filter
+      w.syswrite([0, 0, held ? 0x80000000 : 0].pack('l<L<L<'))
       w.close
     rescue Exception => e # rubocop:disable Lint/RescueException
       err = (e.errno if e.is_a?(SystemCallError)).to_i.nonzero? || 1
@@ -242,14 +248,58 @@ lambda do
         exit!(126)
       end
     end
-    if go # held: the host moves this run into its cgroup, then GO
-      held = begin
-        go.sysread(1) == 'g'
-      rescue Exception # rubocop:disable Lint/RescueException
-        false
+    chan = Socket.for_fd(sock.fileno)
+    sock.autoclose = false # chan closes it
+    begin
+      if held # the host moves this child into the run's cgroup, then GO
+        ok = begin
+          go.sysread(1) == 'g'
+        rescue Exception # rubocop:disable Lint/RescueException
+          false
+        end
+        exit!(126) unless ok # no GO (the box ends): nothing of a program ran
+        go.close
+        stage = 9 # the run's group, now this one's, as the cgroup namespace's root
+        check.(unshare.(0x02000000), 'unshare')
+        lock_down.()
       end
-      exit!(126) unless held # no GO (the run was ended): nothing of the program ran
-      go.close
+      # the program's process, forked now rather than when the run comes
+      # (pid 2): it takes the run; this one, the init, writes its wait
+      # status to the status pipe (init below)
+      stage = 2
+      pid = Process.fork
+      if pid
+        chan.close
+        return [nil, [status, pid]]
+      end
+      status.close
+      chan.send([0, 0, 0].pack('l<L<L<'), 0) if held # GO's answer: waiting for the run
+      # ready: the run comes as a FORK payload with its stdin, stdout and
+      # stderr (zygote.py)
+      stage = 8
+      msg, _addr, mflags, *anc = chan.recvmsg(1 << 20, 0, 4096, scm_rights: true)
+      exit!(0) if msg.nil? || msg.empty? # the agent let this child go unused
+      fds = anc.select { |a| a.cmsg_is?(:SOCKET, :RIGHTS) }.flat_map(&:unix_rights)
+      if fds.size != 3 || (mflags & (Socket::MSG_CTRUNC | Socket::MSG_TRUNC)) != 0 ||
+         msg.bytesize < 12
+        raise SystemCallError.new("the run's descriptors", 71) # EPROTO
+      end
+      _flags, argc, envc = msg.unpack('L<3')
+      strs = msg.byteslice(12..).split("\0", -1)[0, argc + envc + 1]
+      argv, env, cwd = strs[0, argc], strs[argc, envc], strs[argc + envc]
+      fds.each_with_index { |io, n| check.(dup2.(io.fileno, n) == n ? 0 : -1, 'dup2') }
+      fds.each(&:close)
+      chan.send([0, 0, 0].pack('l<L<L<'), 0)
+      chan.close
+    rescue Exception => e # rubocop:disable Lint/RescueException
+      # after the zygote's answer: GO's or FORK's answer says why, and
+      # nothing of the program ran
+      err = (e.errno if e.is_a?(SystemCallError)).to_i.nonzero? || 1
+      begin
+        chan.send([err, 0, stage].pack('l<L<L<'), 0)
+      ensure
+        exit!(126)
+      end
     end
     Dir.chdir(cwd.nil? || cwd.empty? ? base : File.join(base, cwd))
     ENV.clear
@@ -257,7 +307,7 @@ lambda do
       k, _, val = kv.partition('=')
       ENV[k] = val
     end
-    [argv, status]
+    [argv, nil]
   end
 
   # The run's child is the init of its pid namespace, where the kernel
@@ -265,10 +315,7 @@ lambda do
   # program runs in a child of it (pid 2, as in a cold box), and the init
   # reaps what the namespace orphans and writes the program's wait status
   # to the agent's pipe (zygote.py's _sbx_init says more).
-  init = lambda do |status|
-    pid = Process.fork
-    return status.close unless pid
-
+  init = lambda do |status, pid|
     begin
       %w[INT TERM HUP QUIT USR1 USR2 ALRM PIPE].each { |s| Signal.trap(s, 'SYSTEM_DEFAULT') }
       [$stdin, $stdout, $stderr].each(&:close)
@@ -284,8 +331,8 @@ lambda do
     end
   end
 
-  argv, status = serve.()
-  init.(status)
+  argv, init_args = serve.()
+  init.(*init_args) unless argv # the init; the program's process goes on below
   # argv is the run command (ruby FILE): run FILE as that would
   name = argv[1].force_encoding(Encoding.default_external)
   ARGV.replace(argv.drop(2).map { |a| a.force_encoding(Encoding.default_external) })

@@ -107,23 +107,25 @@ void agentc_entries_free(struct agentc_entry *e, size_t n);
 int agentc_exec(struct agentc *ac, char *const *argv, char *const *envp, const char *stdin_data,
         size_t stdin_len, int64_t deadline_ms, struct agentc_sink *sink,
         struct agentc_exit *ret_exit);
-/* A zygote box (core/agent/proto.h): start its zygote (0, or a negative
- * enum sbx_rc / enum agentc_end with agentc_last_error saying why); run
- * a program forked from it, as agentc_exec (a refused FORK, the child not
- * isolated, is SBX_E_BACKEND: nothing of the program ran); give the next
- * run a fresh workspace (0, or as agentc_zygote). agentc_zygote.c.
- * *ret_pid: the zygote's pid as the box sees it. */
-int agentc_zygote(struct agentc *ac, char *const *argv, char *const *envp, int64_t deadline_ms,
-        int32_t *ret_pid);
-/* A held run's placing (agentc_fork): box_pid is the waiting child's pid
- * as its box sees it. 0 lets it run; < 0 ends it unrun, why (of why_len)
- * says what failed. */
-typedef int (*agentc_hold_fn)(void *userdata, int32_t box_pid, char *why, size_t why_len);
-/* hold NULL: the child runs once isolated; else FORK with AGENT_FORK_HOLD,
- * and hold() places the child first (its failure, too, is a refused FORK). */
+/* A zygote box (core/agent/proto.h), in agentc_zygote.c. Each returns 0,
+ * or a negative enum sbx_rc / enum agentc_end with agentc_last_error
+ * saying why.
+ * agentc_zygote: start its zygote.
+ * agentc_prep: the zygote forks and isolates the next run's child (a
+ * refused PREP, no child, is SBX_E_BACKEND); hold: it waits for
+ * agentc_go before its cgroup namespace, capabilities and filter, so that
+ * *ret_pid (its pid as the box sees it) can be moved into a cgroup first.
+ * agentc_go: a held child takes its last steps (their failure is
+ * SBX_E_BACKEND: no child).
+ * agentc_fork: run a program in the prepared child, as agentc_exec (a
+ * refused FORK, SBX_E_BACKEND, ran nothing of it).
+ * agentc_fresh: a fresh workspace for the next run (before its PREP). */
+int agentc_zygote(struct agentc *ac, char *const *argv, char *const *envp, int64_t deadline_ms);
+int agentc_prep(struct agentc *ac, bool hold, int64_t deadline_ms, int32_t *ret_pid);
+int agentc_go(struct agentc *ac, int64_t deadline_ms);
 int agentc_fork(struct agentc *ac, char *const *argv, char *const *envp, const char *stdin_data,
         size_t stdin_len, int64_t deadline_ms, struct agentc_sink *sink,
-        struct agentc_exit *ret_exit, agentc_hold_fn hold, void *userdata);
+        struct agentc_exit *ret_exit);
 int agentc_fresh(struct agentc *ac, int64_t deadline_ms);
 /* Ask the agent to end everything and exit (best effort, no wait). */
 void agentc_quit(struct agentc *ac);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * agentc_zygote.c: the host's side of a zygote box (core/agent/proto.h:
- * EXEC with AGENT_EXEC_ZYGOTE, FORK, FRESH): start the zygote, run one
- * program forked from it, replace the workspace between runs. Decides
+ * EXEC with AGENT_EXEC_ZYGOTE, PREP, GO, FORK, FRESH): start the zygote,
+ * have it prepare the next run's child, run one program in that child,
+ * replace the workspace between runs. Decides
  * nothing: pool.c and runtime/run.c say when. Errors: agentc.h.
  */
 #include <stdbool.h>
@@ -27,67 +28,43 @@ static int plain_reply(struct agentc *ac, const char *what, int64_t deadline_ms)
     return ac->hdr.type == AGENT_OK ? 0 : agentc_lost(ac, "unexpected reply to %s", what);
 }
 
-int agentc_zygote(struct agentc *ac, char *const *argv, char *const *envp, int64_t deadline_ms,
-        int32_t *ret_pid)
+int agentc_zygote(struct agentc *ac, char *const *argv, char *const *envp, int64_t deadline_ms)
 {
-    int r;
-
     if (agentc_queue_run(ac, AGENT_EXEC, AGENT_EXEC_ZYGOTE, argv, envp) < 0)
         return agentc_lost(ac, "%s", "the zygote's command is too large for the sandbox agent");
-    r = plain_reply(ac, "the zygote did not start", deadline_ms);
-    if (r == 0)
-        *ret_pid = ac->hdr.len >= 4 ? (int32_t)agent_get_u32(ac->payload) : 0;
-    return r;
+    return plain_reply(ac, "the zygote did not start", deadline_ms);
 }
 
-/* A held child (AGENT_FORK_HOLD): its STARTED, then hold() places it and
- * GO lets it run; when hold() fails it is killed before a line of the
- * program ran, and the fork was refused (SBX_E_BACKEND). */
-static int fork_release(struct agentc *ac, agentc_hold_fn hold, void *userdata, int64_t deadline_ms,
-        struct agentc_sink *sink, struct agentc_exit *ret_exit)
+int agentc_prep(struct agentc *ac, bool hold, int64_t deadline_ms, int32_t *ret_pid)
 {
-    char why[sizeof(ac->error)];
+    unsigned char flags[4];
     int r;
 
-    for (;;) {
-        r = agentc_next_frame(ac, deadline_ms);
-        if (r != GOT_FRAME)
-            return r;
-        r = agentc_exec_frame(ac, sink, ret_exit);
-        if (r == GOT_START)
-            break;
-        if (r != GOT_FRAME)
-            return r;
-    }
-    if (ac->hdr.len < 4)
-        return agentc_lost(ac, "%s", "the sandbox agent sent a short STARTED");
-    why[0] = '\0';
-    if (hold(userdata, (int32_t)agent_get_u32(ac->payload), why, sizeof(why)) < 0) {
-        r = agentc_kill(ac, deadline_ms, sink, ret_exit);
-        if (r != AGENTC_EXITED)
-            return r;
-        snprintf(ac->error, sizeof(ac->error), "%s", why[0] ? why : "the run was not placed");
-        return SBX_E_BACKEND;
-    }
+    agent_put_u32(flags, hold ? AGENT_PREP_HOLD : 0);
+    if (agentc_queue_frame(ac, AGENT_PREP, 0, flags, sizeof(flags), NULL, 0) < 0)
+        return agentc_lost(ac, "%s", "cannot queue a prepared child");
+    r = plain_reply(ac, "no child for the next run", deadline_ms);
+    if (r != 0)
+        return r;
+    if (ac->hdr.len < 8 || agent_get_u32(ac->payload + 4) != (hold ? 1u : 0u))
+        return agentc_lost(ac, "%s", "the sandbox agent's child is not held as asked");
+    *ret_pid = (int32_t)agent_get_u32(ac->payload);
+    return 0;
+}
+
+int agentc_go(struct agentc *ac, int64_t deadline_ms)
+{
     if (agentc_queue_frame(ac, AGENT_GO, 0, NULL, 0, NULL, 0) < 0)
         return agentc_lost(ac, "%s", "cannot queue the go");
-    return GOT_FRAME;
+    return plain_reply(ac, "the held child", deadline_ms);
 }
 
 int agentc_fork(struct agentc *ac, char *const *argv, char *const *envp, const char *stdin_data,
         size_t stdin_len, int64_t deadline_ms, struct agentc_sink *sink,
-        struct agentc_exit *ret_exit, agentc_hold_fn hold, void *userdata)
+        struct agentc_exit *ret_exit)
 {
-    uint32_t flags = (stdin_data ? AGENT_EXEC_STDIN_PIPE : 0) | (hold ? AGENT_FORK_HOLD : 0);
-
-    if (agentc_queue_run(ac, AGENT_FORK, flags, argv, envp) < 0)
+    if (agentc_queue_run(ac, AGENT_FORK, stdin_data ? AGENT_EXEC_STDIN_PIPE : 0, argv, envp) < 0)
         return agentc_lost(ac, "%s", "the command is too large for the sandbox agent");
-    if (hold) {
-        int r = fork_release(ac, hold, userdata, deadline_ms, sink, ret_exit);
-
-        if (r != GOT_FRAME)
-            return r;
-    }
     return agentc_finish(ac, stdin_data, stdin_len, deadline_ms, sink, ret_exit);
 }
 

@@ -77,13 +77,11 @@ struct run {
     bool prestarted;  /* a pooled box whose interpreter waits for the go (pool.c) */
     bool zygote_box;  /* open the box as a zygote box (plugin.h SBX_BOX_ZYGOTE; pool.c) */
     struct pbox *zyg; /* a zygote box lent to this run (pool.c): r->box and r->ac are its */
-    /* where cgroups hold the limits: the forked run's own group, and
-     * whether placing it there failed (pool_zygote.c) */
+    /* where cgroups hold the limits: the forked run's own group; whether
+     * the run must make its box ready first (pool_zygote.c) */
     struct cg_group *zyg_cg;
-    bool zyg_unplaced;
-    int32_t zygote_pid; /* a zygote box's own run: its zygote, as the box sees it */
-    pid_t zygote_host;  /* a lent box's zygote, in zyg_cg while the run forks, or 0 */
-    char box_id[96];    /* the id of the box engine_open_box opened (its cgroup's name) */
+    bool zyg_unready;
+    char box_id[96]; /* the id of the box engine_open_box opened (its cgroup's name) */
     /* as root: the host uid this run's boxes (and the files they write)
      * are, its own while the run or the session's box lives; or NULL */
     struct uid_lease *ids;

@@ -192,25 +192,11 @@ void pool_zygote_return(struct run *r, bool ok)
     (void)ok;
 }
 
-/* No zygote box is ever lent here (pool_take), so no run is held. */
-agentc_hold_fn pool_zygote_hold(const struct run *r)
+int pool_zygote_ready(struct run *r, struct sbx_error **err)
 {
     (void)r;
-    return NULL;
-}
-
-int pool_zygote_enter(struct run *r, struct sbx_error **err)
-{
-    (void)r;
-    return sbx_error_set(err, SBX_E_UNSUPPORTED, 0, "zygote boxes: " NOT_ON_WINDOWS);
-}
-
-int pool_zygote_place(void *userdata, int32_t box_pid, char *why, size_t why_len)
-{
-    (void)userdata;
-    (void)box_pid;
-    snprintf(why, why_len, "zygote boxes: " NOT_ON_WINDOWS);
-    return -1;
+    (void)err;
+    return 0;
 }
 
 void pool_zygote_cgroup_end(struct run *r, struct sbx_box_stats *st)

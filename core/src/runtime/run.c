@@ -140,11 +140,12 @@ static int zygote_phases(
         struct run *r, int *ret_end, struct agentc_exit *ex, struct sbx_error **err)
 {
     const struct sbx_request *q = r->req;
-    agentc_hold_fn hold = pool_zygote_hold(r); /* cgroups: the run's own group */
     int end;
 
     r->ex->warm = true;
     r->ex->origin = SBX_ORIGIN_ZYGOTE;
+    if (pool_zygote_ready(r, err) < 0)
+        return (*err)->rc;
     if ((end = stage_all(r, err)) < 0)
         return end;
     if (end == AGENTC_CANCELLED) {
@@ -153,11 +154,9 @@ static int zygote_phases(
     }
     engine_mark(r, "staged");
     engine_phase(r, "running");
-    if (hold && pool_zygote_enter(r, err) < 0)
-        return (*err)->rc;
     end = agentc_fork(r->ac, r->plan->run, r->env, q->stdin_data ? q->stdin_data : "",
             q->stdin_data ? q->stdin_len : 0, now_ms() + (int64_t)r->policy.wall_time_ms, &r->sink,
-            ex, hold, r);
+            ex);
     if (end == SBX_E_BACKEND) /* refused: nothing of the program ran */
         return sbx_error_set(err, SBX_E_BACKEND, 0, "%s", agentc_last_error(r->ac));
     r->ran = true;

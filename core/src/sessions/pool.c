@@ -61,6 +61,7 @@
 #include "channel/agentc.h"
 #include "engine/engine.h"
 #include "engine/plan.h"
+#include "host/cgroup.h"
 #include "host/uidrange.h"
 #include "plugins/manifest.h"
 #include "plugins/registry.h"
@@ -91,6 +92,7 @@ struct pools *pools_new(struct sbx_runtime *rt)
         return NULL;
     pthread_mutex_init(&ps->lock, NULL);
     pthread_cond_init(&ps->wake, NULL);
+    pthread_cond_init(&ps->zyg_ready, NULL);
     ps->rt = rt;
     return ps;
 }
@@ -98,6 +100,7 @@ struct pools *pools_new(struct sbx_runtime *rt)
 void pbox_free(struct pbox *b)
 {
     engine_release(&b->r); /* closes the box when it still has one */
+    b->cg = cg_group_free(b->cg);
     free(b->ex.message);
     strv_free(b->ex.warnings);
     free(b);
@@ -163,8 +166,7 @@ struct pbox *pbox_make(struct pools *ps, struct pool *p, bool zygote, struct sbx
             }
         if (zygote) {
             free(driver);
-            if (agentc_zygote(r->ac, argv, r->env, now_ms() + SETUP_TIMEOUT_MS, &r->zygote_pid) !=
-                    0) {
+            if (agentc_zygote(r->ac, argv, r->env, now_ms() + SETUP_TIMEOUT_MS) != 0) {
                 sbx_error_set(err, SBX_E_BACKEND, 0, "%s", agentc_last_error(r->ac));
                 goto fail;
             }
@@ -484,6 +486,7 @@ void pools_free(struct pools *ps)
     }
     close_all(gone);
     pthread_cond_destroy(&ps->wake);
+    pthread_cond_destroy(&ps->zyg_ready);
     pthread_mutex_destroy(&ps->lock);
     free(ps);
 }

@@ -14,7 +14,10 @@
 #include "engine/engine.h"
 
 #define FAIL_MAX 3 /* failures in a row that end a kind's warm path */
-#define FILLERS  2 /* threads that make sandboxes */
+/* how long a run waits for a zygote box a filler is making ready (a fresh
+ * workspace and its next child: a few ms) before it goes without */
+#define ZYG_WAIT_MS 2000
+#define FILLERS     2 /* threads that make sandboxes */
 
 /* One ready sandbox: the engine state of the run that opened it. */
 struct pbox {
@@ -24,7 +27,12 @@ struct pbox {
     struct sbx_execution ex;
     bool started; /* its interpreter waits for the go */
     int64_t made_ms;
-    bool busy; /* a zygote box lent to a run (pool_zygote.c) */
+    /* a zygote box (pool_zygote.c): busy while lent to a run, and after it
+     * until made ready again (stale: waiting for a filler; refreshing: one
+     * is at it); cg: where cgroups hold the limits, the group its prepared
+     * child is in, the next run's */
+    bool busy, stale, refreshing;
+    struct cg_group *cg;
 };
 
 /* The ready sandboxes of one kind. Only a filler thread frees a pool, and
@@ -50,6 +58,7 @@ struct pool {
 struct pools {
     pthread_mutex_t lock;
     pthread_cond_t wake;
+    pthread_cond_t zyg_ready; /* a zygote box was made ready, or closed */
     struct pool *head;
     unsigned n_ready, filling; /* all pools */
     bool running, stopping, prime;
