@@ -49,6 +49,9 @@ enum op {
     OP_RELAY,
     OP_CONVERSE,
     OP_KILL,
+    OP_PREP,
+    OP_GO,
+    OP_FRESH,
     OP_COUNT
 };
 
@@ -482,9 +485,41 @@ static int do_simple(struct agentc *ac, enum op op, int64_t deadline)
     case OP_LIST_STAT:
     case OP_CONVERSE:
     case OP_KILL:
+    case OP_PREP:
+    case OP_GO:
+    case OP_FRESH:
     case OP_COUNT: break;
     }
     abort();
+}
+
+/* A zygote box's requests (agentc_zygote.c): OK, ERROR (SBX_E_BACKEND), or
+ * lost; PREP's OK carries the child's pid and whether it is held, which
+ * must be what was asked. */
+static void do_zygote(struct agentc *ac, struct run *m, enum op op, bool hold, int64_t deadline)
+{
+    const struct frame *f;
+    int32_t pid = -1;
+    int r, w;
+
+    if (op == OP_PREP)
+        r = agentc_prep(ac, hold, deadline, &pid);
+    else if (op == OP_GO)
+        r = agentc_go(ac, deadline);
+    else
+        r = agentc_fresh(ac, deadline);
+    f = model_reply(m);
+    if (!f || (f->type != AGENT_OK && f->type != AGENT_ERROR))
+        w = AGENTC_LOST;
+    else if (f->type == AGENT_ERROR)
+        w = SBX_E_BACKEND;
+    else if (op == OP_PREP && (f->len < 8 || u32(f->p + 4) != (hold ? 1u : 0u)))
+        w = AGENTC_LOST;
+    else
+        w = 0;
+    check(r == w);
+    if (r == 0 && op == OP_PREP)
+        check(pid == (int32_t)u32(f->p));
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -536,6 +571,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     case OP_GET: do_get(ac, &m, max, deadline); break;
     case OP_LIST:
     case OP_LIST_STAT: do_list(ac, &m, op == OP_LIST_STAT, deadline); break;
+    case OP_PREP:
+    case OP_GO:
+    case OP_FRESH: do_zygote(ac, &m, op, data[1] & 1, deadline); break;
     case OP_PUT:
     case OP_LIMITS:
     case OP_FILTER:

@@ -1138,6 +1138,8 @@ static void test_malformed_frames(void **state)
     expect_fatal(b, 11, false);
     agent_hdr_encode(b, 0, AGENT_QUIT, 0x80); /* unknown flags */
     expect_fatal(b, 8, false);
+    agent_hdr_encode(b, 0, AGENT_PREP, 0); /* PREP without its flags */
+    expect_fatal(b, 8, false);
     agent_hdr_encode(b, 100, AGENT_PUT, AGENT_PUT_FIRST); /* truncated payload */
     memset(b + 8, 0, 20);
     expect_fatal(b, 28, true);
@@ -1360,6 +1362,41 @@ static void send_filter(struct agent *a, const void *bpf, size_t len)
  * calls succeed, with it the program sees them denied, and runs with
  * no_new_privs (bwrap sets it anyway) and without capabilities (as root
  * here it has them all without the filter). */
+/* A box without a zygote: each zygote request out of its order is a clear
+ * ERROR, and the agent serves the next run. (The zygote's own side runs in
+ * tests/integration/test_zygote.py.) */
+static void test_zygote_requests_out_of_order(void **state)
+{
+    static const char *const echo[] = {"echo", "still here", NULL};
+    unsigned char prep[4], fork[18];
+    struct agent a;
+    struct result r;
+
+    (void)state;
+    agent_start(&a, NULL);
+    agent_put_u32(prep, 0);
+    send_frame(&a, AGENT_PREP, 0, prep, sizeof prep); /* no zygote */
+    assert_int_equal(expect_reply(&a, AGENT_ERROR), ENOTCONN);
+    agent_put_u32(prep, AGENT_PREP_HOLD | 0x100u);
+    send_frame(&a, AGENT_PREP, 0, prep, sizeof prep);
+    assert_int_equal(expect_reply(&a, AGENT_ERROR), ENOTCONN);
+    send_frame(&a, AGENT_GO, 0, NULL, 0); /* no child waits for it */
+    assert_int_equal(expect_reply(&a, AGENT_ERROR), ENOENT);
+    memset(fork, 0, sizeof fork); /* flags 0, argc 1, envc 0, "true", cwd "" */
+    agent_put_u32(fork + 4, 1);
+    memcpy(fork + 12, "true", 5);
+    send_frame(&a, AGENT_FORK, 0, fork, sizeof fork); /* no child prepared */
+    assert_int_equal(expect_reply(&a, AGENT_ERROR), ENOENT);
+    send_frame(&a, AGENT_FRESH, 0, NULL, 0); /* not a zygote box */
+    assert_int_equal(expect_reply(&a, AGENT_ERROR), EBUSY);
+    run(&a, 0, echo, path_env, "", &r);
+    assert_int_equal(r.code, 0);
+    assert_string_equal(buf_str(&r.out), "still here\n");
+    result_done(&r);
+    send_frame(&a, AGENT_QUIT, 0, NULL, 0);
+    assert_exit_status(agent_stop(&a), 0);
+}
+
 static void test_filter(void **state)
 {
     struct sbx_error *e = NULL;
@@ -1422,6 +1459,7 @@ int main(void)
             cmocka_unit_test(test_not_pid1),
             cmocka_unit_test(test_limits),
             cmocka_unit_test(test_filter),
+            cmocka_unit_test(test_zygote_requests_out_of_order),
     };
     const char *env = secure_getenv("SBX_AGENT");
     struct sigaction sa;
