@@ -6,8 +6,8 @@ sends calls back to back, an agent one now and then, and the two differ
 where the kernel's cost depends on how recently it last paid it.
 
 For each backend: runs forked from a zygote with cgroups off (the rlimit
-fallbacks) and on (each run then moves the zygote into a group of its own
-and back: two cgroup migrations), and runs on a ready sandbox (zygote
+fallbacks) and on (each run's child is moved into a group of its own
+before the run comes: one cgroup migration), and runs on a ready sandbox (zygote
 off), each back to back and with a pause between calls. As root on a
 cgroup v1 host it also times the migration itself: a sleeping process
 moved between two groups of the pids hierarchy, back to back and paced.
