@@ -272,10 +272,8 @@ void zygote_drop(struct pools *ps, struct pool *p, struct pbox **gone)
  * the run fits; else wait for one a filler is making ready (it is part
  * done); else take one a run gave back that no filler has taken up yet,
  * which the run makes ready itself (r->zyg_unready: pool_zygote_ready).
- * When none was ready, want
- * one more (the filler makes it), up to LLM_SANDBOX_POOL: as many runs as
- * come at once fork, and runs back to back alternate between boxes, one
- * made ready while another serves. */
+ * A run that goes without makes the kind want one more (the filler makes
+ * it), up to LLM_SANDBOX_POOL: as many runs as come at once fork. */
 bool zygote_lend(struct pools *ps, struct pool *p, struct run *r)
 {
     uint64_t most = ps->rt->settings->pool_size;
